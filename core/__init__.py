@@ -1,0 +1,60 @@
+"""limbstudio core: dynamics of constrained rigid bodies and articulated limbs in one kinematic forest.
+
+Pure NumPy/SciPy; never imports Qt. The stable scripting API::
+
+    import core
+    model = core.load_scene("scenes/three_link_arm.json")      # or core.load_urdf("robot.urdf")
+    state = model.initial_state()
+    H = core.mass_matrix(model, state.q)
+    qdd = core.forward_dynamics(model, state.q, state.qd, tau)
+    tau = core.inverse_dynamics(model, state.q, state.qd, qdd)
+    J = core.point_jacobian(model, state.q, "link3", "tip")
+    core.kinetic_energy(model, state.q, state.qd), core.potential_energy(model, state.q)
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+from .aba import forward_dynamics
+from .crba import mass_matrix
+from .energy import center_of_mass, kinetic_energy, potential_energy
+from .kinematics import (configuration_derivative, configuration_difference, forward_kinematics,
+                         integrate_configuration, normalize_configuration)
+from .model import Model, State
+from .points import point_acceleration, point_bias_acceleration, point_jacobian, point_position, point_velocity
+from .rnea import inverse_dynamics, nonlinear_effects
+from .scene import Scene, SceneError, compile_scene, read_spec, save_spec
+from .simulation import DivergenceError, Simulation
+
+__all__ = [
+    "Model", "State", "Scene", "SceneError", "Simulation", "DivergenceError",
+    "load_scene", "load_urdf", "save_scene", "read_spec", "compile_scene",
+    "mass_matrix", "inverse_dynamics", "forward_dynamics", "nonlinear_effects",
+    "forward_kinematics", "configuration_derivative", "integrate_configuration", "normalize_configuration",
+    "configuration_difference",
+    "point_position", "point_velocity", "point_jacobian", "point_bias_acceleration", "point_acceleration",
+    "kinetic_energy", "potential_energy", "center_of_mass",
+]
+
+
+def load_scene(path: str | Path) -> Model:
+    """Read, validate and compile a scene document (JSON) into a frozen :class:`Model`.
+
+    Raises :class:`SceneError` listing every problem (JSON path, value, what was expected).
+    """
+    return compile_scene(read_spec(path), str(path))
+
+
+def save_scene(scene: Scene | Model, path: str | Path) -> Path:
+    """Write a scene spec (or the spec a model was compiled from) to ``path`` atomically."""
+    spec = scene.spec if isinstance(scene, Model) else scene
+    if spec is None:
+        raise ValueError("this model was not compiled from a scene spec; nothing to save")
+    return save_spec(spec, path)
+
+
+def load_urdf(path: str | Path, floating_base: bool = False) -> Model:
+    """Build a Model from a URDF robot (see :mod:`core.urdf`)."""
+    from .urdf import urdf_to_spec
+    spec = urdf_to_spec(path, floating_base=floating_base)
+    return compile_scene(spec, str(path))

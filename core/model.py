@@ -1,0 +1,221 @@
+"""Model (compiled once, then frozen) and State (t, q, qd) of a kinematic forest.
+
+All bodies of a scene live in one forest of *links* in generalized coordinates (DESIGN.md): every link has one
+joint to its parent (another link, or the world), so a free rigid body is a one-link tree on a free joint and a
+limb is a tree of hinge, slider and ball joints. Links are numbered so that ``parent[i] < i``.
+
+Joint conventions (child frame C, joint frame J fixed in the parent P at ``R_PJ``, ``p_PJ``; C = J at q = 0):
+
+=========  ====  ====  ==============================================  ===================================
+type       nq    nv    joint motion ``C`` relative to ``J``            velocity ``qd`` (expressed in C)
+=========  ====  ====  ==============================================  ===================================
+fixed      0     0     none                                            —
+hinge      1     1     rotation by q about the unit ``axis``           angular rate about ``axis``
+slider     1     1     translation by q along the unit ``axis``        rate along ``axis``
+ball       4     3     rotation by the unit quaternion q (w, x, y, z)  angular velocity of C, in C
+free       7     6     translation q[0:3] (in J), then quaternion      body twist [w_C; v_C] of C's origin,
+                       q[3:7]                                          both in C (so S = 1₆)
+=========  ====  ====  ==============================================  ===================================
+
+so the motion subspace ``S`` (6 x nv, in C) of every joint is constant. Scene documents give initial velocities of
+ball and free joints in the *parent* frame; :mod:`core.scene.compile` converts them.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+FIXED, HINGE, SLIDER, BALL, FREE = 0, 1, 2, 3, 4
+JOINT_TYPES = {"fixed": FIXED, "hinge": HINGE, "slider": SLIDER, "ball": BALL, "free": FREE}
+JOINT_NQ = {FIXED: 0, HINGE: 1, SLIDER: 1, BALL: 4, FREE: 7}
+JOINT_NV = {FIXED: 0, HINGE: 1, SLIDER: 1, BALL: 3, FREE: 6}
+
+__all__ = ["Model", "State", "Shape", "FIXED", "HINGE", "SLIDER", "BALL", "FREE", "JOINT_TYPES"]
+
+
+def _frozen(a, dtype=float) -> np.ndarray:
+    a = np.array(a, dtype=dtype)
+    a.setflags(write=False)
+    return a
+
+
+@dataclass(frozen=True)
+class Shape:
+    """A drawable solid attached to a link: ``kind`` in box/cylinder/sphere/capsule, ``size`` (m) as in the scene
+    (``size`` for boxes, ``radius``/``length`` otherwise), pose in the link frame, RGBA colour in [0, 1]."""
+    link: int
+    kind: str
+    size: dict
+    R_LS: np.ndarray
+    p_LS: np.ndarray
+    rgba: tuple
+
+
+@dataclass(frozen=True, eq=False)
+class Model:
+    """The frozen, array-form description of a scene's kinematic forest and everything it carries.
+
+    Per-link arrays (``N = n_links``, links ordered so ``parent[i] < i``):
+
+    - ``parent`` (N,) int, -1 for the world; ``joint_type`` (N,) int; ``axis`` (N, 3) unit joint axis in J.
+    - ``R_tree`` (N, 3, 3), ``p_tree`` (N, 3): joint frame J in the parent's link frame (``R_PJ``, ``p_PJ``).
+    - ``S`` (N, 6, 6): motion subspace in C, columns ``0:nv_j[i]`` used; ``q_start``, ``v_start``, ``nq_j``,
+      ``nv_j`` (N,) int: where each joint's coordinates sit in q and qd.
+    - ``inertia`` (N, 6, 6): spatial inertia of each link about its own frame origin, in link axes.
+    - ``mass`` (N,), ``com`` (N, 3): mass and centre of mass in the link frame.
+
+    Names: ``link_names`` (N); ``joint_names`` lists only joints with coordinates, in coordinate order; use
+    :meth:`q_slice` / :meth:`qd_slice` to find a joint's entries. ``points`` maps ``"body.point"`` and the pair
+    ``(body, point)`` to ``(link index, position in link frame)``.
+    """
+    name: str
+    link_names: tuple[str, ...]
+    parent: np.ndarray
+    joint_type: np.ndarray
+    joint_link_names: tuple[str, ...]          # name of the joint of each link (fixed joints included)
+    axis: np.ndarray
+    R_tree: np.ndarray
+    p_tree: np.ndarray
+    S: np.ndarray
+    q_start: np.ndarray
+    v_start: np.ndarray
+    nq_j: np.ndarray
+    nv_j: np.ndarray
+    inertia: np.ndarray
+    mass: np.ndarray
+    com: np.ndarray
+    gravity: np.ndarray
+    q0: np.ndarray
+    qd0: np.ndarray
+    quat_starts: np.ndarray                    # q index of every quaternion (ball and free joints), for renormalizing
+    named_points: dict[tuple[str, str], tuple[int, np.ndarray]] = field(default_factory=dict)
+    shapes: tuple[Shape, ...] = ()
+    settings: dict[str, Any] = field(default_factory=dict)
+    spec: Any = None                           # the editable scene spec this model was compiled from, if any
+
+    # ---- sizes -------------------------------------------------------------------------------------------
+    @property
+    def n_links(self) -> int:
+        return len(self.link_names)
+
+    @property
+    def nq(self) -> int:
+        return int(self.nq_j.sum())
+
+    @property
+    def nv(self) -> int:
+        return int(self.nv_j.sum())
+
+    @property
+    def joint_names(self) -> list[str]:
+        """Joints that have coordinates, in the order of their coordinates."""
+        return [self.joint_link_names[i] for i in range(self.n_links) if self.nv_j[i] > 0]
+
+    # ---- look-ups ----------------------------------------------------------------------------------------
+    def _joint_link(self, name: str) -> int:
+        try:
+            return self.joint_link_names.index(name)
+        except ValueError:
+            raise KeyError(f"model {self.name!r} has no joint {name!r}; joints: {', '.join(self.joint_link_names)}")
+
+    def q_slice(self, joint: str) -> slice:
+        """Where joint ``joint``'s entries sit in q (empty for a fixed joint)."""
+        i = self._joint_link(joint)
+        return slice(int(self.q_start[i]), int(self.q_start[i] + self.nq_j[i]))
+
+    def qd_slice(self, joint: str) -> slice:
+        """Where joint ``joint``'s entries sit in qd, qdd and tau."""
+        i = self._joint_link(joint)
+        return slice(int(self.v_start[i]), int(self.v_start[i] + self.nv_j[i]))
+
+    def link_index(self, body: int | str) -> int:
+        """Index of a link given its name or index."""
+        if isinstance(body, (int, np.integer)):
+            if not 0 <= body < self.n_links:
+                raise IndexError(f"link index {body} out of range 0..{self.n_links - 1}")
+            return int(body)
+        try:
+            return self.link_names.index(body)
+        except ValueError:
+            raise KeyError(f"model {self.name!r} has no body {body!r}; bodies: {', '.join(self.link_names)}")
+
+    def resolve_point(self, body: int | str, point) -> tuple[int, np.ndarray]:
+        """``(link index, point in link frame)`` for a body and either a named point or a 3-vector."""
+        k = self.link_index(body)
+        if isinstance(point, str):
+            key = (self.link_names[k], point)
+            if key not in self.named_points:
+                names = [p for (b, p) in self.named_points if b == key[0]]
+                raise KeyError(f"body {key[0]!r} has no point {point!r}; its points: {names}")
+            return self.named_points[key]
+        return k, np.asarray(point, dtype=float).reshape(3)
+
+    # ---- state -------------------------------------------------------------------------------------------
+    def initial_state(self) -> "State":
+        """A fresh :class:`State` at the scene's initial configuration and velocity (t = 0)."""
+        return State(t=0.0, q=np.array(self.q0), qd=np.array(self.qd0))
+
+    def neutral_configuration(self) -> np.ndarray:
+        """q with every joint at zero (identity quaternions)."""
+        q = np.zeros(self.nq)
+        q[self.quat_starts] = 1.0
+        return q
+
+    def __repr__(self) -> str:
+        return f"Model({self.name!r}, links={self.n_links}, nq={self.nq}, nv={self.nv})"
+
+
+@dataclass
+class State:
+    """What changes during a run: time ``t`` (s), configuration ``q`` (nq), velocity ``qd`` (nv)."""
+    t: float
+    q: np.ndarray
+    qd: np.ndarray
+
+    def copy(self) -> "State":
+        return State(self.t, self.q.copy(), self.qd.copy())
+
+
+def build_model(*, name, link_names, parent, joint_type, joint_link_names, axis, R_tree, p_tree, inertia,
+                gravity, q0, qd0, named_points=None, shapes=(), settings=None, spec=None) -> Model:
+    """Assemble a :class:`Model` from per-link lists (links already ordered with ``parent[i] < i``)."""
+    N = len(link_names)
+    joint_type = np.asarray(joint_type, dtype=np.int64)
+    nq_j = np.array([JOINT_NQ[int(t)] for t in joint_type], dtype=np.int64)
+    nv_j = np.array([JOINT_NV[int(t)] for t in joint_type], dtype=np.int64)
+    q_start = np.concatenate([[0], np.cumsum(nq_j)[:-1]]).astype(np.int64) if N else np.zeros(0, np.int64)
+    v_start = np.concatenate([[0], np.cumsum(nv_j)[:-1]]).astype(np.int64) if N else np.zeros(0, np.int64)
+    axis = np.asarray(axis, dtype=float).reshape(N, 3)
+    S = np.zeros((N, 6, 6))
+    quat_starts = []
+    for i, jt in enumerate(joint_type):
+        if jt == HINGE:
+            S[i, :3, 0] = axis[i]
+        elif jt == SLIDER:
+            S[i, 3:, 0] = axis[i]
+        elif jt == BALL:
+            S[i, :3, :3] = np.eye(3)
+            quat_starts.append(q_start[i])
+        elif jt == FREE:
+            S[i] = np.eye(6)
+            quat_starts.append(q_start[i] + 3)
+    inertia = np.asarray(inertia, dtype=float).reshape(N, 6, 6)
+    mass = inertia[:, 3, 3].copy()
+    com = np.zeros((N, 3))
+    for i in range(N):
+        if mass[i] > 0:
+            C = inertia[i, :3, 3:] / mass[i]
+            com[i] = (C[2, 1], C[0, 2], C[1, 0])
+    frozen_points = {}
+    for key, (k, p) in (named_points or {}).items():
+        frozen_points[key] = (int(k), _frozen(p))
+    return Model(
+        name=name, link_names=tuple(link_names), parent=_frozen(parent, np.int64), joint_type=_frozen(joint_type, np.int64),
+        joint_link_names=tuple(joint_link_names), axis=_frozen(axis), R_tree=_frozen(R_tree).reshape(N, 3, 3),
+        p_tree=_frozen(p_tree).reshape(N, 3), S=_frozen(S), q_start=_frozen(q_start, np.int64),
+        v_start=_frozen(v_start, np.int64), nq_j=_frozen(nq_j, np.int64), nv_j=_frozen(nv_j, np.int64),
+        inertia=_frozen(inertia), mass=_frozen(mass), com=_frozen(com), gravity=_frozen(gravity),
+        q0=_frozen(q0), qd0=_frozen(qd0), quat_starts=_frozen(quat_starts, np.int64),
+        named_points=frozen_points, shapes=tuple(shapes), settings=dict(settings or {}), spec=spec)

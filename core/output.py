@@ -1,0 +1,95 @@
+"""Writing a run's results: ``timeseries.npz`` (arrays), ``timeseries.csv`` (one column per scalar) and
+``summary.json``. Every file is written atomically (temporary file, then rename)."""
+from __future__ import annotations
+
+import io
+import json
+import os
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+from .model import Model
+
+__all__ = ["write_run", "csv_columns", "atomic_write_bytes"]
+
+
+def atomic_write_bytes(path: Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` through a temporary file in the same folder and a rename."""
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+def _coordinate_names(model: Model, prefix: str, velocity: bool) -> list[str]:
+    """Column names of q or qd entries, after the joint names (``q_elbow``, ``qd_box_3`` for multi-dof)."""
+    names = []
+    for i in range(model.n_links):
+        n = int(model.nv_j[i] if velocity else model.nq_j[i])
+        joint = model.joint_link_names[i]
+        names += [f"{prefix}_{joint}"] if n == 1 else [f"{prefix}_{joint}_{k}" for k in range(n)]
+    return names
+
+
+def csv_columns(model: Model, data: dict[str, np.ndarray]) -> tuple[list[str], np.ndarray]:
+    """Flatten a run's arrays to named scalar columns: ``t``, ``q_*``, ``qd_*`` and the scalar series."""
+    names, cols = [], []
+    for key, arr in data.items():
+        arr = np.asarray(arr)
+        if arr.ndim == 1:
+            names.append(key)
+            cols.append(arr[:, None])
+        elif key in ("q", "qd"):
+            names += _coordinate_names(model, key, velocity=(key == "qd"))
+            cols.append(arr)
+        else:
+            flat = arr.reshape(arr.shape[0], -1)
+            names += [f"{key}_{k}" for k in range(flat.shape[1])]
+            cols.append(flat)
+    return names, np.hstack(cols)
+
+
+def write_run(out: Path, model: Model, sim, data: dict[str, np.ndarray], scene_path: str | None = None) -> dict:
+    """Write the three result files of a run into ``out`` (created if needed) and return the summary."""
+    out.mkdir(parents=True, exist_ok=True)
+    buf = io.BytesIO()
+    np.savez_compressed(buf, **data)
+    atomic_write_bytes(out / "timeseries.npz", buf.getvalue())
+    names, table = csv_columns(model, data)
+    text = io.StringIO()
+    np.savetxt(text, table, delimiter=",", header=",".join(names), comments="", fmt="%.17g")
+    atomic_write_bytes(out / "timeseries.csv", text.getvalue().encode())
+    E = data["energy_total"]
+    scale = max(abs(E[0]), float(np.abs(data["energy_kinetic"]).max()), float(np.abs(data["energy_potential"]).max()), 1e-300)
+    summary = {
+        "scene": model.name,
+        "scene_file": scene_path,
+        "duration_s": float(data["t"][-1]),
+        "dt_s": sim.dt,
+        "integrator": sim.integrator,
+        "steps": int(sim.steps_taken),
+        "wall_time_s": float(sim.wall_time),
+        "cost_per_step_s": float(sim.wall_time / max(sim.steps_taken, 1)),
+        "nq": model.nq,
+        "nv": model.nv,
+        "joint_names": model.joint_names,
+        "energy_initial_J": float(E[0]),
+        "energy_final_J": float(E[-1]),
+        "energy_error_J": float(E[-1] - E[0]),
+        "energy_error_relative": float(abs(E[-1] - E[0]) / scale),
+        "energy_max_drift_J": float(np.abs(E - E[0]).max()),
+        "csv_columns": names,
+    }
+    atomic_write_bytes(out / "summary.json", (json.dumps(summary, indent=2) + "\n").encode())
+    return summary

@@ -1,0 +1,209 @@
+"""Reading, validating and writing scene documents.
+
+Validation reports *every* problem at once, each with the JSON path of the offending value, the value, and what
+was expected; :class:`SceneError` carries them. Writing is atomic (temporary file in the same folder, fsync, then
+rename), so a crash never leaves a half-written scene, and ``read_spec(save_spec(x)) == x``.
+"""
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from .schema import FORMAT_VERSION, Scene
+
+__all__ = ["Problem", "SceneError", "parse_spec", "read_spec", "save_spec", "spec_to_json"]
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One thing wrong with a document: where (JSON path such as ``$.bodies[2].joint.axis``), what, and the value."""
+    path: str
+    message: str
+    value: Any = None
+    has_value: bool = False
+
+    def __str__(self) -> str:
+        shown = f" (got {_short(self.value)})" if self.has_value else ""
+        return f"{self.path}: {self.message}{shown}"
+
+
+class SceneError(ValueError):
+    """A scene document that cannot be used; ``problems`` lists everything wrong with it."""
+
+    def __init__(self, problems: list[Problem], source: str = "<scene>"):
+        self.problems = list(problems)
+        self.source = source
+        lines = "\n".join(f"  {p}" for p in self.problems)
+        super().__init__(f"{source}: {len(self.problems)} problem(s):\n{lines}")
+
+
+def _short(value: Any, limit: int = 80) -> str:
+    text = json.dumps(value) if _jsonable(value) else repr(value)
+    return text if len(text) <= limit else text[:limit - 3] + "..."
+
+
+def _jsonable(value: Any) -> bool:
+    try:
+        json.dumps(value)
+        return True
+    except (TypeError, ValueError):
+        return False
+
+
+def _json_path(raw: Any, loc: tuple) -> str:
+    """Turn a pydantic location into a JSON path over the raw document, dropping union tags and validator names,
+    and name the body a path points into: ``$.bodies[2].joint.axis (body 'link3')``."""
+    parts, cur, body = ["$"], raw, None
+    for n, el in enumerate(loc):
+        if isinstance(el, int) and isinstance(cur, list) and 0 <= el < len(cur):
+            parts.append(f"[{el}]")
+            if len(parts) == 3 and parts[1] == ".bodies" and isinstance(cur[el], dict):
+                body = cur[el].get("name")
+            cur = cur[el]
+        elif isinstance(el, str) and isinstance(cur, dict) and el in cur:
+            parts.append(f".{el}")
+            cur = cur[el]
+        elif n == len(loc) - 1 and isinstance(el, str) and isinstance(cur, dict) and not _is_tag(el, cur):
+            parts.append(f".{el}")                       # a missing field
+        elif isinstance(el, int):
+            parts.append(f"[{el}]")
+    path = "".join(parts)
+    return f"{path} (body {body!r})" if isinstance(body, str) else path
+
+
+def _is_tag(el: str, cur: dict) -> bool:
+    return cur.get("type") == el or "[" in el or "(" in el
+
+
+def _reference_problems(raw: dict) -> list[Problem]:
+    """Cross-reference checks the per-field schema cannot make: unique names, known parents, no cycles."""
+    problems: list[Problem] = []
+    bodies = raw.get("bodies")
+    if not isinstance(bodies, list):
+        return problems
+    index: dict[str, int] = {}
+    joint_index: dict[str, int] = {}
+    for i, b in enumerate(bodies):
+        if not isinstance(b, dict) or not isinstance(b.get("name"), str):
+            continue
+        name = b["name"]
+        if name == "world":
+            problems.append(Problem(f"$.bodies[{i}].name", "'world' is reserved for the fixed world frame", name, True))
+        elif name in index:
+            problems.append(Problem(f"$.bodies[{i}].name",
+                                    f"duplicate body name (bodies[{index[name]}] has it too)", name, True))
+        else:
+            index[name] = i
+        joint = b.get("joint")
+        explicit = isinstance(joint, dict) and "name" in joint
+        jname = joint["name"] if explicit else name
+        if isinstance(jname, str):
+            if jname in joint_index:
+                where = f"$.bodies[{i}].joint.name" if explicit else f"$.bodies[{i}].joint"
+                why = "" if explicit else " (a joint without a name takes its body's name)"
+                problems.append(Problem(where, f"duplicate joint name{why}; the joint of "
+                                        f"bodies[{joint_index[jname]}] has it too", jname, True))
+            else:
+                joint_index[jname] = i
+    for i, b in enumerate(bodies):
+        if not isinstance(b, dict):
+            continue
+        parent = b.get("parent", "world")
+        if isinstance(parent, str) and parent != "world" and parent not in index:
+            known = ", ".join(sorted(index)) or "none"
+            problems.append(Problem(f"$.bodies[{i}].parent (body {b.get('name')!r})",
+                                    f"unknown parent body; expected 'world' or one of: {known}", parent, True))
+    # cycles: follow parent links from every body
+    for start, i in index.items():
+        seen, name = [], start
+        while name in index and name not in seen:
+            seen.append(name)
+            name = bodies[index[name]].get("parent", "world")
+        if name in seen and name == start:
+            problems.append(Problem(f"$.bodies[{i}].parent (body {start!r})",
+                                    "the parent chain loops back to this body: " + " → ".join(seen + [start]),
+                                    bodies[i].get("parent"), True))
+    return problems
+
+
+def parse_spec(raw: Any, source: str = "<scene>") -> Scene:
+    """Validate a decoded JSON document and return the editable :class:`Scene` spec, or raise :class:`SceneError`
+    listing every problem found."""
+    if not isinstance(raw, dict):
+        raise SceneError([Problem("$", "a scene document must be a JSON object", raw, True)], source)
+    version = raw.get("format_version")
+    if isinstance(version, int) and version > FORMAT_VERSION:
+        raise SceneError([Problem("$.format_version", f"this program reads format_version {FORMAT_VERSION}; "
+                                  "the document is newer", version, True)], source)
+    problems: list[Problem] = []
+    spec = None
+    try:
+        spec = Scene.model_validate(raw)
+    except ValidationError as exc:
+        for err in exc.errors(include_url=False):
+            message = err["msg"].removeprefix("Value error, ")
+            if err["type"] == "extra_forbidden":
+                message = "unknown field (check its spelling)"
+            elif err["type"] == "string_pattern_mismatch":
+                message = "must be a name: letters, digits, '_' and '-', not starting with a digit"
+            has_value = err["type"] != "missing"
+            problems.append(Problem(_json_path(raw, err["loc"]), message, err.get("input"), has_value))
+    problems.extend(_reference_problems(raw))
+    if problems:
+        problems.sort(key=lambda p: _sort_key(p.path))
+        raise SceneError(problems, source)
+    return spec
+
+
+def _sort_key(path: str):
+    import re
+    return [int(t) if t.isdigit() else t for t in re.split(r"\[(\d+)\]", path)]
+
+
+def read_spec(path: str | os.PathLike) -> Scene:
+    """Read and validate a scene file; a file that is missing or not JSON is reported as a :class:`SceneError`."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise SceneError([Problem("$", f"cannot read the file: {exc.strerror}")], str(path)) from None
+    try:
+        raw = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise SceneError([Problem("$", f"not valid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}")],
+                         str(path)) from None
+    return parse_spec(raw, str(path))
+
+
+def spec_to_json(spec: Scene) -> str:
+    """The document text of a spec: fields left at their defaults are omitted; floats are written exactly."""
+    data = spec.model_dump(mode="json", exclude_defaults=True)
+    data = {"format_version": spec.format_version, **data}
+    return json.dumps(data, indent=2) + "\n"
+
+
+def save_spec(spec: Scene, path: str | os.PathLike) -> Path:
+    """Write ``spec`` to ``path`` atomically: a temporary file in the same folder, flushed to disk, renamed over
+    the target. The previous file is untouched if anything fails."""
+    path = Path(path)
+    text = spec_to_json(spec)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent or ".")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+    return path
