@@ -134,3 +134,13 @@ def test_configuration_derivative_matches_retraction(tree):
     h = 1e-7
     fd = (integrate_configuration(model, q, qd, h) - integrate_configuration(model, q, qd, -h)) / (2 * h)
     np.testing.assert_allclose(core.configuration_derivative(model, q, qd), fd, atol=1e-6)
+
+
+def test_gravity_torques_are_the_gradient_of_potential_energy(tree):
+    """g(q) = RNEA(q, 0, 0) = ∂PE/∂q along every tangent direction (quaternion joints included)."""
+    _, model, q, _ = tree
+    g = core.nonlinear_effects(model, q, np.zeros(model.nv))
+    h = 1e-6
+    grad = [(core.potential_energy(model, integrate_configuration(model, q, e, h))
+             - core.potential_energy(model, integrate_configuration(model, q, e, -h))) / (2 * h) for e in np.eye(model.nv)]
+    np.testing.assert_allclose(g, grad, rtol=1e-6, atol=1e-6)
