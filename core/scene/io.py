@@ -119,6 +119,7 @@ def _reference_problems(raw: dict) -> list[Problem]:
             known = ", ".join(sorted(index)) or "none"
             problems.append(Problem(f"$.bodies[{i}].parent (body {b.get('name')!r})",
                                     f"unknown parent body; expected 'world' or one of: {known}", parent, True))
+    problems.extend(_entity_problems(raw, bodies, index, joint_index))
     # cycles: follow parent links from every body
     for start, i in index.items():
         seen, name = [], start
@@ -129,6 +130,68 @@ def _reference_problems(raw: dict) -> list[Problem]:
             problems.append(Problem(f"$.bodies[{i}].parent (body {start!r})",
                                     "the parent chain loops back to this body: " + " → ".join(seen + [start]),
                                     bodies[i].get("parent"), True))
+    return problems
+
+
+_BODY_FIELDS = {"body": "point", "body_a": "point_a", "body_b": "point_b"}
+_WORLD_ALLOWED = {("point_to_point", "body_b"), ("hinge", "body_b"), ("spring", "body_b")}
+
+
+def _entity_problems(raw: dict, bodies: list, index: dict[str, int], joint_index: dict[str, int]) -> list[Problem]:
+    """References from constraints and forces: bodies, their named points and joints must exist; names unique."""
+    problems: list[Problem] = []
+    points = {b["name"]: b.get("points", {}) for b in bodies
+              if isinstance(b, dict) and isinstance(b.get("name"), str) and isinstance(b.get("points", {}), dict)}
+    joint_types = {}
+    for jname, i in joint_index.items():
+        joint = bodies[i].get("joint") if isinstance(bodies[i], dict) else None
+        joint_types[jname] = joint.get("type") if isinstance(joint, dict) else None
+    for section in ("constraints", "forces"):
+        items = raw.get(section)
+        if not isinstance(items, list):
+            continue
+        seen: dict[str, int] = {}
+        for n, item in enumerate(items):
+            if not isinstance(item, dict):
+                continue
+            here = f"$.{section}[{n}]"
+            kind = item.get("type")
+            name = item.get("name")
+            if isinstance(name, str):
+                if name in seen:
+                    problems.append(Problem(f"{here}.name", f"duplicate name ({section}[{seen[name]}] has it too)",
+                                            name, True))
+                seen.setdefault(name, n)
+            for body_field, point_field in _BODY_FIELDS.items():
+                body = item.get(body_field)
+                if not isinstance(body, str):
+                    continue
+                if body == "world":
+                    if (kind, body_field) not in _WORLD_ALLOWED:
+                        problems.append(Problem(f"{here}.{body_field}", "must be a body, not the world", body, True))
+                    elif isinstance(item.get(point_field), str):
+                        problems.append(Problem(f"{here}.{point_field}", "a point on the world must be given as "
+                                                "world coordinates [x, y, z]", item.get(point_field), True))
+                    continue
+                if body not in index:
+                    known = ", ".join(sorted(index)) or "none"
+                    problems.append(Problem(f"{here}.{body_field}", f"unknown body; expected one of: {known}", body, True))
+                    continue
+                point = item.get(point_field)
+                if isinstance(point, str) and point not in points.get(body, {}):
+                    known = ", ".join(sorted(points.get(body, {}))) or "none"
+                    problems.append(Problem(f"{here}.{point_field}", f"body {body!r} has no point of that name; "
+                                            f"its points: {known}", point, True))
+            if "body_a" in item and item.get("body_a") == item.get("body_b"):
+                problems.append(Problem(f"{here}.body_b", "must differ from body_a", item.get("body_b"), True))
+            joint = item.get("joint")
+            if isinstance(joint, str):
+                if joint not in joint_types:
+                    known = ", ".join(sorted(joint_types)) or "none"
+                    problems.append(Problem(f"{here}.joint", f"unknown joint; expected one of: {known}", joint, True))
+                elif joint_types[joint] not in ("hinge", "slider"):
+                    problems.append(Problem(f"{here}.joint", f"applies to hinge and slider joints; this joint is "
+                                            f"{joint_types[joint]!r}", joint, True))
     return problems
 
 

@@ -8,11 +8,13 @@ A scene is pure data (never code). Its top-level sections are::
       "gravity": [0, -9.81, 0],
       "simulation": {"dt": 0.001, "integrator": "rk4", "duration": 10},
       "bodies": [ {"name": …, "parent": "world" | <body>, "joint": {…}, "shapes": […], "inertial": {…},
-                   "points": {"tip": [1, 0, 0]}}, … ]
+                   "points": {"tip": [1, 0, 0]}}, … ],
+      "constraints": [ {"type": "nail", "name": "tip_nail", "body": "link3", "point": "tip"}, … ],
+      "forces": [ {"type": "spring", "name": "s", "body_a": "link3", "point_a": "tip", "stiffness": 10}, … ]
     }
 
-Later sections (constraints, forces, controllers, events) are added as further lists of discriminated unions on
-``type``, in the same way as joints and shapes here. Every model forbids unknown fields, so a typo is an error.
+``constraints`` and ``forces`` are lists of discriminated unions on ``type`` (like joints and shapes); later
+sections (controllers, events) are added the same way. Every model forbids unknown fields, so a typo is an error.
 
 Units are SI; angles in radians; quaternions are ``[w, x, y, z]``; colours are RGB or RGBA in [0, 1].
 """
@@ -227,10 +229,174 @@ class Body(Strict):
         return self
 
 
+# ---------------------------------------------------------------------------------------------- constraints
+PointSpec = Union[Name, Vec3]
+"""A point on a body: the name of one of its named points, or coordinates in its frame (world coordinates when
+the body is ``world``)."""
+
+
+class _ConstraintBase(Strict):
+    """Fields every point constraint has (thesis §2.2.2–2.3.4). ``stabilization`` is λ of the critically damped
+    deviation dynamics D̈ + 2λḊ + λ²D = 0 (eq. 2.21; for a velocity constraint Ḋ + λD = 0), in 1/s;
+    ``max_force`` (N) is the joint's strength, the bound on the magnitude of its force; ``max_deviation`` (m, or
+    m/s for a velocity constraint) is the deviation beyond which it breaks and is removed (never if omitted)."""
+    name: Name
+    enabled: bool = True
+    stabilization: NonNegative = 10.0
+    max_force: Positive = 1.0e6
+    max_deviation: Positive | None = None
+
+
+class NailPath(Strict):
+    """Prescribed motion of a nail: ``n(t) = position + velocity t + amplitude ∘ sin(2π frequency t + phase)``."""
+    velocity: Vec3 = (0.0, 0.0, 0.0)
+    amplitude: Vec3 = (0.0, 0.0, 0.0)
+    frequency: NonNegative = 0.0
+    phase: float = 0.0
+
+
+class NailConstraint(_ConstraintBase):
+    """Point-to-nail: ``D = p − n(t)``. ``position`` is the nail in world coordinates (default: where the body
+    point starts); the studio may move it at run time."""
+    type: Literal["nail"]
+    body: Name
+    point: PointSpec
+    position: Vec3 | None = None
+    path: NailPath | None = None
+
+
+class PointToPointConstraint(_ConstraintBase):
+    """Point-to-point (a ball joint between two bodies): ``D = p_a − p_b``."""
+    type: Literal["point_to_point"]
+    body_a: Name
+    point_a: PointSpec
+    body_b: Name
+    point_b: PointSpec
+
+
+class HingeConstraint(_ConstraintBase):
+    """A hinge between two bodies made of two point-to-point constraints on its axis (thesis §2.3.4, fig. 2.8),
+    ``spacing`` apart and centred on ``anchor``. ``anchor`` and ``axis`` are given in world coordinates at the
+    initial configuration and are fixed in both bodies from then on."""
+    type: Literal["hinge"]
+    body_a: Name
+    body_b: Name
+    anchor: Vec3
+    axis: Vec3
+    spacing: Positive = 0.2
+
+    _check_axis = field_validator("axis")(lambda cls, v: _nonzero_axis(v))
+
+
+class PointOnLineConstraint(_ConstraintBase):
+    """A body point held on the world line through ``origin`` along ``direction`` (2 rows: D ⟂ the line)."""
+    type: Literal["point_on_line"]
+    body: Name
+    point: PointSpec
+    origin: Vec3
+    direction: Vec3
+
+    _check_axis = field_validator("direction")(lambda cls, v: _nonzero_axis(v))
+
+
+class PointOnPlaneConstraint(_ConstraintBase):
+    """A body point held on the world plane through ``origin`` with ``normal`` (1 row: D along the normal)."""
+    type: Literal["point_on_plane"]
+    body: Name
+    point: PointSpec
+    origin: Vec3
+    normal: Vec3
+
+    _check_axis = field_validator("normal")(lambda cls, v: _nonzero_axis(v))
+
+
+class PointVelocityConstraint(_ConstraintBase):
+    """The velocity of a body point held at ``velocity`` (world): ``D = ṗ − v``, stabilized to first order
+    Ḋ + λD = 0 (thesis §2.2.4)."""
+    type: Literal["point_velocity"]
+    body: Name
+    point: PointSpec
+    velocity: Vec3 = (0.0, 0.0, 0.0)
+
+
+Constraint = Annotated[Union[NailConstraint, PointToPointConstraint, HingeConstraint, PointOnLineConstraint,
+                             PointOnPlaneConstraint, PointVelocityConstraint], Field(discriminator="type")]
+
+
+# ---------------------------------------------------------------------------------------------- forces
+class Spring(Strict):
+    """A linear spring-damper between two body points (``body_b`` may be ``world``, with ``point_b`` in world
+    coordinates): force magnitude ``k (ℓ − rest_length) + c ℓ̇`` along the line of centres (thesis §2.3.1)."""
+    type: Literal["spring"]
+    name: Name
+    body_a: Name
+    point_a: PointSpec
+    body_b: Name = "world"
+    point_b: PointSpec = (0.0, 0.0, 0.0)
+    stiffness: NonNegative
+    damping: NonNegative = 0.0
+    rest_length: NonNegative = 0.0
+
+
+class JointSpring(Strict):
+    """A spring-damper on a hinge or slider joint: ``τ = −k (q − rest) − c q̇``."""
+    type: Literal["joint_spring"]
+    name: Name
+    joint: Name
+    stiffness: NonNegative = 0.0
+    damping: NonNegative = 0.0
+    rest: float = 0.0
+
+
+class Drag(Strict):
+    """Viscous drag on a body point: ``f = −(linear + quadratic |v|) v`` (linear in N·s/m, quadratic in N·s²/m²)."""
+    type: Literal["drag"]
+    name: Name
+    body: Name
+    point: PointSpec = (0.0, 0.0, 0.0)
+    linear: NonNegative = 0.0
+    quadratic: NonNegative = 0.0
+
+
+class Actuator(Strict):
+    """A joint force source on a hinge or slider: ``torque`` (N·m or N), clipped to ±``limit``; controllers set
+    it at run time."""
+    type: Literal["actuator"]
+    name: Name
+    joint: Name
+    torque: float = 0.0
+    limit: Positive | None = None
+
+
+class PointForce(Strict):
+    """A force ``force`` (N, world coordinates) applied at a body point while ``start <= t < stop``."""
+    type: Literal["point_force"]
+    name: Name
+    body: Name
+    point: PointSpec = (0.0, 0.0, 0.0)
+    force: Vec3
+    start: float = 0.0
+    stop: float | None = None
+
+
+Force = Annotated[Union[Spring, JointSpring, Drag, Actuator, PointForce], Field(discriminator="type")]
+
+
+class SolverSettings(Strict):
+    """How the constraint equation A F = −B is solved (thesis §2.3.4): ``svd`` drops singular values in ascending
+    order while a force bound is exceeded; ``damped_least_squares`` replaces 1/σ by σ/(σ² + ρ²). Singular values
+    below ``rcond`` × the largest are always treated as zero."""
+    method: Literal["svd", "damped_least_squares"] = "svd"
+    rcond: Annotated[float, Field(gt=0, lt=1)] = 1e-12
+    rho: Positive = 1e-3
+
+
 class SimulationSettings(Strict):
     """Defaults for runs of this scene (the command line and the studio may override them)."""
     dt: Positive = 0.001
-    integrator: Literal["rk4", "semi_implicit_euler"] = "rk4"
+    integrator: Literal["rk4", "cash_karp", "semi_implicit_euler"] = "rk4"
+    tolerance: Positive = 1e-8                # error tolerance of the adaptive cash_karp integrator
+    solver: SolverSettings = Field(default_factory=SolverSettings)
     duration: Positive = 10.0
 
 
@@ -242,3 +408,5 @@ class Scene(Strict):
     gravity: Vec3 = (0.0, 0.0, -9.81)
     simulation: SimulationSettings = Field(default_factory=SimulationSettings)
     bodies: list[Body] = Field(default_factory=list)
+    constraints: list[Constraint] = Field(default_factory=list)
+    forces: list[Force] = Field(default_factory=list)
