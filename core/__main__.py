@@ -16,10 +16,9 @@ from pathlib import Path
 
 import numpy as np
 
-from .integrators import INTEGRATORS
 from .output import write_run
 from .scene import SceneError, compile_scene, read_spec
-from .simulation import DivergenceError, Simulation
+from .simulation import INTEGRATOR_NAMES, DivergenceError, Simulation
 
 
 def _validate(args) -> int:
@@ -81,7 +80,7 @@ def main(argv: list[str] | None = None) -> int:
     r.add_argument("scene", metavar="SCENE")
     r.add_argument("--duration", type=float, default=None, help="simulated seconds (default: the scene's)")
     r.add_argument("--dt", type=float, default=None, help="time step in s (default: the scene's)")
-    r.add_argument("--integrator", choices=sorted(INTEGRATORS), default=None)
+    r.add_argument("--integrator", choices=INTEGRATOR_NAMES, default=None)
     r.add_argument("--out", required=True, metavar="DIR")
     r.add_argument("--record-every", type=int, default=1, metavar="N", help="record every N-th step")
     r.add_argument("--quiet", action="store_true")

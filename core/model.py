@@ -67,8 +67,11 @@ class Model:
     - ``mass`` (N,), ``com`` (N, 3): mass and centre of mass in the link frame.
 
     Names: ``link_names`` (N); ``joint_names`` lists only joints with coordinates, in coordinate order; use
-    :meth:`q_slice` / :meth:`qd_slice` to find a joint's entries. ``points`` maps ``"body.point"`` and the pair
-    ``(body, point)`` to ``(link index, position in link frame)``.
+    :meth:`q_slice` / :meth:`qd_slice` to find a joint's entries. ``named_points`` maps ``(body, point)`` to
+    ``(link index, position in link frame)``.
+
+    ``constraints`` and ``forces`` are the compiled point constraints and force elements; ``settings`` holds the
+    scene's simulation settings (dt, integrator, tolerance, solver).
     """
     name: str
     link_names: tuple[str, ...]
@@ -92,6 +95,8 @@ class Model:
     quat_starts: np.ndarray                    # q index of every quaternion (ball and free joints), for renormalizing
     named_points: dict[tuple[str, str], tuple[int, np.ndarray]] = field(default_factory=dict)
     shapes: tuple[Shape, ...] = ()
+    constraints: tuple = ()                    # core.constraints.PointConstraint, in record-column order
+    forces: tuple = ()                         # core.forces.AppliedForce
     settings: dict[str, Any] = field(default_factory=dict)
     spec: Any = None                           # the editable scene spec this model was compiled from, if any
 
@@ -129,6 +134,16 @@ class Model:
         """Where joint ``joint``'s entries sit in qd, qdd and tau."""
         i = self._joint_link(joint)
         return slice(int(self.v_start[i]), int(self.v_start[i] + self.nv_j[i]))
+
+    def root_of(self, link: int) -> int:
+        """The root link of the tree that ``link`` belongs to (-1 for the world)."""
+        while link >= 0 and self.parent[link] >= 0:
+            link = int(self.parent[link])
+        return link
+
+    @property
+    def constraint_names(self) -> list[str]:
+        return [c.name for c in self.constraints]
 
     def link_index(self, body: int | str) -> int:
         """Index of a link given its name or index."""

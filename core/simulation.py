@@ -1,8 +1,13 @@
-"""A simulation: a Model, its State, and the step that advances it. The command line and the studio both use
-this class, so a scene runs the same way headless and on screen.
+"""A simulation: a Model, its State, and the step that advances it. The command line, the sweeps and the studio
+all use this class, so a scene runs the same way headless and on screen.
 
-The step pipeline (DESIGN.md): applied forces → dynamics (ABA) → integrate. Later stages (controllers,
-constraints, events) slot in at :meth:`Simulation.accelerations`.
+Each step (DESIGN.md): events at the step boundary (constraints that exceed their deviation bound break and are
+removed, with a logged event) → integrate, evaluating applied forces → dynamics → constraint solve in every stage
+(:func:`core.dynamics.evaluate`) → check the new state is finite. Inputs that may change between steps — a nail
+the user drags, actuator values — are set with :meth:`move_nail` and :meth:`set_actuator`.
+
+The energy audit (thesis §2.3.2) integrates the power of every non-conservative source alongside the state:
+``energy_error = E(t) − E(0) − Σ work`` is then the integration error alone.
 """
 from __future__ import annotations
 
@@ -11,12 +16,14 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .aba import forward_dynamics
-from .energy import kinetic_energy, potential_energy
-from .integrators import INTEGRATORS
+from .dynamics import Data, evaluate
+from .forces import POWER_SOURCES
+from .integrators import ADAPTIVE, FIXED_STEP
 from .model import Model, State
 
-__all__ = ["Simulation", "Records", "DivergenceError"]
+__all__ = ["Simulation", "Records", "DivergenceError", "INTEGRATOR_NAMES"]
+
+INTEGRATOR_NAMES = tuple(FIXED_STEP) + tuple(ADAPTIVE)
 
 
 class DivergenceError(RuntimeError):
@@ -25,7 +32,7 @@ class DivergenceError(RuntimeError):
 
 @dataclass
 class Records:
-    """Time series of a run, one row per recorded step (arrays after :meth:`arrays`)."""
+    """Time series of a run, one row per recorded state (arrays after :meth:`arrays`)."""
     columns: dict[str, list] = field(default_factory=dict)
 
     def append(self, **values) -> None:
@@ -37,69 +44,182 @@ class Records:
 
 
 class Simulation:
-    """Owns a :class:`State` of ``model`` and advances it with a fixed-step integrator.
+    """Owns a :class:`State` of ``model`` and advances it.
 
-    ``dt`` and ``integrator`` default to the scene's ``simulation`` settings (1 ms, RK4).
+    ``dt`` and ``integrator`` default to the scene's ``simulation`` settings (1 ms, RK4). With ``cash_karp`` the
+    step size adapts to ``tolerance`` and ``dt`` is the largest step taken.
     """
 
-    def __init__(self, model: Model, dt: float | None = None, integrator: str | None = None):
+    def __init__(self, model: Model, dt: float | None = None, integrator: str | None = None,
+                 tolerance: float | None = None):
         self.model = model
         self.dt = float(dt if dt is not None else model.settings.get("dt", 1e-3))
         name = integrator or model.settings.get("integrator", "rk4")
-        if name not in INTEGRATORS:
-            raise ValueError(f"unknown integrator {name!r}; choose one of {', '.join(INTEGRATORS)}")
-        if not self.dt > 0:
+        if name not in INTEGRATOR_NAMES:
+            raise ValueError(f"unknown integrator {name!r}; choose one of {', '.join(INTEGRATOR_NAMES)}")
+        if not (np.isfinite(self.dt) and self.dt > 0):
             raise ValueError(f"time step must be positive, got {self.dt}")
         self.integrator = name
-        self._step_fn = INTEGRATORS[name]
-        self.tau = np.zeros(model.nv)
-        self.state = model.initial_state()
+        self.tolerance = float(tolerance if tolerance is not None else model.settings.get("tolerance", 1e-8))
+        self.solver = dict(model.settings.get("solver", {}))
+        self.reset()
 
+    # ---- state and inputs ---------------------------------------------------------------------------------
     def reset(self) -> None:
+        """Back to the initial state: constraints as enabled in the scene, work integrals zero, no events."""
         self.state = self.model.initial_state()
+        self.active = np.array([c.enabled for c in self.model.constraints], dtype=bool)
+        self.work = np.zeros(len(self.model.constraints) + len(POWER_SOURCES))
+        self.events: list[dict] = []
+        self.nail_overrides: dict[str, tuple] = {}
+        self.actuator_values: dict[str, float] = {}
+        self._h = self.dt
+        self._data: Data | None = None
+        self._energy0 = None
+        self.steps_taken = 0
+        self.wall_time = 0.0
 
-    def accelerations(self, t: float, q: np.ndarray, qd: np.ndarray) -> np.ndarray:
-        """``q̈`` at (t, q, qd) under gravity and the joint forces ``self.tau`` (ABA)."""
-        return forward_dynamics(self.model, q, qd, self.tau)
+    def move_nail(self, name: str, position, velocity=(0.0, 0.0, 0.0)) -> None:
+        """Put nail ``name`` at ``position`` moving with ``velocity`` (world) from now on (the studio's drag)."""
+        if name not in self.model.constraint_names:
+            raise KeyError(f"no constraint {name!r}; constraints: {', '.join(self.model.constraint_names)}")
+        self.nail_overrides[name] = (self.state.t, np.array(position, dtype=float), np.array(velocity, dtype=float))
+        self._data = None
 
-    def step(self) -> State:
-        """Advance one ``dt``; raises :class:`DivergenceError` (state unchanged) if the result is not finite."""
-        s = self.state
-        q, qd = self._step_fn(self.model, self.accelerations, s.t, s.q, s.qd, self.dt)
-        if not (np.all(np.isfinite(q)) and np.all(np.isfinite(qd))):
-            raise DivergenceError(f"non-finite state after the step from t = {s.t:.6g} s (dt = {self.dt:g} s)")
-        self.state = State(s.t + self.dt, q, qd)
+    def set_actuator(self, name: str, value: float) -> None:
+        """Command actuator ``name`` (clipped to its limit when applied)."""
+        if name not in [f.name for f in self.model.forces]:
+            raise KeyError(f"no force element {name!r}")
+        self.actuator_values[name] = float(value)
+        self._data = None
+
+    def set_active(self, name: str, on: bool) -> None:
+        """Enable or remove a constraint at the next step boundary (named constraints added or removed at run
+        time, Kearney et al.)."""
+        self.active[self.model.constraint_names.index(name)] = bool(on)
+        self._data = None
+
+    # ---- evaluation ---------------------------------------------------------------------------------------
+    def evaluate(self, t: float, q: np.ndarray, qd: np.ndarray, energies: bool = True) -> Data:
+        """Accelerations and diagnostics at (t, q, qd) under the current inputs and active constraints."""
+        return evaluate(self.model, t, q, qd, self.active, self.nail_overrides, self.actuator_values, self.solver,
+                        energies)
+
+    def _f(self, t, q, qd):
+        d = self.evaluate(t, q, qd, energies=False)
+        return d.qdd, d.power
+
+    @property
+    def data(self) -> Data:
+        """Everything derived at the current state (computed once, reused as the first stage of the next step)."""
+        if self._data is None:
+            s = self.state
+            self._data = self.evaluate(s.t, s.q, s.qd)
+            if self._energy0 is None:
+                self._energy0 = self._energy(self._data)
+        return self._data
+
+    @staticmethod
+    def _energy(d: Data) -> float:
+        return d.energy_kinetic + d.energy_gravity + d.energy_elastic
+
+    def energy_error(self) -> float:
+        """E(t) − E(0) − Σ work of the non-conservative sources: the integration error of the energy books."""
+        d = self.data
+        return self._energy(d) - self._energy0 - float(self.work.sum())
+
+    # ---- stepping -----------------------------------------------------------------------------------------
+    def _break_constraints(self) -> None:
+        """Remove every active constraint whose deviation exceeds its bound (thesis §2.3.4), logging an event."""
+        d = self.data
+        broken = [i for i, c in enumerate(self.model.constraints)
+                  if self.active[i] and d.deviation[i] > c.max_deviation]
+        for i in broken:
+            c = self.model.constraints[i]
+            self.active[i] = False
+            self.events.append({"t": self.state.t, "type": "break", "constraint": c.name,
+                                "deviation": float(d.deviation[i]), "max_deviation": c.max_deviation})
+        if broken:
+            self._data = None
+
+    def step(self, dt_max: float | None = None) -> State:
+        """Advance one step (``dt``, or one accepted adaptive step no longer than ``dt_max``); raises
+        :class:`DivergenceError` with the state unchanged if the result is not finite."""
+        self._break_constraints()
+        s, d = self.state, self.data
+        k1 = (d.qdd, d.power)
+        if self.integrator in FIXED_STEP:
+            h = self.dt if dt_max is None else min(self.dt, dt_max)
+            q, qd, dw = FIXED_STEP[self.integrator](self.model, self._f, s.t, s.q, s.qd, h, k1)
+        else:
+            q, qd, dw, h = self._adaptive_step(s, k1, dt_max)
+        if not (np.all(np.isfinite(q)) and np.all(np.isfinite(qd)) and np.all(np.isfinite(dw))):
+            raise DivergenceError(f"non-finite state after the step from t = {s.t:.6g} s (dt = {h:g} s)")
+        self.state = State(s.t + h, q, qd)
+        self.work = self.work + dw
+        self._data = None
+        self.steps_taken += 1
         return self.state
 
-    def energies(self, state: State | None = None) -> dict[str, float]:
-        s = state or self.state
-        ke = kinetic_energy(self.model, s.q, s.qd)
-        pe = potential_energy(self.model, s.q)
-        return {"energy_kinetic": ke, "energy_potential": pe, "energy_total": ke + pe}
+    def _adaptive_step(self, s: State, k1, dt_max):
+        """Cash–Karp step with error control: shrink until the scaled error is ≤ 1, then grow (≤ 5x)."""
+        limit = self.dt if dt_max is None else min(self.dt, dt_max)
+        h = min(self._h, limit)
+        while True:
+            (q, qd, dw), (eq, ev) = ADAPTIVE[self.integrator](self.model, self._f, s.t, s.q, s.qd, h, k1)
+            scale = self.tolerance * np.concatenate([1.0 + np.abs(q), 1.0 + np.abs(qd)])
+            err = float(np.max(np.abs(np.concatenate([eq, ev])) / scale)) if scale.size else 0.0
+            if err <= 1.0 or h < 1e-12:
+                grow = 5.0 if err == 0 else min(5.0, max(1.0, 0.9 * err ** -0.2))
+                self._h = min(h * grow, self.dt)
+                return q, qd, dw, h
+            if not np.isfinite(err):
+                h *= 0.1
+            else:
+                h *= max(0.1, 0.9 * err ** -0.25)
 
-    def _record(self, records: Records) -> None:
-        s = self.state
-        records.append(t=s.t, q=s.q, qd=s.qd, **self.energies())
+    # ---- runs ---------------------------------------------------------------------------------------------
+    def record(self, records: Records) -> None:
+        """Append the current state and everything derived at it."""
+        s, d = self.state, self.data
+        E = self._energy(d)
+        K = len(self.model.constraints)
+        records.append(
+            t=s.t, q=s.q, qd=s.qd,
+            energy_kinetic=d.energy_kinetic, energy_potential=d.energy_gravity + d.energy_elastic,
+            energy_gravity=d.energy_gravity, energy_elastic=d.energy_elastic, energy_total=E,
+            work_constraints=self.work[:K], work_total_constraints=self.work[:K].sum(),
+            **{f"work_{name}": self.work[K + n] for n, name in enumerate(POWER_SOURCES)},
+            energy_error=E - self._energy0 - self.work.sum(),
+            constraint_force=d.constraint_force, constraint_force_magnitude=d.constraint_force_magnitude,
+            deviation=d.deviation, deviation_rate=d.deviation_rate, residual=d.residual,
+            singular_values=d.singular_values, rank=d.rank, dropped=d.dropped,
+            active=self.active.astype(float))
 
     def run(self, duration: float, record_every: int = 1, progress: bool = False) -> dict[str, np.ndarray]:
-        """Step for ``duration`` seconds of simulated time; returns the recorded time series as arrays
-        (``t``, ``q``, ``qd``, ``energy_kinetic``, ``energy_potential``, ``energy_total``)."""
-        n_steps = int(round(duration / self.dt))
+        """Step until ``duration`` more seconds of simulated time have passed; returns the recorded time series
+        as arrays (see :meth:`record`; per-constraint arrays have one column per constraint, in
+        ``model.constraint_names`` order)."""
+        t_end = self.state.t + duration
         records = Records()
-        self._record(records)
+        self.record(records)
         bar = None
         if progress:
             from tqdm import tqdm
-            bar = tqdm(total=n_steps, unit="step", desc=self.model.name, leave=False)
+            bar = tqdm(total=round(duration, 9), unit="s", desc=self.model.name, leave=False,
+                       bar_format="{l_bar}{bar}| {n:.2f}/{total:.2f} s [{elapsed}<{remaining}]")
         start = time.perf_counter()
-        for n in range(1, n_steps + 1):
-            self.step()
-            if n % record_every == 0 or n == n_steps:
-                self._record(records)
-            if bar is not None and n % 100 == 0:
-                bar.update(100)
+        n = 0
+        shown = self.state.t
+        while self.state.t < t_end - 1e-12 * max(1.0, abs(t_end)):
+            self.step(dt_max=t_end - self.state.t)
+            n += 1
+            if n % record_every == 0 or self.state.t >= t_end - 1e-12 * max(1.0, abs(t_end)):
+                self.record(records)
+            if bar is not None and self.state.t - shown >= 0.01 * duration:
+                bar.update(self.state.t - shown)
+                shown = self.state.t
         if bar is not None:
             bar.close()
-        self.wall_time = time.perf_counter() - start
-        self.steps_taken = n_steps
+        self.wall_time += time.perf_counter() - start
         return records.arrays()

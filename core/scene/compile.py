@@ -7,12 +7,15 @@ state, so a joint that moves no mass is reported with its path instead of failin
 """
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 
 from ..crba import mass_matrix
 from ..inertia import composite_inertia, shape_spatial_inertia, shape_volume
 from ..model import BALL, FREE, JOINT_TYPES, Model, Shape, build_model
 from ..spatial import quat_normalize, quat_to_rotation, spatial_inertia
+from .entities import compile_constraints, compile_forces
 from .io import Problem, SceneError
 from .schema import Body, Inertial, Scene
 
@@ -123,6 +126,9 @@ def compile_scene(spec: Scene, source: str = "<scene>") -> Model:
                         named_points=points, shapes=shapes, settings=spec.simulation.model_dump(), spec=spec,
                         **lists)
     _check_inertia(model, spec, order, source)
+    if spec.constraints or spec.forces:
+        model = dataclasses.replace(model, constraints=compile_constraints(model, spec.constraints),
+                                    forces=compile_forces(model, spec.forces))
     return model
 
 

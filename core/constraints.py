@@ -1,0 +1,147 @@
+"""Point constraints and their deviation functions (thesis §2.2.2–2.2.4, §2.4.3; Barzel & Barr).
+
+Every constraint acts between a point on link ``a`` and a point on link ``b`` or a (possibly moving) world point,
+and has ``m`` rows (3 for nail, point-to-point and velocity; 2 for point-on-line; 1 for point-on-plane) picked by
+a constant world basis ``E`` (3 x m)::
+
+    D = Eᵀ (x_a − x_b)          Ḋ = Eᵀ (ẋ_a − ẋ_b) = J q̇ − Eᵀ ẋ_b(world)          (position constraints)
+    D̈ = J q̈ + γ,  J = Eᵀ (J_a − J_b),  γ = Eᵀ (J̇_a q̇ − J̇_b q̇ − ẍ_b(world))       (eq. 2.37–2.39, 2.59)
+
+A velocity constraint has ``D = ẋ_a − v`` and ``Ḋ = J q̈ + γ``. The constraint force on point a is ``E F`` (and
+its opposite on point b); its generalized force is ``Jᵀ F`` ("apply point force", §2.4.3).
+
+A hinge entity of a scene compiles to two point-to-point constraints on its axis (fig. 2.8), named
+``<hinge>.p1`` and ``<hinge>.p2``.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .points import LinkKinematics, bias_acceleration_at, jacobian_at, position_at, velocity_at
+
+NAIL, POINT_TO_POINT, POINT_ON_LINE, POINT_ON_PLANE, POINT_VELOCITY = range(5)
+KIND_NAMES = {NAIL: "nail", POINT_TO_POINT: "point_to_point", POINT_ON_LINE: "point_on_line",
+              POINT_ON_PLANE: "point_on_plane", POINT_VELOCITY: "point_velocity"}
+
+__all__ = ["PointConstraint", "ConstraintRows", "constraint_rows", "nail_target", "perpendicular_basis",
+           "NAIL", "POINT_TO_POINT", "POINT_ON_LINE", "POINT_ON_PLANE", "POINT_VELOCITY"]
+
+
+@dataclass(frozen=True, eq=False)
+class PointConstraint:
+    """A compiled point constraint. ``link_b = -1`` means the world, with ``r_b`` in world coordinates (the nail,
+    the line or plane origin). ``path`` = (velocity, amplitude, frequency, phase) of a moving nail."""
+    name: str
+    entity: str
+    kind: int
+    link_a: int
+    r_a: np.ndarray
+    link_b: int
+    r_b: np.ndarray
+    basis: np.ndarray
+    stabilization: float
+    max_force: float
+    max_deviation: float
+    enabled: bool = True
+    path: tuple | None = None
+    target_velocity: np.ndarray = field(default_factory=lambda: np.zeros(3))
+
+    @property
+    def rows(self) -> int:
+        return self.basis.shape[1]
+
+    @property
+    def first_order(self) -> bool:
+        return self.kind == POINT_VELOCITY
+
+
+def perpendicular_basis(direction: np.ndarray) -> np.ndarray:
+    """Two unit vectors (3 x 2) orthogonal to ``direction`` and to each other."""
+    d = direction / np.linalg.norm(direction)
+    helper = np.array([1.0, 0.0, 0.0]) if abs(d[0]) < 0.9 else np.array([0.0, 1.0, 0.0])
+    e1 = np.cross(d, helper)
+    e1 /= np.linalg.norm(e1)
+    return np.column_stack([e1, np.cross(d, e1)])
+
+
+def nail_target(c: PointConstraint, t: float, override: tuple | None = None):
+    """World position, velocity and acceleration of the world end of a constraint at time t.
+
+    A prescribed nail path is ``n(t) = n0 + v t + a ∘ sin(2π f t + φ)``. ``override = (t0, position, velocity)``
+    (a nail the user moves) gives ``n = position + velocity (t − t0)`` with zero acceleration.
+    """
+    if override is not None:
+        t0, p, v = override
+        return p + v * (t - t0), v, np.zeros(3)
+    if c.path is None:
+        return c.r_b, np.zeros(3), np.zeros(3)
+    vel, amp, freq, phase = c.path
+    w = 2.0 * np.pi * freq
+    s, co = np.sin(w * t + phase), np.cos(w * t + phase)
+    return c.r_b + vel * t + amp * s, vel + amp * w * co, -amp * w * w * s
+
+
+@dataclass
+class ConstraintRows:
+    """The stacked rows of the active constraints at one state (m = Σ rows of the active constraints):
+    ``J`` (m x nv), ``gamma`` (m,) with D̈ = J q̈ + γ, deviations ``D``, ``D_rate`` (m,), the stabilization term
+    ``stab`` (m,) = 2λḊ + λ²D (or λD for velocity constraints), and ``slices[c]`` the rows of constraint c
+    (None if inactive). ``deviation`` and ``deviation_rate`` (K,) are ‖D‖ and ‖Ḋ‖ of *every* constraint."""
+    J: np.ndarray
+    gamma: np.ndarray
+    D: np.ndarray
+    D_rate: np.ndarray
+    stab: np.ndarray
+    slices: list
+    deviation: np.ndarray
+    deviation_rate: np.ndarray
+
+
+def _end_b(model, kin, c: PointConstraint, t: float, override):
+    """Position, velocity, J̇q̇-or-acceleration and Jacobian of a constraint's b end."""
+    if c.link_b < 0:
+        x, v, a = nail_target(c, t, override)
+        return x, v, a, None
+    return (position_at(kin, c.link_b, c.r_b), velocity_at(kin, c.link_b, c.r_b),
+            bias_acceleration_at(kin, c.link_b, c.r_b), jacobian_at(model, kin, c.link_b, c.r_b))
+
+
+def constraint_rows(model, kin: LinkKinematics, constraints, active, t: float, overrides=None) -> ConstraintRows:
+    """Deviation functions, Jacobians and bias terms of all constraints (only the active ones get rows)."""
+    overrides = overrides or {}
+    K = len(constraints)
+    m = sum(c.rows for c, on in zip(constraints, active) if on)
+    J = np.zeros((m, model.nv))
+    gamma, D, D_rate, stab = np.zeros(m), np.zeros(m), np.zeros(m), np.zeros(m)
+    slices = [None] * K
+    deviation, deviation_rate = np.zeros(K), np.zeros(K)
+    row = 0
+    for i, c in enumerate(constraints):
+        E = c.basis
+        xa, va = position_at(kin, c.link_a, c.r_a), velocity_at(kin, c.link_a, c.r_a)
+        xb, vb, ab, Jb = _end_b(model, kin, c, t, overrides.get(c.name))
+        if c.kind == POINT_VELOCITY:
+            d = E.T @ (va - c.target_velocity)                  # D = ẋ − v   (§2.2.4)
+            deviation[i] = np.linalg.norm(d)
+        else:
+            d = E.T @ (xa - xb)                                 # D = Eᵀ(x_a − x_b)
+            d_rate = E.T @ (va - vb)
+            deviation[i], deviation_rate[i] = np.linalg.norm(d), np.linalg.norm(d_rate)
+        if not active[i]:
+            continue
+        s = slice(row, row + c.rows)
+        slices[i] = s
+        row += c.rows
+        Ja = jacobian_at(model, kin, c.link_a, c.r_a)
+        J[s] = E.T @ (Ja if Jb is None else Ja - Jb)            # J = Eᵀ(J_a − J_b)
+        gamma[s] = E.T @ (bias_acceleration_at(kin, c.link_a, c.r_a) - ab)   # γ = Eᵀ(J̇_a q̇ − J̇_b q̇ or n̈)
+        lam = c.stabilization
+        D[s] = d
+        if c.kind == POINT_VELOCITY:
+            stab[s] = lam * d                                   # Ḋ + λD = 0
+        else:
+            D_rate[s] = d_rate
+            stab[s] = 2.0 * lam * d_rate + lam * lam * d        # D̈ + 2λḊ + λ²D = 0   (eq. 2.21)
+    return ConstraintRows(J, gamma, D, D_rate, stab, slices, deviation, deviation_rate)

@@ -1,0 +1,96 @@
+"""Compile the constraint and force entities of a validated spec into the arrays the step uses.
+
+Points are resolved against the model's named points; world-fixed quantities given "at the initial
+configuration" (a hinge's anchor and axis, a nail's default position) are moved into body coordinates with the
+forward kinematics of q0.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..constraints import (NAIL, POINT_ON_LINE, POINT_ON_PLANE, POINT_TO_POINT, POINT_VELOCITY, PointConstraint,
+                           perpendicular_basis)
+from ..forces import ACTUATOR, DRAG, JOINT_SPRING, POINT_FORCE, SPRING, AppliedForce
+from ..points import link_kinematics, position_at
+
+__all__ = ["compile_constraints", "compile_forces"]
+
+
+def _end(model, body: str, point):
+    """(link, point) of one end; the world is link -1 with the point in world coordinates."""
+    if body == "world":
+        return -1, np.array(point, dtype=float)
+    return model.resolve_point(body, point)
+
+
+def _common(c) -> dict:
+    return dict(stabilization=float(c.stabilization), max_force=float(c.max_force),
+                max_deviation=float(c.max_deviation) if c.max_deviation is not None else np.inf, enabled=c.enabled)
+
+
+def compile_constraints(model, specs) -> tuple[PointConstraint, ...]:
+    kin = link_kinematics(model, model.q0)
+    out = []
+    I3 = np.eye(3)
+    for c in specs:
+        if c.type == "hinge":
+            axis = np.array(c.axis, dtype=float)
+            axis /= np.linalg.norm(axis)
+            la, lb = model.link_index(c.body_a), (-1 if c.body_b == "world" else model.link_index(c.body_b))
+            for n, sign in ((1, -0.5), (2, 0.5)):
+                x = np.array(c.anchor) + sign * c.spacing * axis
+                r_a = kin.R_WL[la].T @ (x - kin.p_WL[la])
+                r_b = x if lb < 0 else kin.R_WL[lb].T @ (x - kin.p_WL[lb])
+                out.append(PointConstraint(f"{c.name}.p{n}", c.name, POINT_TO_POINT, la, r_a, lb, r_b, I3,
+                                           **_common(c)))
+            continue
+        if c.type == "point_to_point":
+            la, ra = _end(model, c.body_a, c.point_a)
+            lb, rb = _end(model, c.body_b, c.point_b)
+            out.append(PointConstraint(c.name, c.name, POINT_TO_POINT, la, ra, lb, rb, I3, **_common(c)))
+            continue
+        la, ra = _end(model, c.body, c.point)
+        if c.type == "nail":
+            position = position_at(kin, la, ra) if c.position is None else np.array(c.position, dtype=float)
+            path = None
+            if c.path is not None:
+                path = (np.array(c.path.velocity), np.array(c.path.amplitude), c.path.frequency, c.path.phase)
+            out.append(PointConstraint(c.name, c.name, NAIL, la, ra, -1, position, I3, path=path, **_common(c)))
+        elif c.type == "point_on_line":
+            basis = perpendicular_basis(np.array(c.direction, dtype=float))
+            out.append(PointConstraint(c.name, c.name, POINT_ON_LINE, la, ra, -1, np.array(c.origin, dtype=float),
+                                       basis, **_common(c)))
+        elif c.type == "point_on_plane":
+            n = np.array(c.normal, dtype=float)
+            basis = (n / np.linalg.norm(n)).reshape(3, 1)
+            out.append(PointConstraint(c.name, c.name, POINT_ON_PLANE, la, ra, -1, np.array(c.origin, dtype=float),
+                                       basis, **_common(c)))
+        elif c.type == "point_velocity":
+            out.append(PointConstraint(c.name, c.name, POINT_VELOCITY, la, ra, -1, np.zeros(3), I3,
+                                       target_velocity=np.array(c.velocity, dtype=float), **_common(c)))
+    return tuple(out)
+
+
+def compile_forces(model, specs) -> tuple[AppliedForce, ...]:
+    out = []
+    for f in specs:
+        if f.type == "spring":
+            la, ra = _end(model, f.body_a, f.point_a)
+            lb, rb = _end(model, f.body_b, f.point_b)
+            out.append(AppliedForce(f.name, SPRING, la, ra, lb, rb, stiffness=f.stiffness, damping=f.damping,
+                                    rest=f.rest_length))
+        elif f.type == "joint_spring":
+            out.append(AppliedForce(f.name, JOINT_SPRING, dof=model.qd_slice(f.joint).start,
+                                    qdof=model.q_slice(f.joint).start, stiffness=f.stiffness, damping=f.damping,
+                                    rest=f.rest))
+        elif f.type == "drag":
+            la, ra = _end(model, f.body, f.point)
+            out.append(AppliedForce(f.name, DRAG, la, ra, linear=f.linear, quadratic=f.quadratic))
+        elif f.type == "actuator":
+            out.append(AppliedForce(f.name, ACTUATOR, dof=model.qd_slice(f.joint).start, torque=f.torque,
+                                    limit=f.limit if f.limit is not None else np.inf))
+        elif f.type == "point_force":
+            la, ra = _end(model, f.body, f.point)
+            out.append(AppliedForce(f.name, POINT_FORCE, la, ra, force=np.array(f.force, dtype=float),
+                                    start=f.start, stop=f.stop if f.stop is not None else np.inf))
+    return tuple(out)
