@@ -63,10 +63,13 @@ def _run(args) -> int:
     if data is None:
         print(f"{args.scene}: simulation diverged: {diverged}", file=sys.stderr)
         return 3
+    for event in sim.events:
+        print(f"t = {event['t']:.4f} s: constraint {event['constraint']!r} broke "
+              f"(deviation {event['deviation']:.3g} > {event['max_deviation']:.3g})", file=sys.stderr)
     summary = write_run(out, model, sim, data, scene_path=args.scene)
     if not args.quiet:
         print(f"{model.name}: {summary['steps']} steps of {sim.dt:g} s ({sim.integrator}) in "
-              f"{summary['wall_time_s']:.2f} s; energy drift {summary['energy_error_relative']:.3e} (relative); "
+              f"{summary['wall_time_s']:.2f} s; energy audit error {summary['energy_error_relative']:.3e} (relative); "
               f"wrote {out}/timeseries.npz, timeseries.csv, summary.json")
     return 0
 

@@ -42,9 +42,16 @@ def _coordinate_names(model: Model, prefix: str, velocity: bool) -> list[str]:
     return names
 
 
+PER_CONSTRAINT = ("work_constraints", "constraint_force", "constraint_force_magnitude", "deviation",
+                  "deviation_rate", "residual", "active")
+
+
 def csv_columns(model: Model, data: dict[str, np.ndarray]) -> tuple[list[str], np.ndarray]:
-    """Flatten a run's arrays to named scalar columns: ``t``, ``q_*``, ``qd_*`` and the scalar series."""
+    """Flatten a run's arrays to named scalar columns: ``t``, ``q_<joint>``, ``qd_<joint>``, the scalar series,
+    per-constraint columns named after the constraint (``deviation_<name>``, ``constraint_force_<name>_x``) and
+    numbered columns for the rest (``singular_values_0`` …)."""
     names, cols = [], []
+    cnames = model.constraint_names
     for key, arr in data.items():
         arr = np.asarray(arr)
         if arr.ndim == 1:
@@ -53,6 +60,12 @@ def csv_columns(model: Model, data: dict[str, np.ndarray]) -> tuple[list[str], n
         elif key in ("q", "qd"):
             names += _coordinate_names(model, key, velocity=(key == "qd"))
             cols.append(arr)
+        elif key in PER_CONSTRAINT:
+            if arr.ndim == 3:
+                names += [f"{key}_{c}_{axis}" for c in cnames for axis in "xyz"]
+            else:
+                names += [f"{key}_{c}" for c in cnames]
+            cols.append(arr.reshape(arr.shape[0], -1))
         else:
             flat = arr.reshape(arr.shape[0], -1)
             names += [f"{key}_{k}" for k in range(flat.shape[1])]
@@ -72,6 +85,9 @@ def write_run(out: Path, model: Model, sim, data: dict[str, np.ndarray], scene_p
     atomic_write_bytes(out / "timeseries.csv", text.getvalue().encode())
     E = data["energy_total"]
     scale = max(abs(E[0]), float(np.abs(data["energy_kinetic"]).max()), float(np.abs(data["energy_potential"]).max()), 1e-300)
+    K = len(model.constraints)
+    deviation = data.get("deviation", np.zeros((len(E), 0)))
+    active = data.get("active", np.zeros((len(E), 0))) > 0.5
     summary = {
         "scene": model.name,
         "scene_file": scene_path,
@@ -84,11 +100,18 @@ def write_run(out: Path, model: Model, sim, data: dict[str, np.ndarray], scene_p
         "nq": model.nq,
         "nv": model.nv,
         "joint_names": model.joint_names,
+        "constraint_names": model.constraint_names,
+        "events": list(getattr(sim, "events", [])),
+        "max_deviation": {c: float(np.nanmax(np.where(active[:, i], deviation[:, i], np.nan), initial=0.0))
+                          if active[:, i].any() else None for i, c in enumerate(model.constraint_names)},
+        "final_work_constraints_J": {c: float(data["work_constraints"][-1, i])
+                                     for i, c in enumerate(model.constraint_names)} if K else {},
         "energy_initial_J": float(E[0]),
         "energy_final_J": float(E[-1]),
-        "energy_error_J": float(E[-1] - E[0]),
-        "energy_error_relative": float(abs(E[-1] - E[0]) / scale),
-        "energy_max_drift_J": float(np.abs(E - E[0]).max()),
+        "energy_change_J": float(E[-1] - E[0]),
+        "energy_error_J": float(data["energy_error"][-1]),
+        "energy_error_relative": float(abs(data["energy_error"][-1]) / scale),
+        "energy_max_error_J": float(np.abs(data["energy_error"]).max()),
         "csv_columns": names,
     }
     atomic_write_bytes(out / "summary.json", (json.dumps(summary, indent=2) + "\n").encode())
