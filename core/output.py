@@ -4,32 +4,14 @@ from __future__ import annotations
 
 import io
 import json
-import os
-import tempfile
 from pathlib import Path
 
 import numpy as np
 
+from .fileio import atomic_write_bytes
 from .model import Model
 
-__all__ = ["write_run", "csv_columns", "atomic_write_bytes"]
-
-
-def atomic_write_bytes(path: Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` through a temporary file in the same folder and a rename."""
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+__all__ = ["write_run", "csv_columns"]
 
 
 def _coordinate_names(model: Model, prefix: str, velocity: bool) -> list[str]:

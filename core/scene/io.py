@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
 
+from ..fileio import atomic_write_text
 from .schema import FORMAT_VERSION, Scene
 
 __all__ = ["Problem", "SceneError", "parse_spec", "read_spec", "save_spec", "spec_to_json"]
@@ -254,19 +254,4 @@ def spec_to_json(spec: Scene) -> str:
 def save_spec(spec: Scene, path: str | os.PathLike) -> Path:
     """Write ``spec`` to ``path`` atomically: a temporary file in the same folder, flushed to disk, renamed over
     the target. The previous file is untouched if anything fails."""
-    path = Path(path)
-    text = spec_to_json(spec)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent or ".")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
-    return path
+    return atomic_write_text(path, spec_to_json(spec))
