@@ -145,6 +145,10 @@ class Simulation:
     def step(self, dt_max: float | None = None) -> State:
         """Advance one step (``dt``, or one accepted adaptive step no longer than ``dt_max``); raises
         :class:`DivergenceError` with the state unchanged if the result is not finite."""
+        with np.errstate(all="ignore"):                         # divergence is detected below, not warned about
+            return self._step(dt_max)
+
+    def _step(self, dt_max):
         self._break_constraints()
         s, d = self.state, self.data
         k1 = (d.qdd, d.power)
