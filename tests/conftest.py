@@ -1,0 +1,66 @@
+"""Shared test set-up.
+
+Qt: ``AA_ShareOpenGLContexts`` must be set before any QApplication exists, or a second GLViewWidget in the same
+process draws nothing (shared/GUI-CI.md). On Linux the tests run under Xvfb (pytest-xvfb) on Qt's ``xcb``
+platform; never on ``offscreen``, which cannot host a QOpenGLWidget.
+"""
+from __future__ import annotations
+
+import os
+import sys
+
+import pytest
+
+if sys.platform.startswith("linux"):
+    # A developer's Wayland session would otherwise put the test windows on the real screen, not on Xvfb.
+    os.environ.setdefault("QT_QPA_PLATFORM", "xcb")
+
+try:
+    from PySide6.QtCore import QCoreApplication, Qt
+except ImportError:  # the core's tests do not need Qt
+    QCoreApplication = None
+else:
+    QCoreApplication.setAttribute(Qt.ApplicationAttribute.AA_ShareOpenGLContexts)
+
+
+def _gl_required() -> bool:
+    return os.environ.get("CI", "").lower() == "true" or os.environ.get("REQUIRE_GL") == "1"
+
+
+@pytest.fixture(scope="session")
+def gl_renderer(qapp) -> str:
+    """The OpenGL renderer string (e.g. ``llvmpipe``) of a context made on an offscreen surface.
+
+    Fails when no context can be made and CI=true or REQUIRE_GL=1; skips otherwise (a developer's machine
+    without a display)."""
+    from OpenGL import GL
+    from PySide6.QtGui import QOffscreenSurface, QOpenGLContext, QSurfaceFormat
+
+    def unavailable(why: str):
+        message = f"no usable OpenGL context ({why}); QT_QPA_PLATFORM={os.environ.get('QT_QPA_PLATFORM')!r}, " \
+                  f"DISPLAY={os.environ.get('DISPLAY')!r}"
+        if _gl_required():
+            pytest.fail(message, pytrace=False)
+        pytest.skip(message)
+
+    surface = QOffscreenSurface()
+    surface.setFormat(QSurfaceFormat.defaultFormat())
+    surface.create()
+    if not surface.isValid():
+        unavailable("QOffscreenSurface is not valid")
+    ctx = QOpenGLContext()
+    ctx.setFormat(QSurfaceFormat.defaultFormat())
+    if not ctx.create():  # check before anything touches GL: an FBO without a context segfaults
+        unavailable("QOpenGLContext.create() failed")
+    if not ctx.makeCurrent(surface):
+        unavailable("QOpenGLContext.makeCurrent() failed")
+    try:
+        renderer = GL.glGetString(GL.GL_RENDERER).decode()
+        version = GL.glGetString(GL.GL_VERSION).decode()
+    finally:
+        ctx.doneCurrent()
+    major, minor = ctx.format().majorVersion(), ctx.format().minorVersion()
+    if (major, minor) < (2, 1):
+        unavailable(f"OpenGL {version} is older than the 2.1 pyqtgraph needs")
+    surface.destroy()
+    return f"{renderer} (OpenGL {version})"
