@@ -36,7 +36,9 @@ class Data:
     - ``qdd`` (nv,); ``tau_applied`` (nv,): generalized applied forces (springs, drag, actuators, point forces)
     - ``constraint_force`` (K, 3): world force on each constraint's point a; ``constraint_force_magnitude`` (K,)
     - ``deviation``, ``deviation_rate`` (K,): ‖D‖ and ‖Ḋ‖; ``residual`` (K,): ‖η‖ of each constraint's rows
-    - ``singular_values`` (n_rows_all,): of A, descending, NaN-padded; ``rank``, ``dropped``
+    - ``singular_values`` (n_rows_all,): of A, descending, NaN-padded; ``rank`` (above rcond), ``dropped`` (for
+      force bounds) and ``singular_value_cutoff``, the smallest singular value used (the directions of smaller
+      ones were dropped; NaN if none was used)
     - ``power_constraints`` (K,): F·(J q̇) of each constraint; ``power_sources`` (4,): dampers, drag, actuators,
       external; ``energy_kinetic``, ``energy_gravity``, ``energy_elastic``
     """
@@ -50,6 +52,7 @@ class Data:
     singular_values: np.ndarray
     rank: int
     dropped: int
+    singular_value_cutoff: float
     power_constraints: np.ndarray
     power_sources: np.ndarray
     energy_kinetic: float
@@ -81,6 +84,7 @@ def evaluate(model: Model, t: float, q: np.ndarray, qd: np.ndarray, active: np.n
     svals = np.full(total_constraint_rows(model), np.nan)
     power_c = np.zeros(K)
     rank = dropped = 0
+    cutoff = np.nan
     if rows.J.shape[0] == 0:
         qdd = forward_dynamics(model, q, qd, tau)                              # ABA, O(N)
     else:
@@ -108,11 +112,11 @@ def evaluate(model: Model, t: float, q: np.ndarray, qd: np.ndarray, active: np.n
             residual[i] = np.linalg.norm(result.residual[s])
             power_c[i] = result.F[s] @ Jqd[s]                                  # F·(J q̇): work rate on the system
         svals[:result.singular_values.size] = result.singular_values
-        rank, dropped = result.rank, result.dropped
+        rank, dropped, cutoff = result.rank, result.dropped, result.min_kept
     return Data(qdd=qdd, tau_applied=tau, constraint_force=force,
                 constraint_force_magnitude=np.linalg.norm(force, axis=1), deviation=rows.deviation,
                 deviation_rate=rows.deviation_rate, residual=residual, singular_values=svals, rank=rank,
-                dropped=dropped, power_constraints=power_c, power_sources=applied.power,
+                dropped=dropped, singular_value_cutoff=cutoff, power_constraints=power_c, power_sources=applied.power,
                 energy_kinetic=kinetic_energy(model, q, qd) if energies else np.nan,
                 energy_gravity=potential_energy(model, q) if energies else np.nan,
                 energy_elastic=applied.potential)

@@ -198,6 +198,7 @@ class Simulation:
             constraint_force=d.constraint_force, constraint_force_magnitude=d.constraint_force_magnitude,
             deviation=d.deviation, deviation_rate=d.deviation_rate, residual=d.residual,
             singular_values=d.singular_values, rank=d.rank, dropped=d.dropped,
+            singular_value_cutoff=d.singular_value_cutoff,
             active=self.active.astype(float))
 
     def run(self, duration: float, record_every: int = 1, progress: bool = False) -> dict[str, np.ndarray]:
