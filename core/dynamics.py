@@ -7,14 +7,16 @@ With active constraints (thesis §2.4.3, eq. 2.38–2.41; the "dynamic constrain
     D̈ = J q̈ + γ = A F + β,   A = J M⁻¹ Jᵀ,   β = J M⁻¹ (τ − b) + γ          (eq. 2.39, blocks 3 x 3)
     A F = −B,   B = β + 2λḊ + λ²D                                          (eq. 2.21–2.24)
 
-Without constraints the articulated-body algorithm gives q̈ in O(N).
+Without constraints the articulated-body algorithm gives q̈ in O(N). With constraints, the scene's
+``formulation`` (dynamic constraints, projection or multipliers; :mod:`core.formulations`) solves for q̈ and the
+constraint forces from the same assembled M, b, τ, J, γ.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.linalg import cho_factor, cho_solve
+from scipy.linalg import cho_factor
 
 from .aba import forward_dynamics
 from .constraints import constraint_rows
@@ -24,7 +26,7 @@ from .forces import applied_forces
 from .model import Model
 from .points import link_kinematics
 from .rnea import nonlinear_effects
-from .solver import constraint_groups, solve_constraint_forces
+from .formulations import Assembled, solve
 
 __all__ = ["Data", "evaluate"]
 
@@ -38,7 +40,9 @@ class Data:
     - ``deviation``, ``deviation_rate`` (K,): ‖D‖ and ‖Ḋ‖; ``residual`` (K,): ‖η‖ of each constraint's rows
     - ``singular_values`` (n_rows_all,): of A, descending, NaN-padded; ``rank`` (above rcond), ``dropped`` (for
       force bounds) and ``singular_value_cutoff``, the smallest singular value used (the directions of smaller
-      ones were dropped; NaN if none was used)
+      ones were dropped; NaN if none was used); with the projection formulation these are J's singular values
+    - ``jacobian_rank``: rank of the stacked constraint Jacobian J; ``rank_deficient``: J has fewer independent rows
+      than constraint rows (redundant or singular constraints: the multipliers are not unique, Remark 4)
     - ``power_constraints`` (K,): F·(J q̇) of each constraint; ``power_sources`` (4,): dampers, drag, actuators,
       external; ``energy_kinetic``, ``energy_gravity``, ``energy_elastic``
     """
@@ -53,6 +57,8 @@ class Data:
     rank: int
     dropped: int
     singular_value_cutoff: float
+    jacobian_rank: int
+    rank_deficient: bool
     power_constraints: np.ndarray
     power_sources: np.ndarray
     energy_kinetic: float
@@ -70,7 +76,8 @@ def total_constraint_rows(model: Model) -> int:
 
 
 def evaluate(model: Model, t: float, q: np.ndarray, qd: np.ndarray, active: np.ndarray, overrides=None,
-             actuator_values=None, solver: dict | None = None, energies: bool = True) -> Data:
+             actuator_values=None, solver: dict | None = None, energies: bool = True,
+             formulation: str | None = None) -> Data:
     """Accelerations and diagnostics at (t, q, qd) with the constraints flagged in ``active``; the energies are
     left NaN unless ``energies`` (the integrator's inner stages do not need them)."""
     solver = solver or model.settings.get("solver", {})
@@ -85,38 +92,38 @@ def evaluate(model: Model, t: float, q: np.ndarray, qd: np.ndarray, active: np.n
     power_c = np.zeros(K)
     rank = dropped = 0
     cutoff = np.nan
+    jacobian_rank, deficient = 0, False
     if rows.J.shape[0] == 0:
         qdd = forward_dynamics(model, q, qd, tau)                              # ABA, O(N)
     else:
-        H = mass_matrix(model, q)
-        b = nonlinear_effects(model, q, qd)
-        chol = cho_factor(H)
-        a_free = cho_solve(chol, tau - b)                                      # M⁻¹(τ − b)
-        MinvJt = cho_solve(chol, rows.J.T)                                     # M⁻¹Jᵀ
-        A = rows.J @ MinvJt                                                    # A = J M⁻¹ Jᵀ   (eq. 2.41)
-        B = rows.J @ a_free + rows.gamma + rows.stab                           # B = β + 2λḊ + λ²D  (eq. 2.24)
+        M = mass_matrix(model, q)
         idx = [i for i in range(K) if rows.slices[i] is not None]
-        row_ids = [np.arange(rows.slices[i].start, rows.slices[i].stop) for i in idx]
-        trees = [{model.root_of(model.constraints[i].link_a)} | ({model.root_of(model.constraints[i].link_b)}
-                 if model.constraints[i].link_b >= 0 else set()) for i in idx]
-        groups = constraint_groups(row_ids, trees)
-        result = solve_constraint_forces(
-            A, B, groups, [rows.slices[i] for i in idx], [model.constraints[i].basis for i in idx],
-            [model.constraints[i].max_force for i in idx], method=solver.get("method", "svd"),
-            rcond=solver.get("rcond", 1e-12), rho=solver.get("rho", 1e-3))
-        qdd = a_free + MinvJt @ result.F                                       # q̈ = M⁻¹(τ − b + Jᵀ F)
+        sol = solve(formulation or model.settings.get("formulation", "dynamic_constraints"),
+                    Assembled(model, M, cho_factor(M), nonlinear_effects(model, q, qd), tau, rows, idx,
+                              {**model.settings, "solver": solver}))
+        qdd = sol.qdd
         Jqd = rows.J @ qd
-        for n, i in enumerate(idx):
+        for i in idx:
             s = rows.slices[i]
-            force[i] = model.constraints[i].basis @ result.F[s]
-            residual[i] = np.linalg.norm(result.residual[s])
-            power_c[i] = result.F[s] @ Jqd[s]                                  # F·(J q̇): work rate on the system
-        svals[:result.singular_values.size] = result.singular_values
-        rank, dropped, cutoff = result.rank, result.dropped, result.min_kept
+            force[i] = model.constraints[i].basis @ sol.lam[s]
+            residual[i] = np.linalg.norm(sol.residual[s])
+            power_c[i] = sol.lam[s] @ Jqd[s]                                   # λ·(J q̇): work rate on the system
+        svals[:sol.singular_values.size] = sol.singular_values
+        rank, dropped, cutoff = sol.rank, sol.dropped, sol.cutoff
+        jacobian_rank, deficient = sol.jacobian_rank, sol.rank_deficient
     return Data(qdd=qdd, tau_applied=tau, constraint_force=force,
                 constraint_force_magnitude=np.linalg.norm(force, axis=1), deviation=rows.deviation,
                 deviation_rate=rows.deviation_rate, residual=residual, singular_values=svals, rank=rank,
-                dropped=dropped, singular_value_cutoff=cutoff, power_constraints=power_c, power_sources=applied.power,
+                dropped=dropped, singular_value_cutoff=cutoff, jacobian_rank=jacobian_rank,
+                rank_deficient=deficient, power_constraints=power_c, power_sources=applied.power,
                 energy_kinetic=kinetic_energy(model, q, qd) if energies else np.nan,
                 energy_gravity=potential_energy(model, q) if energies else np.nan,
                 energy_elastic=applied.potential)
+
+
+def total_energy(model: Model, t: float, q: np.ndarray, qd: np.ndarray) -> float:
+    """Kinetic + gravitational + elastic energy at a state (what the energy audit balances)."""
+    elastic = 0.0
+    if model.forces:
+        elastic = applied_forces(model, link_kinematics(model, q, qd), q, qd, t, model.forces).potential
+    return kinetic_energy(model, q, qd) + potential_energy(model, q) + elastic

@@ -16,7 +16,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .dynamics import Data, evaluate
+from .dynamics import Data, evaluate, total_energy
+from .formulations import FORMULATIONS, project_state
 from .forces import POWER_SOURCES
 from .integrators import ADAPTIVE, FIXED_STEP
 from .model import Model, State
@@ -62,6 +63,7 @@ class Simulation:
         self.integrator = name
         self.tolerance = float(tolerance if tolerance is not None else model.settings.get("tolerance", 1e-8))
         self.solver = dict(model.settings.get("solver", {}))
+        self.formulation = model.settings.get("formulation", "dynamic_constraints")
         self.reset()
 
     # ---- state and inputs ---------------------------------------------------------------------------------
@@ -70,6 +72,9 @@ class Simulation:
         self.state = self.model.initial_state()
         self.active = np.array([c.enabled for c in self.model.constraints], dtype=bool)
         self.work = np.zeros(len(self.model.constraints) + len(POWER_SOURCES))
+        self.correction_energy = 0.0          # energy changed by the projection's position/velocity corrections
+        self.projection_iterations = 0
+        self._rank_deficient = False
         self.events: list[dict] = []
         self.nail_overrides: dict[str, tuple] = {}
         self.actuator_values: dict[str, float] = {}
@@ -93,6 +98,13 @@ class Simulation:
         self.actuator_values[name] = float(value)
         self._data = None
 
+    def set_formulation(self, name: str) -> None:
+        """Switch formulation (dynamic_constraints, projection, multipliers) at the next step boundary."""
+        if name not in FORMULATIONS:
+            raise ValueError(f"unknown formulation {name!r}; choose one of {', '.join(FORMULATIONS)}")
+        self.formulation = name
+        self._data = None
+
     def set_active(self, name: str, on: bool) -> None:
         """Enable or remove a constraint at the next step boundary (named constraints added or removed at run
         time, Kearney et al.)."""
@@ -103,7 +115,7 @@ class Simulation:
     def evaluate(self, t: float, q: np.ndarray, qd: np.ndarray, energies: bool = True) -> Data:
         """Accelerations and diagnostics at (t, q, qd) under the current inputs and active constraints."""
         return evaluate(self.model, t, q, qd, self.active, self.nail_overrides, self.actuator_values, self.solver,
-                        energies)
+                        energies, self.formulation)
 
     def _f(self, t, q, qd):
         d = self.evaluate(t, q, qd, energies=False)
@@ -124,9 +136,9 @@ class Simulation:
         return d.energy_kinetic + d.energy_gravity + d.energy_elastic
 
     def energy_error(self) -> float:
-        """E(t) − E(0) − Σ work of the non-conservative sources: the integration error of the energy books."""
+        """E(t) − E(0) − Σ work − corrections: the integration error of the energy books."""
         d = self.data
-        return self._energy(d) - self._energy0 - float(self.work.sum())
+        return self._energy(d) - self._energy0 - float(self.work.sum()) - self.correction_energy
 
     # ---- stepping -----------------------------------------------------------------------------------------
     def _break_constraints(self) -> None:
@@ -150,6 +162,7 @@ class Simulation:
 
     def _step(self, dt_max):
         self._break_constraints()
+        self._log_rank()
         s, d = self.state, self.data
         k1 = (d.qdd, d.power)
         if self.integrator in FIXED_STEP:
@@ -162,8 +175,30 @@ class Simulation:
         self.state = State(s.t + h, q, qd)
         self.work = self.work + dw
         self._data = None
+        if self.formulation == "projection" and self.active.any():
+            self._project()
         self.steps_taken += 1
         return self.state
+
+    def _project(self) -> None:
+        """Aghili's drift removal after a step; its energy change is booked as ``work_corrections``."""
+        s = self.state
+        q, qd, self.projection_iterations, _ = project_state(
+            self.model, s.t, s.q, s.qd, self.active, self.nail_overrides, self.model.settings.get("projection", {}))
+        if np.all(np.isfinite(q)) and np.all(np.isfinite(qd)):
+            self.correction_energy += (total_energy(self.model, s.t, q, qd)
+                                       - total_energy(self.model, s.t, s.q, s.qd))
+            self.state = State(s.t, q, qd)
+
+    def _log_rank(self) -> None:
+        """Log when the constraint Jacobian loses or regains row rank (redundant or singular constraints)."""
+        d = self.data
+        if d.rank_deficient != self._rank_deficient:
+            self._rank_deficient = d.rank_deficient
+            rows = sum(c.rows for c, on in zip(self.model.constraints, self.active) if on)
+            self.events.append({"t": self.state.t, "type": "rank_deficient" if d.rank_deficient else "full_rank",
+                                "jacobian_rank": int(d.jacobian_rank), "rows": rows,
+                                "formulation": self.formulation})
 
     def _adaptive_step(self, s: State, k1, dt_max):
         """Cash–Karp step with error control: shrink until the scaled error is ≤ 1, then grow (≤ 5x)."""
@@ -194,7 +229,10 @@ class Simulation:
             energy_gravity=d.energy_gravity, energy_elastic=d.energy_elastic, energy_total=E,
             work_constraints=self.work[:K], work_total_constraints=self.work[:K].sum(),
             **{f"work_{name}": self.work[K + n] for n, name in enumerate(POWER_SOURCES)},
-            energy_error=E - self._energy0 - self.work.sum(),
+            work_corrections=self.correction_energy,
+            energy_error=E - self._energy0 - self.work.sum() - self.correction_energy,
+            jacobian_rank=d.jacobian_rank, rank_deficient=float(d.rank_deficient),
+            projection_iterations=self.projection_iterations,
             constraint_force=d.constraint_force, constraint_force_magnitude=d.constraint_force_magnitude,
             deviation=d.deviation, deviation_rate=d.deviation_rate, residual=d.residual,
             singular_values=d.singular_values, rank=d.rank, dropped=d.dropped,

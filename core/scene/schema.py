@@ -391,12 +391,25 @@ class SolverSettings(Strict):
     rho: Positive = 1e-3
 
 
+class ProjectionSettings(Strict):
+    """The projection formulation (Aghili): which constraint inertia matrix (``Mc`` eq. 23, ``Mc_symmetric`` eq. 28,
+    ``Mc_gamma`` eq. 29 with ``gamma`` defaulting to ‖M‖), the relative rank tolerance of the SVD of J, and the
+    Newton–Raphson position correction (eq. 39), run after a step when ‖Φ‖ exceeds ``position_tolerance``."""
+    variant: Literal["Mc", "Mc_symmetric", "Mc_gamma"] = "Mc"
+    gamma: Positive | None = None
+    tolerance: Annotated[float, Field(gt=0, lt=1)] = 1e-9
+    position_tolerance: Positive = 1e-12
+    max_iterations: Annotated[int, Field(ge=1, le=100)] = 20
+
+
 class SimulationSettings(Strict):
     """Defaults for runs of this scene (the command line and the studio may override them)."""
     dt: Positive = 0.001
     integrator: Literal["rk4", "cash_karp", "semi_implicit_euler"] = "rk4"
     tolerance: Positive = 1e-8                # error tolerance of the adaptive cash_karp integrator
+    formulation: Literal["dynamic_constraints", "projection", "multipliers"] = "dynamic_constraints"
     solver: SolverSettings = Field(default_factory=SolverSettings)
+    projection: ProjectionSettings = Field(default_factory=ProjectionSettings)
     duration: Positive = 10.0
 
 
