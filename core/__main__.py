@@ -64,8 +64,12 @@ def _run(args) -> int:
         print(f"{args.scene}: simulation diverged: {diverged}", file=sys.stderr)
         return 3
     for event in sim.events:
-        print(f"t = {event['t']:.4f} s: constraint {event['constraint']!r} broke "
-              f"(deviation {event['deviation']:.3g} > {event['max_deviation']:.3g})", file=sys.stderr)
+        if event["type"] == "break":
+            print(f"t = {event['t']:.4f} s: constraint {event['constraint']!r} broke "
+                  f"(deviation {event['deviation']:.3g} > {event['max_deviation']:.3g})", file=sys.stderr)
+        elif event["type"] == "rank_deficient":
+            print(f"t = {event['t']:.4f} s: the constraint Jacobian has rank {event['jacobian_rank']} for "
+                  f"{event['rows']} constraint rows (redundant or singular constraints)", file=sys.stderr)
     summary = write_run(out, model, sim, data, scene_path=args.scene)
     if not args.quiet:
         print(f"{model.name}: {summary['steps']} steps of {sim.dt:g} s ({sim.integrator}) in "

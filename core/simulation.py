@@ -158,7 +158,14 @@ class Simulation:
         """Advance one step (``dt``, or one accepted adaptive step no longer than ``dt_max``); raises
         :class:`DivergenceError` with the state unchanged if the result is not finite."""
         with np.errstate(all="ignore"):                         # divergence is detected below, not warned about
-            return self._step(dt_max)
+            saved = (self.state, self.work, self._data)
+            try:
+                return self._step(dt_max)
+            except (ValueError, ArithmeticError, np.linalg.LinAlgError) as exc:
+                # a state that is finite but so large that the next evaluation overflows is divergence too
+                self.state, self.work, self._data = saved
+                raise DivergenceError(f"the dynamics could not be evaluated near t = {self.state.t:.6g} s "
+                                      f"({type(exc).__name__}: {exc}); the state is diverging") from exc
 
     def _step(self, dt_max):
         self._break_constraints()
@@ -175,6 +182,7 @@ class Simulation:
         self.state = State(s.t + h, q, qd)
         self.work = self.work + dw
         self._data = None
+        self.data                                               # evaluate now, so an overflow counts as this step's
         if self.formulation == "projection" and self.active.any():
             self._project()
         self.steps_taken += 1
