@@ -77,13 +77,13 @@ def total_constraint_rows(model: Model) -> int:
 
 def evaluate(model: Model, t: float, q: np.ndarray, qd: np.ndarray, active: np.ndarray, overrides=None,
              actuator_values=None, solver: dict | None = None, energies: bool = True,
-             formulation: str | None = None) -> Data:
+             formulation: str | None = None, extra_forces: tuple = ()) -> Data:
     """Accelerations and diagnostics at (t, q, qd) with the constraints flagged in ``active``; the energies are
     left NaN unless ``energies`` (the integrator's inner stages do not need them)."""
     solver = solver or model.settings.get("solver", {})
     K = len(model.constraints)
-    kin = link_kinematics(model, q, qd) if (model.forces or K) else None
-    applied = applied_forces(model, kin, q, qd, t, model.forces, actuator_values)
+    kin = link_kinematics(model, q, qd) if (model.forces or K or extra_forces) else None
+    applied = applied_forces(model, kin, q, qd, t, model.forces + tuple(extra_forces), actuator_values)
     tau = applied.tau
     rows = constraint_rows(model, kin, model.constraints, active, t, overrides)
     force = np.zeros((K, 3))

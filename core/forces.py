@@ -15,10 +15,10 @@ import numpy as np
 
 from .points import LinkKinematics, jacobian_at, position_at, velocity_at
 
-SPRING, JOINT_SPRING, DRAG, ACTUATOR, POINT_FORCE = range(5)
+SPRING, JOINT_SPRING, DRAG, ACTUATOR, POINT_FORCE, PULL = range(6)
 POWER_SOURCES = ("dampers", "drag", "actuators", "external")
 
-__all__ = ["AppliedForce", "AppliedResult", "applied_forces", "POWER_SOURCES"]
+__all__ = ["AppliedForce", "AppliedResult", "applied_forces", "pull_force", "POWER_SOURCES"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -43,6 +43,13 @@ class AppliedForce:
     force: np.ndarray | None = None
     start: float = 0.0
     stop: float = np.inf
+
+
+def pull_force(link: int, r, target, stiffness: float, damping: float) -> AppliedForce:
+    """A spring-damper from body point r of ``link`` to a world ``target`` whose work is booked as external (the
+    studio's mouse drag): ``f = k (target − x) − c ẋ``."""
+    return AppliedForce("pull", PULL, link, np.asarray(r, float), -1, np.asarray(target, float),
+                        stiffness=stiffness, damping=damping)
 
 
 @dataclass
@@ -106,4 +113,9 @@ def applied_forces(model, kin: LinkKinematics, q: np.ndarray, qd: np.ndarray, t:
             if e.start <= t < e.stop:
                 v = _point_force(model, kin, tau, e.link_a, e.r_a, e.force)
                 power[3] += e.force @ v
+        elif e.kind == PULL:                                    # the user's mouse spring: external work
+            x, v = position_at(kin, e.link_a, e.r_a), velocity_at(kin, e.link_a, e.r_a)
+            f = e.stiffness * (e.r_b - x) - e.damping * v
+            _point_force(model, kin, tau, e.link_a, e.r_a, f)
+            power[3] += f @ v
     return AppliedResult(tau, power, potential)

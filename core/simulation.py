@@ -18,7 +18,7 @@ import numpy as np
 
 from .dynamics import Data, evaluate, total_energy
 from .formulations import FORMULATIONS, project_state
-from .forces import POWER_SOURCES
+from .forces import POWER_SOURCES, pull_force
 from .integrators import ADAPTIVE, FIXED_STEP
 from .model import Model, State
 
@@ -78,6 +78,7 @@ class Simulation:
         self.events: list[dict] = []
         self.nail_overrides: dict[str, tuple] = {}
         self.actuator_values: dict[str, float] = {}
+        self.pull = None
         self._h = self.dt
         self._data: Data | None = None
         self._energy0 = None
@@ -98,6 +99,17 @@ class Simulation:
         self.actuator_values[name] = float(value)
         self._data = None
 
+    def set_pull(self, body, point, target, stiffness: float = 50.0, damping: float = 5.0) -> None:
+        """Pull body point ``point`` towards world ``target`` with a spring-damper (the studio's mouse spring);
+        its work is booked as external. ``clear_pull()`` releases it."""
+        k, r = self.model.resolve_point(body, point)
+        self.pull = pull_force(k, r, target, stiffness, damping)
+        self._data = None
+
+    def clear_pull(self) -> None:
+        self.pull = None
+        self._data = None
+
     def set_formulation(self, name: str) -> None:
         """Switch formulation (dynamic_constraints, projection, multipliers) at the next step boundary."""
         if name not in FORMULATIONS:
@@ -115,7 +127,7 @@ class Simulation:
     def evaluate(self, t: float, q: np.ndarray, qd: np.ndarray, energies: bool = True) -> Data:
         """Accelerations and diagnostics at (t, q, qd) under the current inputs and active constraints."""
         return evaluate(self.model, t, q, qd, self.active, self.nail_overrides, self.actuator_values, self.solver,
-                        energies, self.formulation)
+                        energies, self.formulation, () if self.pull is None else (self.pull,))
 
     def _f(self, t, q, qd):
         d = self.evaluate(t, q, qd, energies=False)

@@ -142,3 +142,14 @@ def test_divergence_is_reported_and_the_state_kept():
             good = sim.state
             sim.step()
     assert sim.state is good and np.all(np.isfinite(sim.state.q))
+
+
+def test_mouse_pull_moves_the_body_and_its_work_is_external():
+    sim = core.Simulation(compile_scene(parse_spec(arm_doc())), dt=1e-3)
+    sim.set_pull("puck", [0, 0, 0], target=[2.5, -1.0, 0.0], stiffness=40, damping=4)
+    d = sim.run(1.0)
+    assert d["work_external"][-1] != 0.0
+    assert np.abs(d["energy_error"]).max() < 1e-8 * np.abs(d["energy_total"]).max()
+    y = core.point_position(sim.model, sim.state.q, "puck", [0, 0, 0])[1]
+    sim.clear_pull()
+    assert sim.pull is None and y < -0.5
