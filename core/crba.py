@@ -5,37 +5,67 @@ from __future__ import annotations
 
 import numpy as np
 
-from .kinematics import forward_kinematics
+from .jit import force_xt, inertia_xt, njit
+from .kinematics import fk_kernel
 from .model import Model
 
-__all__ = ["mass_matrix"]
+__all__ = ["mass_matrix", "crba_kernel"]
+
+
+@njit
+def crba_kernel(parent, jtype, axis, R_tree, p_tree, S, q_start, v_start, nv_j, inertia, gravity, q, H):
+    """H ← joint-space inertia at q (nv x nv)."""
+    N = parent.shape[0]
+    E, r = np.empty((N, 3, 3)), np.empty((N, 3))
+    R_WL, p_WL = np.empty((N, 3, 3)), np.empty((N, 3))
+    fk_kernel(parent, jtype, axis, R_tree, p_tree, q_start, q, E, r, R_WL, p_WL)
+    Ic = inertia.copy()
+    tmp, X, out = np.empty((6, 6)), np.empty((6, 6)), np.empty((6, 6))
+    for i in range(N - 1, -1, -1):                           # I^c_λ += X_iᵀ I^c_i X_i
+        lam = parent[i]
+        if lam >= 0:
+            inertia_xt(E[i], r[i], Ic[i], out, tmp, X)
+            for a in range(6):
+                for b in range(6):
+                    Ic[lam, a, b] += out[a, b]
+    H[:, :] = 0.0
+    F = np.empty((6, 6))
+    col = np.empty(6)
+    for i in range(N):
+        nv = nv_j[i]
+        if nv == 0:
+            continue
+        vi = v_start[i]
+        for k in range(nv):                                  # F = I^c_i S_i
+            for a in range(6):
+                s = 0.0
+                for c in range(6):
+                    s += Ic[i, a, c] * S[i, c, k]
+                F[a, k] = s
+        for k in range(nv):                                  # H_ii = S_iᵀ F
+            for m in range(nv):
+                s = 0.0
+                for a in range(6):
+                    s += S[i, a, m] * F[a, k]
+                H[vi + m, vi + k] = s
+        j = i
+        while parent[j] >= 0:                                # H_ij = Fᵀ S_j, F ← X_jᵀ F walking to the root
+            for k in range(nv):
+                force_xt(E[j], r[j], F[:, k], col)
+                F[:, k] = col
+            j = parent[j]
+            vj = v_start[j]
+            for k in range(nv):
+                for m in range(nv_j[j]):
+                    s = 0.0
+                    for a in range(6):
+                        s += F[a, k] * S[j, a, m]
+                    H[vi + k, vj + m] = s
+                    H[vj + m, vi + k] = s
 
 
 def mass_matrix(model: Model, q: np.ndarray) -> np.ndarray:
     """Joint-space inertia ``H(q)`` (nv x nv), symmetric positive definite; ``KE = ½ q̇ᵀ H q̇`` (eq. 2.34)."""
-    N = model.n_links
-    _, _, X_up = forward_kinematics(model, q)
-    Ic = np.array(model.inertia)                            # composite inertias, link coordinates
-    for i in range(N - 1, -1, -1):                          # I^c_λ += X_{i,λ}ᵀ I^c_i X_{i,λ}
-        lam = model.parent[i]
-        if lam >= 0:
-            Ic[lam] += X_up[i].T @ Ic[i] @ X_up[i]
-    H = np.zeros((model.nv, model.nv))
-    for i in range(N):
-        nv_i = model.nv_j[i]
-        if nv_i == 0:
-            continue
-        vi = slice(model.v_start[i], model.v_start[i] + nv_i)
-        F = Ic[i] @ model.S[i, :, :nv_i]                    # F = I^c_i S_i
-        H[vi, vi] = model.S[i, :, :nv_i].T @ F              # H_ii = S_iᵀ I^c_i S_i
-        j = i
-        while model.parent[j] >= 0:                         # walk to the root: H_ij = Fᵀ S_j
-            F = X_up[j].T @ F
-            j = model.parent[j]
-            nv_j = model.nv_j[j]
-            if nv_j == 0:
-                continue
-            vj = slice(model.v_start[j], model.v_start[j] + nv_j)
-            H[vi, vj] = F.T @ model.S[j, :, :nv_j]
-            H[vj, vi] = H[vi, vj].T
+    H = np.empty((model.nv, model.nv))
+    crba_kernel(*model.kernel_args, np.ascontiguousarray(q, dtype=float), H)
     return H

@@ -108,6 +108,8 @@ def evaluate(model: Model, t: float, q: np.ndarray, qd: np.ndarray, active: np.n
             force[i] = model.constraints[i].basis @ sol.lam[s]
             residual[i] = np.linalg.norm(sol.residual[s])
             power_c[i] = sol.lam[s] @ Jqd[s]                                   # λ·(J q̇): work rate on the system
+            if model.constraints[i].first_order:                              # velocity constraint: Ḋ = J q̈ + γ
+                rows.deviation_rate[i] = np.linalg.norm(rows.J[s] @ qdd + rows.gamma[s])
         svals[:sol.singular_values.size] = sol.singular_values
         rank, dropped, cutoff = sol.rank, sol.dropped, sol.cutoff
         jacobian_rank, deficient = sol.jacobian_rank, sol.rank_deficient

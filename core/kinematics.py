@@ -1,5 +1,8 @@
 """Forward kinematics of the forest and the configuration-space maps that quaternion joints need (nq ≠ nv).
 
+Compiled kernels (``*_kernel``, see :mod:`core.jit`) do the work on the model's arrays; the public functions
+wrap them:
+
 - :func:`forward_kinematics` — link poses in the world and the parent-to-child motion transforms ``X_up``.
 - :func:`link_velocities` — spatial velocities of every link, in link coordinates.
 - :func:`configuration_derivative` — ``q̇ = G(q) qd`` (quaternion rates ½ q ⊗ (0, ω), thesis §2.2.1).
@@ -10,28 +13,142 @@ from __future__ import annotations
 
 import numpy as np
 
+from .jit import motion_x, njit, quat_rot
 from .model import BALL, FREE, HINGE, SLIDER, Model
-from .spatial import motion_transform, quat_exp, quat_multiply, quat_to_rotation, rotation_about_axis
+from .spatial import motion_transform, quat_multiply
 
 __all__ = ["joint_transform", "forward_kinematics", "link_velocities", "configuration_derivative",
            "integrate_configuration", "normalize_configuration", "configuration_difference",
-           "link_forces_from_world"]
+           "link_forces_from_world", "fk_kernel", "velocities_kernel", "qdot_kernel", "normalize_kernel"]
+
+
+@njit
+def _joint_motion(jt, axis, q, qs, Rj, pj):
+    """Rj, pj ← the joint's own motion of C relative to J (table in core.model)."""
+    for a in range(3):
+        pj[a] = 0.0
+        for b in range(3):
+            Rj[a, b] = 1.0 if a == b else 0.0
+    if jt == HINGE:                                           # Rodrigues: 1 + sinθ k^ + (1 − cosθ) k^²
+        s, c = np.sin(q[qs]), np.cos(q[qs])
+        kx, ky, kz = axis[0], axis[1], axis[2]
+        C = 1.0 - c
+        Rj[0, 0] = c + kx * kx * C
+        Rj[0, 1] = kx * ky * C - kz * s
+        Rj[0, 2] = kx * kz * C + ky * s
+        Rj[1, 0] = ky * kx * C + kz * s
+        Rj[1, 1] = c + ky * ky * C
+        Rj[1, 2] = ky * kz * C - kx * s
+        Rj[2, 0] = kz * kx * C - ky * s
+        Rj[2, 1] = kz * ky * C + kx * s
+        Rj[2, 2] = c + kz * kz * C
+    elif jt == SLIDER:
+        for a in range(3):
+            pj[a] = axis[a] * q[qs]
+    elif jt == BALL:
+        quat_rot(q[qs], q[qs + 1], q[qs + 2], q[qs + 3], Rj)
+    elif jt == FREE:
+        quat_rot(q[qs + 3], q[qs + 4], q[qs + 5], q[qs + 6], Rj)
+        for a in range(3):
+            pj[a] = q[qs + a]
+
+
+@njit
+def fk_kernel(parent, jtype, axis, R_tree, p_tree, q_start, q, E, r, R_WL, p_WL):
+    """Per link: ``E[i] = R_PCᵀ``, ``r[i] = p_PC`` (parent → child transform) and the world pose ``R_WL``, ``p_WL``.
+
+    ``R_PC = R_PJ R_J(q)``, ``p_PC = p_PJ + R_PJ p_J(q)``; ``R_WC = R_WP R_PC``, ``p_WC = p_WP + R_WP p_PC``."""
+    Rj = np.empty((3, 3))
+    pj = np.empty(3)
+    Rpc = np.empty((3, 3))
+    for i in range(parent.shape[0]):
+        _joint_motion(jtype[i], axis[i], q, q_start[i], Rj, pj)
+        for a in range(3):
+            s = p_tree[i, a]
+            for b in range(3):
+                Rpc[a, b] = R_tree[i, a, 0] * Rj[0, b] + R_tree[i, a, 1] * Rj[1, b] + R_tree[i, a, 2] * Rj[2, b]
+                s += R_tree[i, a, b] * pj[b]
+            r[i, a] = s
+        for a in range(3):
+            for b in range(3):
+                E[i, a, b] = Rpc[b, a]
+        lam = parent[i]
+        if lam < 0:
+            for a in range(3):
+                p_WL[i, a] = r[i, a]
+                for b in range(3):
+                    R_WL[i, a, b] = Rpc[a, b]
+        else:
+            for a in range(3):
+                s = p_WL[lam, a]
+                for b in range(3):
+                    R_WL[i, a, b] = R_WL[lam, a, 0] * Rpc[0, b] + R_WL[lam, a, 1] * Rpc[1, b] + R_WL[lam, a, 2] * Rpc[2, b]
+                    s += R_WL[lam, a, b] * r[i, b]
+                p_WL[i, a] = s
+
+
+@njit
+def velocities_kernel(parent, S, v_start, nv_j, E, r, qd, v):
+    """``v_i = X_i v_λ + S_i q̇_i`` in link coordinates (RNEA's forward pass)."""
+    tmp = np.empty(6)
+    for i in range(parent.shape[0]):
+        lam = parent[i]
+        if lam < 0:
+            for a in range(6):
+                tmp[a] = 0.0
+        else:
+            motion_x(E[i], r[i], v[lam], tmp)
+        vs = v_start[i]
+        for a in range(6):
+            s = tmp[a]
+            for k in range(nv_j[i]):
+                s += S[i, a, k] * qd[vs + k]
+            v[i, a] = s
+
+
+@njit
+def qdot_kernel(jtype, q_start, v_start, q, qd, out):
+    """``q̇ = G(q) qd``: copies for hinges/sliders, ``½ q ⊗ (0, ω_C)`` for quaternions, ``ṗ = R_JC v_C``."""
+    R = np.empty((3, 3))
+    for i in range(jtype.shape[0]):
+        qs, vs, jt = q_start[i], v_start[i], jtype[i]
+        if jt == HINGE or jt == SLIDER:
+            out[qs] = qd[vs]
+        elif jt == BALL or jt == FREE:
+            o = qs if jt == BALL else qs + 3
+            w, x, y, z = q[o], q[o + 1], q[o + 2], q[o + 3]
+            a, b, c = qd[vs], qd[vs + 1], qd[vs + 2]
+            out[o] = 0.5 * (-x * a - y * b - z * c)
+            out[o + 1] = 0.5 * (w * a + y * c - z * b)
+            out[o + 2] = 0.5 * (w * b - x * c + z * a)
+            out[o + 3] = 0.5 * (w * c + x * b - y * a)
+            if jt == FREE:
+                quat_rot(w, x, y, z, R)
+                for k in range(3):
+                    out[qs + k] = R[k, 0] * qd[vs + 3] + R[k, 1] * qd[vs + 4] + R[k, 2] * qd[vs + 5]
+
+
+@njit
+def normalize_kernel(quat_starts, q):
+    for s in quat_starts:
+        n = np.sqrt(q[s] ** 2 + q[s + 1] ** 2 + q[s + 2] ** 2 + q[s + 3] ** 2)
+        for k in range(4):
+            q[s + k] /= n
+
+
+def _E_r(model: Model, q: np.ndarray):
+    N = model.n_links
+    E, r = np.empty((N, 3, 3)), np.empty((N, 3))
+    R_WL, p_WL = np.empty((N, 3, 3)), np.empty((N, 3))
+    fk_kernel(model.parent, model.joint_type, model.axis, model.R_tree, model.p_tree, model.q_start,
+              np.ascontiguousarray(q, dtype=float), E, r, R_WL, p_WL)
+    return E, r, R_WL, p_WL
 
 
 def joint_transform(model: Model, i: int, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """``(R_PC, p_PC)``: pose of link i's frame C in its parent's frame P at configuration q."""
-    qi = q[model.q_start[i]:model.q_start[i] + model.nq_j[i]]
-    jt = model.joint_type[i]
-    R_PJ, p_PJ = model.R_tree[i], model.p_tree[i]
-    if jt == HINGE:
-        return R_PJ @ rotation_about_axis(model.axis[i], qi[0]), p_PJ
-    if jt == SLIDER:
-        return R_PJ, p_PJ + R_PJ @ (model.axis[i] * qi[0])
-    if jt == BALL:
-        return R_PJ @ quat_to_rotation(qi), p_PJ
-    if jt == FREE:
-        return R_PJ @ quat_to_rotation(qi[3:7]), p_PJ + R_PJ @ qi[0:3]
-    return R_PJ, p_PJ
+    E, r, _, _ = _E_r(model, q)
+    return E[i].T.copy(), r[i].copy()
 
 
 def forward_kinematics(model: Model, q: np.ndarray):
@@ -41,19 +158,8 @@ def forward_kinematics(model: Model, q: np.ndarray):
     and ``X_up`` (N, 6, 6) with ``X_up[i] = X_{i,parent(i)}`` (the world for a root link), the motion transform
     from parent to link coordinates.
     """
-    N = model.n_links
-    R_WL = np.empty((N, 3, 3))
-    p_WL = np.empty((N, 3))
-    X_up = np.empty((N, 6, 6))
-    for i in range(N):
-        R_PC, p_PC = joint_transform(model, i, q)
-        X_up[i] = motion_transform(R_PC, p_PC)
-        lam = model.parent[i]
-        if lam < 0:
-            R_WL[i], p_WL[i] = R_PC, p_PC
-        else:
-            R_WL[i] = R_WL[lam] @ R_PC
-            p_WL[i] = p_WL[lam] + R_WL[lam] @ p_PC
+    E, r, R_WL, p_WL = _E_r(model, q)
+    X_up = np.array([motion_transform(E[i].T, r[i]) for i in range(model.n_links)]).reshape(model.n_links, 6, 6)
     return R_WL, p_WL, X_up
 
 
@@ -72,24 +178,17 @@ def link_velocities(model: Model, X_up: np.ndarray, qd: np.ndarray) -> np.ndarra
 def configuration_derivative(model: Model, q: np.ndarray, qd: np.ndarray) -> np.ndarray:
     """``q̇`` (nq) from ``qd`` (nv): identity for hinges and sliders; ``½ q ⊗ (0, ω_C)`` for quaternions and
     ``ṗ = R_JC v_C`` for the translation of a free joint."""
-    qdot = np.zeros(model.nq)
-    for i in range(model.n_links):
-        qs, vs, jt = model.q_start[i], model.v_start[i], model.joint_type[i]
-        if jt == HINGE or jt == SLIDER:
-            qdot[qs] = qd[vs]
-        elif jt == BALL:
-            qdot[qs:qs + 4] = 0.5 * quat_multiply(q[qs:qs + 4], np.array([0.0, qd[vs], qd[vs + 1], qd[vs + 2]]))
-        elif jt == FREE:
-            quat = q[qs + 3:qs + 7]
-            qdot[qs:qs + 3] = quat_to_rotation(quat) @ qd[vs + 3:vs + 6]
-            qdot[qs + 3:qs + 7] = 0.5 * quat_multiply(quat, np.array([0.0, qd[vs], qd[vs + 1], qd[vs + 2]]))
-    return qdot
+    out = np.zeros(model.nq)
+    qdot_kernel(model.joint_type, model.q_start, model.v_start, np.ascontiguousarray(q, dtype=float),
+                np.ascontiguousarray(qd, dtype=float), out)
+    return out
 
 
 def integrate_configuration(model: Model, q: np.ndarray, v: np.ndarray, dt: float) -> np.ndarray:
     """``q ⊕ v dt``: adds for hinges and sliders, ``quat ⊗ exp(ω dt)`` for quaternions (body-frame ω), and moves
     a free joint's origin by ``R v dt``. First-order consistent with :func:`configuration_derivative`."""
-    out = q.copy()
+    from .spatial import quat_exp, quat_to_rotation
+    out = np.array(q, dtype=float)
     for i in range(model.n_links):
         qs, vs, jt = model.q_start[i], model.v_start[i], model.joint_type[i]
         if jt == HINGE or jt == SLIDER:
@@ -106,6 +205,7 @@ def integrate_configuration(model: Model, q: np.ndarray, v: np.ndarray, dt: floa
 def configuration_difference(model: Model, q0: np.ndarray, q1: np.ndarray) -> np.ndarray:
     """``v`` (nv) such that ``integrate_configuration(q0, v, 1) ≈ q1``: the inverse of the retraction above
     (exact for hinges, sliders and quaternions; for a free joint's translation, ``R(q0)^T (p1 - p0)``)."""
+    from .spatial import quat_to_rotation
     v = np.zeros(model.nv)
     for i in range(model.n_links):
         qs, vs, jt = model.q_start[i], model.v_start[i], model.joint_type[i]
@@ -121,8 +221,8 @@ def configuration_difference(model: Model, q0: np.ndarray, q1: np.ndarray) -> np
 
 def normalize_configuration(model: Model, q: np.ndarray) -> np.ndarray:
     """Renormalize every quaternion of q in place and return q."""
-    for s in model.quat_starts:
-        q[s:s + 4] /= np.sqrt(q[s:s + 4] @ q[s:s + 4])
+    if model.quat_starts.size:
+        normalize_kernel(model.quat_starts, q)
     return q
 
 
@@ -140,15 +240,25 @@ def _quat_log(qq):
     return 2.0 * np.arctan2(s, qq[0]) * qq[1:] / s
 
 
+@njit
+def link_forces_kernel(R_WL, p_WL, f_ext, out):
+    """World forces about the world origin ``[n_O; f]`` → each link's coordinates about its origin:
+    ``[Rᵀ (n_O − p × f); Rᵀ f]``."""
+    for i in range(f_ext.shape[0]):
+        p = p_WL[i]
+        m0 = f_ext[i, 0] - (p[1] * f_ext[i, 5] - p[2] * f_ext[i, 4])
+        m1 = f_ext[i, 1] - (p[2] * f_ext[i, 3] - p[0] * f_ext[i, 5])
+        m2 = f_ext[i, 2] - (p[0] * f_ext[i, 4] - p[1] * f_ext[i, 3])
+        for a in range(3):
+            out[i, a] = R_WL[i, 0, a] * m0 + R_WL[i, 1, a] * m1 + R_WL[i, 2, a] * m2
+            out[i, 3 + a] = R_WL[i, 0, a] * f_ext[i, 3] + R_WL[i, 1, a] * f_ext[i, 4] + R_WL[i, 2, a] * f_ext[i, 5]
+
+
 def link_forces_from_world(R_WL: np.ndarray, p_WL: np.ndarray, f_ext: np.ndarray | None) -> np.ndarray | None:
     """Per-link external spatial forces given in world coordinates about the world origin, ``[n_O; f]`` (N, 6),
     expressed in each link's own coordinates about its origin: ``[R^T (n_O - p × f); R^T f]``."""
     if f_ext is None:
         return None
-    f_ext = np.asarray(f_ext, dtype=float)
-    out = np.empty_like(f_ext)
-    for i in range(f_ext.shape[0]):
-        n, f = f_ext[i, :3], f_ext[i, 3:]
-        out[i, :3] = R_WL[i].T @ (n - np.cross(p_WL[i], f))
-        out[i, 3:] = R_WL[i].T @ f
+    out = np.empty((R_WL.shape[0], 6))
+    link_forces_kernel(R_WL, p_WL, np.ascontiguousarray(f_ext, dtype=float), out)
     return out

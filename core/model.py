@@ -118,6 +118,12 @@ class Model:
         """Joints that have coordinates, in the order of their coordinates."""
         return [self.joint_link_names[i] for i in range(self.n_links) if self.nv_j[i] > 0]
 
+    @property
+    def kernel_args(self) -> tuple:
+        """The arrays every compiled dynamics kernel takes, in its argument order."""
+        return (self.parent, self.joint_type, self.axis, self.R_tree, self.p_tree, self.S, self.q_start,
+                self.v_start, self.nv_j, self.inertia, self.gravity)
+
     # ---- look-ups ----------------------------------------------------------------------------------------
     def _joint_link(self, name: str) -> int:
         try:

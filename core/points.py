@@ -11,9 +11,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .kinematics import forward_kinematics, link_velocities
+from .jit import cross_motion, motion_x, njit
+from .kinematics import fk_kernel
 from .model import Model
-from .spatial import crm
 
 __all__ = ["LinkKinematics", "link_kinematics", "position_at", "velocity_at", "jacobian_at",
            "bias_acceleration_at", "point_position", "point_velocity", "point_jacobian", "point_bias_acceleration",
@@ -22,28 +22,56 @@ __all__ = ["LinkKinematics", "link_kinematics", "position_at", "velocity_at", "j
 
 @dataclass
 class LinkKinematics:
-    """Per-link quantities at one state: world poses ``R_WL`` (N,3,3), ``p_WL`` (N,3); ``X_up`` (N,6,6);
-    spatial velocities ``v`` (N,6) and velocity-product accelerations ``a_vp`` (N,6) in link coordinates
-    (``a_vp`` is the link acceleration when q̈ = 0 and gravity is off, eq. 2.65), or None without q̇."""
+    """Per-link quantities at one state: world poses ``R_WL`` (N,3,3), ``p_WL`` (N,3); the parent → link
+    transforms as ``E`` (N,3,3) = R_PCᵀ and ``r`` (N,3) = p_PC; spatial velocities ``v`` (N,6) and
+    velocity-product accelerations ``a_vp`` (N,6) in link coordinates (``a_vp`` is the link acceleration when
+    q̈ = 0 and gravity is off, eq. 2.65), or None without q̇."""
     R_WL: np.ndarray
     p_WL: np.ndarray
-    X_up: np.ndarray
+    E: np.ndarray
+    r: np.ndarray
     v: np.ndarray | None = None
     a_vp: np.ndarray | None = None
 
 
+@njit
+def velocity_product_kernel(parent, S, v_start, nv_j, E, r, qd, v, a):
+    """v_i = X v_λ + S q̇_i and a_i = X a_λ + v_i × (S q̇_i) (eq. 2.65 with q̈ = 0, no gravity)."""
+    vJ, tmp = np.empty(6), np.empty(6)
+    for i in range(parent.shape[0]):
+        vs, nv, lam = v_start[i], nv_j[i], parent[i]
+        for c in range(6):
+            s = 0.0
+            for k in range(nv):
+                s += S[i, c, k] * qd[vs + k]
+            vJ[c] = s
+        if lam < 0:
+            for c in range(6):
+                v[i, c] = vJ[c]
+                a[i, c] = 0.0
+        else:
+            motion_x(E[i], r[i], v[lam], v[i])
+            motion_x(E[i], r[i], a[lam], a[i])
+            for c in range(6):
+                v[i, c] += vJ[c]
+        cross_motion(v[i], vJ, tmp)
+        for c in range(6):
+            a[i, c] += tmp[c]
+
+
 def link_kinematics(model: Model, q: np.ndarray, qd: np.ndarray | None = None) -> LinkKinematics:
     """Forward kinematics, and with ``qd`` the link velocities and velocity-product accelerations."""
-    R_WL, p_WL, X_up = forward_kinematics(model, q)
+    N = model.n_links
+    E, r = np.empty((N, 3, 3)), np.empty((N, 3))
+    R_WL, p_WL = np.empty((N, 3, 3)), np.empty((N, 3))
+    fk_kernel(model.parent, model.joint_type, model.axis, model.R_tree, model.p_tree, model.q_start,
+              np.ascontiguousarray(q, dtype=float), E, r, R_WL, p_WL)
     if qd is None:
-        return LinkKinematics(R_WL, p_WL, X_up)
-    v = link_velocities(model, X_up, qd)
-    a = np.zeros((model.n_links, 6))
-    for i in range(model.n_links):                           # a_i = X_up a_λ + v_i × (S q̇_i)   (eq. 2.65, q̈ = 0)
-        lam = model.parent[i]
-        vJ = v[i] - (X_up[i] @ v[lam] if lam >= 0 else 0.0)
-        a[i] = (X_up[i] @ a[lam] if lam >= 0 else 0.0) + crm(v[i]) @ vJ
-    return LinkKinematics(R_WL, p_WL, X_up, v, a)
+        return LinkKinematics(R_WL, p_WL, E, r)
+    v, a = np.empty((N, 6)), np.empty((N, 6))
+    velocity_product_kernel(model.parent, model.S, model.v_start, model.nv_j, E, r,
+                            np.ascontiguousarray(qd, dtype=float), v, a)
+    return LinkKinematics(R_WL, p_WL, E, r, v, a)
 
 
 def position_at(kin: LinkKinematics, k: int, r: np.ndarray) -> np.ndarray:

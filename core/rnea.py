@@ -1,17 +1,81 @@
 """Recursive Newton–Euler inverse dynamics (Todorov, "Recursive Newton-Euler algorithm"; RBDA Table 5.1).
 
-Notation: link i with parent λ(i), motion subspace S_i (in link coordinates), X_up[i] = X_{i,λ(i)}.
-Gravity enters as a fictitious base acceleration a_0 = [0; -g], so the returned τ includes it.
+Notation: link i with parent λ(i), motion subspace S_i (link coordinates), X_i the parent → link transform.
+Gravity enters as a fictitious base acceleration a_0 = [0; −g], so the returned τ includes it.
 """
 from __future__ import annotations
 
 import numpy as np
 
-from .kinematics import forward_kinematics, link_forces_from_world
+from .jit import cross_force, cross_motion, force_xt, matvec6, motion_x, njit
+from .kinematics import fk_kernel, link_forces_kernel
 from .model import Model
-from .spatial import crf, crm
 
-__all__ = ["inverse_dynamics", "nonlinear_effects"]
+__all__ = ["inverse_dynamics", "nonlinear_effects", "rnea_kernel"]
+
+
+@njit
+def rnea_kernel(parent, jtype, axis, R_tree, p_tree, S, q_start, v_start, nv_j, inertia, gravity,
+                q, qd, qdd, f_ext, use_f_ext, tau):
+    """τ ← H(q) q̈ + C(q, q̇) q̇ + g(q) − Σ J_iᵀ f_ext,i (f_ext: world coordinates about the world origin)."""
+    N = parent.shape[0]
+    E, r = np.empty((N, 3, 3)), np.empty((N, 3))
+    R_WL, p_WL = np.empty((N, 3, 3)), np.empty((N, 3))
+    fk_kernel(parent, jtype, axis, R_tree, p_tree, q_start, q, E, r, R_WL, p_WL)
+    fx = np.zeros((N, 6))
+    if use_f_ext:
+        link_forces_kernel(R_WL, p_WL, f_ext, fx)
+    v, a, f = np.empty((N, 6)), np.empty((N, 6)), np.empty((N, 6))
+    a0 = np.zeros(6)
+    a0[3], a0[4], a0[5] = -gravity[0], -gravity[1], -gravity[2]
+    vJ, tmp, Iv = np.empty(6), np.empty(6), np.empty(6)
+    for i in range(N):                                       # forward pass: velocities and accelerations
+        vs, nv, lam = v_start[i], nv_j[i], parent[i]
+        for c in range(6):
+            s = 0.0
+            for k in range(nv):
+                s += S[i, c, k] * qd[vs + k]
+            vJ[c] = s
+        if lam < 0:
+            motion_x(E[i], r[i], a0, a[i])                    # a_i = X a_0 + …
+            for c in range(6):
+                v[i, c] = vJ[c]
+        else:
+            motion_x(E[i], r[i], v[lam], v[i])                # v_i = X v_λ + S q̇_i
+            for c in range(6):
+                v[i, c] += vJ[c]
+            motion_x(E[i], r[i], a[lam], a[i])                # a_i = X a_λ + …
+        cross_motion(v[i], vJ, tmp)                           # … + S q̈_i + v_i × S q̇_i
+        for c in range(6):
+            s = tmp[c]
+            for k in range(nv):
+                s += S[i, c, k] * qdd[vs + k]
+            a[i, c] += s
+        matvec6(inertia[i], a[i], f[i])                       # f_i = I a_i + v_i ×* I v_i − f^x_i
+        matvec6(inertia[i], v[i], Iv)
+        cross_force(v[i], Iv, tmp)
+        for c in range(6):
+            f[i, c] += tmp[c] - fx[i, c]
+    for i in range(N - 1, -1, -1):                           # backward pass: τ_i = S_iᵀ f_i, f_λ += Xᵀ f_i
+        vs, nv, lam = v_start[i], nv_j[i], parent[i]
+        for k in range(nv):
+            s = 0.0
+            for c in range(6):
+                s += S[i, c, k] * f[i, c]
+            tau[vs + k] = s
+        if lam >= 0:
+            force_xt(E[i], r[i], f[i], tmp)
+            for c in range(6):
+                f[lam, c] += tmp[c]
+
+
+_NO_FORCES = np.zeros((0, 6))
+
+
+def _f_ext(model: Model, f_ext):
+    if f_ext is None:
+        return _NO_FORCES, False
+    return np.ascontiguousarray(f_ext, dtype=float).reshape(model.n_links, 6), True
 
 
 def inverse_dynamics(model: Model, q: np.ndarray, qd: np.ndarray, qdd: np.ndarray,
@@ -21,33 +85,10 @@ def inverse_dynamics(model: Model, q: np.ndarray, qd: np.ndarray, qdd: np.ndarra
     ``f_ext`` (optional, N x 6): external spatial force on each link in world coordinates about the world
     origin, ``[n_O; f]``.
     """
-    N = model.n_links
-    R_WL, p_WL, X_up = forward_kinematics(model, q)
-    fx = link_forces_from_world(R_WL, p_WL, f_ext)
-    a0 = np.concatenate([np.zeros(3), -model.gravity])
-    v = np.zeros((N, 6))
-    a = np.zeros((N, 6))
-    f = np.zeros((N, 6))
-    for i in range(N):                                      # forward pass: velocities and accelerations
-        vs, nv = model.v_start[i], model.nv_j[i]
-        S = model.S[i, :, :nv]
-        vJ = S @ qd[vs:vs + nv]
-        lam = model.parent[i]
-        v_parent = v[lam] if lam >= 0 else np.zeros(6)
-        a_parent = a[lam] if lam >= 0 else a0
-        v[i] = X_up[i] @ v_parent + vJ                      # v_i = X v_λ + S q̇_i
-        a[i] = X_up[i] @ a_parent + S @ qdd[vs:vs + nv] + crm(v[i]) @ vJ   # a_i = X a_λ + S q̈_i + v_i × S q̇_i
-        I = model.inertia[i]
-        f[i] = I @ a[i] + crf(v[i]) @ (I @ v[i])            # f_i = I a_i + v_i ×* I v_i
-        if fx is not None:
-            f[i] -= fx[i]
-    tau = np.zeros(model.nv)
-    for i in range(N - 1, -1, -1):                          # backward pass: accumulate, project
-        vs, nv = model.v_start[i], model.nv_j[i]
-        tau[vs:vs + nv] = model.S[i, :, :nv].T @ f[i]       # τ_i = S_iᵀ f_i
-        lam = model.parent[i]
-        if lam >= 0:
-            f[lam] += X_up[i].T @ f[i]                      # f_λ += X_{i,λ}ᵀ f_i
+    tau = np.empty(model.nv)
+    fx, use = _f_ext(model, f_ext)
+    rnea_kernel(*model.kernel_args, np.ascontiguousarray(q, dtype=float), np.ascontiguousarray(qd, dtype=float),
+                np.ascontiguousarray(qdd, dtype=float), fx, use, tau)
     return tau
 
 

@@ -19,7 +19,7 @@ import numpy as np
 from .dynamics import Data, evaluate, total_energy
 from .formulations import FORMULATIONS, project_state
 from .forces import POWER_SOURCES, pull_force
-from .integrators import ADAPTIVE, FIXED_STEP
+from .integrators import ADAPTIVE, FIXED_STEP, rk4_free_steps
 from .model import Model, State
 
 __all__ = ["Simulation", "Records", "DivergenceError", "INTEGRATOR_NAMES"]
@@ -179,7 +179,23 @@ class Simulation:
                 raise DivergenceError(f"the dynamics could not be evaluated near t = {self.state.t:.6g} s "
                                       f"({type(exc).__name__}: {exc}); the state is diverging") from exc
 
-    def _step(self, dt_max):
+    def _free_fast_path(self) -> bool:
+        """True when a step is plain RK4 of the unconstrained forest under gravity (no constraints, force
+        elements, pull or controllers): then whole steps run in one compiled call."""
+        return (self.integrator == "rk4" and not self.model.forces and not self.active.any()
+                and self.pull is None and not getattr(self, "controllers", None))
+
+    def _step(self, dt_max, n_steps: int = 1):
+        if self._free_fast_path():
+            s = self.state
+            h = self.dt if dt_max is None else min(self.dt, dt_max)
+            q, qd = rk4_free_steps(self.model, s.q, s.qd, np.zeros(self.model.nv), h, n_steps)
+            if not (np.all(np.isfinite(q)) and np.all(np.isfinite(qd))):
+                raise DivergenceError(f"non-finite state after the step from t = {s.t:.6g} s (dt = {h:g} s)")
+            self.state = State(s.t + n_steps * h, q, qd)
+            self._data = None
+            self.steps_taken += n_steps
+            return self.state
         self._break_constraints()
         self._log_rank()
         s, d = self.state, self.data
@@ -275,8 +291,16 @@ class Simulation:
         n = 0
         shown = self.state.t
         while self.state.t < t_end - 1e-12 * max(1.0, abs(t_end)):
-            self.step(dt_max=t_end - self.state.t)
-            n += 1
+            batch = record_every - n % record_every
+            if batch > 1 and self._free_fast_path():           # whole batches in one compiled call
+                batch = min(batch, int((t_end - self.state.t) / self.dt + 1e-9) - 1)
+            if batch > 1 and self._free_fast_path():
+                with np.errstate(all="ignore"):
+                    self._step(None, batch)
+                n += batch
+            else:
+                self.step(dt_max=t_end - self.state.t)
+                n += 1
             if n % record_every == 0 or self.state.t >= t_end - 1e-12 * max(1.0, abs(t_end)):
                 self.record(records)
             if bar is not None and self.state.t - shown >= 0.01 * duration:
