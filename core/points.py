@@ -79,10 +79,70 @@ def position_at(kin: LinkKinematics, k: int, r: np.ndarray) -> np.ndarray:
     return kin.p_WL[k] + kin.R_WL[k] @ r
 
 
+@njit
+def _cross(a, b, out):
+    out[0] = a[1] * b[2] - a[2] * b[1]
+    out[1] = a[2] * b[0] - a[0] * b[2]
+    out[2] = a[0] * b[1] - a[1] * b[0]
+
+
+@njit
+def _rotate(R, x, out):
+    for a in range(3):
+        out[a] = R[a, 0] * x[0] + R[a, 1] * x[1] + R[a, 2] * x[2]
+
+
+@njit
+def velocity_kernel(R, v, r, out):
+    """out ← R (v_O + ω × r)."""
+    t = np.empty(3)
+    _cross(v[:3], r, t)
+    for a in range(3):
+        t[a] += v[3 + a]
+    _rotate(R, t, out)
+
+
+@njit
+def bias_kernel(R, a, v, r, out):
+    """out ← R (a_O + α × r + ω × (v_O + ω × r))   (eq. 2.66–2.67)."""
+    t, u, w = np.empty(3), np.empty(3), np.empty(3)
+    _cross(v[:3], r, t)
+    for c in range(3):
+        t[c] += v[3 + c]                                      # v_O + ω × r
+    _cross(v[:3], t, u)                                       # ω × (…)
+    _cross(a[:3], r, w)                                       # α × r
+    for c in range(3):
+        t[c] = a[3 + c] + w[c] + u[c]
+    _rotate(R, t, out)
+
+
+@njit
+def jacobian_kernel(parent, S, v_start, nv_j, R_WL, p_WL, k, r, J):
+    """J ← the point Jacobian of body point r on link k (3 x nv, zero outside k's ancestors; eq. 2.37)."""
+    x = np.empty(3)
+    _rotate(R_WL[k], r, x)
+    for a in range(3):
+        x[a] += p_WL[k, a]
+    J[:, :] = 0.0
+    w, vO, d, c = np.empty(3), np.empty(3), np.empty(3), np.empty(3)
+    j = k
+    while j >= 0:
+        for a in range(3):
+            d[a] = x[a] - p_WL[j, a]
+        for m in range(nv_j[j]):
+            _rotate(R_WL[j], S[j, :3, m], w)                  # ω = R_j S_ω
+            _rotate(R_WL[j], S[j, 3:, m], vO)                 # v = R_j S_v
+            _cross(w, d, c)
+            for a in range(3):
+                J[a, v_start[j] + m] = vO[a] + c[a]           # v + ω × (x − p_j)
+        j = parent[j]
+
+
 def velocity_at(kin: LinkKinematics, k: int, r: np.ndarray) -> np.ndarray:
     """World velocity ``R_k (v_O + ω × r)`` of body point r on link k."""
-    v = kin.v[k]
-    return kin.R_WL[k] @ (v[3:] + np.cross(v[:3], r))
+    out = np.empty(3)
+    velocity_kernel(kin.R_WL[k], kin.v[k], np.asarray(r, dtype=float), out)
+    return out
 
 
 def jacobian_at(model: Model, kin: LinkKinematics, k: int, r: np.ndarray) -> np.ndarray:
@@ -91,26 +151,18 @@ def jacobian_at(model: Model, kin: LinkKinematics, k: int, r: np.ndarray) -> np.
     Column block of each ancestor joint j of link k: with the joint's subspace in world axes, ``ω = R_j S_ω`` and
     ``v = R_j S_v`` (at j's origin), the point moves at ``v + ω × (x - p_j)``.
     """
-    x = position_at(kin, k, r)
-    J = np.zeros((3, model.nv))
-    j = k
-    while j >= 0:
-        nv = model.nv_j[j]
-        if nv:
-            S = model.S[j, :, :nv]
-            w = kin.R_WL[j] @ S[:3]
-            vO = kin.R_WL[j] @ S[3:]
-            J[:, model.v_start[j]:model.v_start[j] + nv] = vO + np.cross(w.T, x - kin.p_WL[j]).T
-        j = model.parent[j]
+    J = np.empty((3, model.nv))
+    jacobian_kernel(model.parent, model.S, model.v_start, model.nv_j, kin.R_WL, kin.p_WL, int(k),
+                    np.asarray(r, dtype=float), J)
     return J
 
 
 def bias_acceleration_at(kin: LinkKinematics, k: int, r: np.ndarray) -> np.ndarray:
     """``J̇q̇``: from the velocity-product acceleration a = [α; a_O] and velocity v = [ω; v_O] of link k, the
     classical acceleration of body point r is ``a_O + α × r + ω × (v_O + ω × r)`` (thesis eq. 2.66–2.67)."""
-    a, v = kin.a_vp[k], kin.v[k]
-    w = v[:3]
-    return kin.R_WL[k] @ (a[3:] + np.cross(a[:3], r) + np.cross(w, v[3:] + np.cross(w, r)))
+    out = np.empty(3)
+    bias_kernel(kin.R_WL[k], kin.a_vp[k], kin.v[k], np.asarray(r, dtype=float), out)
+    return out
 
 
 def point_position(model: Model, q: np.ndarray, body, point) -> np.ndarray:
