@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from .jit import cross_force, cross_motion, force_xt, inertia_xt, matvec6, motion_x, njit
-from .kinematics import fk_kernel, link_forces_kernel
+from .kinematics import kinematics_with_forces, subspace_times
 from .model import Model
 from .rnea import _f_ext
 
@@ -54,22 +54,13 @@ def aba_kernel(parent, jtype, axis, R_tree, p_tree, S, q_start, v_start, nv_j, i
                q, qd, tau, f_ext, use_f_ext, qdd):
     """q̈ ← H⁻¹(τ − b) by the articulated-body algorithm (f_ext: world coordinates about the world origin)."""
     N = parent.shape[0]
-    E, r = np.empty((N, 3, 3)), np.empty((N, 3))
-    R_WL, p_WL = np.empty((N, 3, 3)), np.empty((N, 3))
-    fk_kernel(parent, jtype, axis, R_tree, p_tree, q_start, q, E, r, R_WL, p_WL)
-    fx = np.zeros((N, 6))
-    if use_f_ext:
-        link_forces_kernel(R_WL, p_WL, f_ext, fx)
+    E, r, R_WL, p_WL, fx = kinematics_with_forces(parent, jtype, axis, R_tree, p_tree, q_start, q, f_ext, use_f_ext)
     v, c, pA = np.empty((N, 6)), np.empty((N, 6)), np.empty((N, 6))
     IA = inertia.copy()
     vJ, tmp = np.empty(6), np.empty(6)
     for i in range(N):                                       # pass 1: velocities and bias terms
         vs, nv, lam = v_start[i], nv_j[i], parent[i]
-        for a in range(6):
-            s = 0.0
-            for k in range(nv):
-                s += S[i, a, k] * qd[vs + k]
-            vJ[a] = s
+        subspace_times(S, i, nv, qd, vs, vJ)
         if lam < 0:
             for a in range(6):
                 v[i, a] = vJ[a]

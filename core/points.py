@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .jit import cross_motion, motion_x, njit
-from .kinematics import fk_kernel
+from .kinematics import fk_kernel, subspace_times
 from .model import Model
 
 __all__ = ["LinkKinematics", "link_kinematics", "position_at", "velocity_at", "jacobian_at",
@@ -40,11 +40,7 @@ def velocity_product_kernel(parent, S, v_start, nv_j, E, r, qd, v, a):
     vJ, tmp = np.empty(6), np.empty(6)
     for i in range(parent.shape[0]):
         vs, nv, lam = v_start[i], nv_j[i], parent[i]
-        for c in range(6):
-            s = 0.0
-            for k in range(nv):
-                s += S[i, c, k] * qd[vs + k]
-            vJ[c] = s
+        subspace_times(S, i, nv, qd, vs, vJ)
         if lam < 0:
             for c in range(6):
                 v[i, c] = vJ[c]

@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from .jit import cross_force, cross_motion, force_xt, matvec6, motion_x, njit
-from .kinematics import fk_kernel, link_forces_kernel
+from .kinematics import kinematics_with_forces, subspace_times
 from .model import Model
 
 __all__ = ["inverse_dynamics", "nonlinear_effects", "rnea_kernel"]
@@ -19,23 +19,14 @@ def rnea_kernel(parent, jtype, axis, R_tree, p_tree, S, q_start, v_start, nv_j, 
                 q, qd, qdd, f_ext, use_f_ext, tau):
     """τ ← H(q) q̈ + C(q, q̇) q̇ + g(q) − Σ J_iᵀ f_ext,i (f_ext: world coordinates about the world origin)."""
     N = parent.shape[0]
-    E, r = np.empty((N, 3, 3)), np.empty((N, 3))
-    R_WL, p_WL = np.empty((N, 3, 3)), np.empty((N, 3))
-    fk_kernel(parent, jtype, axis, R_tree, p_tree, q_start, q, E, r, R_WL, p_WL)
-    fx = np.zeros((N, 6))
-    if use_f_ext:
-        link_forces_kernel(R_WL, p_WL, f_ext, fx)
+    E, r, R_WL, p_WL, fx = kinematics_with_forces(parent, jtype, axis, R_tree, p_tree, q_start, q, f_ext, use_f_ext)
     v, a, f = np.empty((N, 6)), np.empty((N, 6)), np.empty((N, 6))
     a0 = np.zeros(6)
     a0[3], a0[4], a0[5] = -gravity[0], -gravity[1], -gravity[2]
     vJ, tmp, Iv = np.empty(6), np.empty(6), np.empty(6)
     for i in range(N):                                       # forward pass: velocities and accelerations
         vs, nv, lam = v_start[i], nv_j[i], parent[i]
-        for c in range(6):
-            s = 0.0
-            for k in range(nv):
-                s += S[i, c, k] * qd[vs + k]
-            vJ[c] = s
+        subspace_times(S, i, nv, qd, vs, vJ)
         if lam < 0:
             motion_x(E[i], r[i], a0, a[i])                    # a_i = X a_0 + …
             for c in range(6):
