@@ -12,6 +12,14 @@ its opposite on point b); its generalized force is ``Jᵀ F`` ("apply point forc
 
 A hinge entity of a scene compiles to two point-to-point constraints on its axis (fig. 2.8), named
 ``<hinge>.p1`` and ``<hinge>.p2``.
+
+Joint-space constraints ``Φ(q) = value`` (:mod:`core.joint_constraints`) get their one row here too, so every
+formulation handles both kinds alike; they need q and q̇ (``constraint_rows(..., q=q, qd=qd)``).
+
+Every constraint carries a ``jacobian_scale``: the Frobenius norm of its rows at the initial configuration (1 if
+they vanish there). :class:`ConstraintRows` reports the largest over the active constraints as ``scale``, the
+floor of the rank test of :mod:`core.formulations` (a lone row whose Jacobian passes through zero must be seen
+as rank-deficient, which a tolerance relative to the largest singular value alone can never do).
 """
 from __future__ import annotations
 
@@ -19,14 +27,16 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .joint_constraints import JOINT_SPACE, JointSpaceConstraint, joint_space_rows
 from .points import LinkKinematics, bias_acceleration_at, jacobian_at, position_at, velocity_at
 
 NAIL, POINT_TO_POINT, POINT_ON_LINE, POINT_ON_PLANE, POINT_VELOCITY = range(5)
 KIND_NAMES = {NAIL: "nail", POINT_TO_POINT: "point_to_point", POINT_ON_LINE: "point_on_line",
-              POINT_ON_PLANE: "point_on_plane", POINT_VELOCITY: "point_velocity"}
+              POINT_ON_PLANE: "point_on_plane", POINT_VELOCITY: "point_velocity", JOINT_SPACE: "joint_space"}
 
-__all__ = ["PointConstraint", "ConstraintRows", "constraint_rows", "nail_target", "perpendicular_basis",
-           "NAIL", "POINT_TO_POINT", "POINT_ON_LINE", "POINT_ON_PLANE", "POINT_VELOCITY"]
+__all__ = ["PointConstraint", "JointSpaceConstraint", "ConstraintRows", "constraint_rows", "nail_target",
+           "perpendicular_basis", "constraint_links", "NAIL", "POINT_TO_POINT", "POINT_ON_LINE", "POINT_ON_PLANE",
+           "POINT_VELOCITY", "JOINT_SPACE"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -47,6 +57,7 @@ class PointConstraint:
     enabled: bool = True
     path: tuple | None = None
     target_velocity: np.ndarray = field(default_factory=lambda: np.zeros(3))
+    jacobian_scale: float = 1.0
 
     @property
     def rows(self) -> int:
@@ -55,6 +66,14 @@ class PointConstraint:
     @property
     def first_order(self) -> bool:
         return self.kind == POINT_VELOCITY
+
+
+def constraint_links(c) -> tuple:
+    """The links whose motion a constraint's rows depend on (the world excluded): its two ends for a point
+    constraint, the links of the joints it reads for a joint-space one."""
+    if c.kind == JOINT_SPACE:
+        return tuple(c.links)
+    return (c.link_a,) + ((c.link_b,) if c.link_b >= 0 else ())
 
 
 def perpendicular_basis(direction: np.ndarray) -> np.ndarray:
@@ -88,7 +107,8 @@ class ConstraintRows:
     """The stacked rows of the active constraints at one state (m = Σ rows of the active constraints):
     ``J`` (m x nv), ``gamma`` (m,) with D̈ = J q̈ + γ, deviations ``D``, ``D_rate`` (m,), the stabilization term
     ``stab`` (m,) = 2λḊ + λ²D (or λD for velocity constraints), and ``slices[c]`` the rows of constraint c
-    (None if inactive). ``deviation`` and ``deviation_rate`` (K,) are ‖D‖ and ‖Ḋ‖ of *every* constraint."""
+    (None if inactive). ``deviation`` and ``deviation_rate`` (K,) are ‖D‖ and ‖Ḋ‖ of *every* constraint.
+    ``scale`` is the largest ``jacobian_scale`` of the active constraints (0 if none)."""
     J: np.ndarray
     gamma: np.ndarray
     D: np.ndarray
@@ -97,6 +117,7 @@ class ConstraintRows:
     slices: list
     deviation: np.ndarray
     deviation_rate: np.ndarray
+    scale: float = 0.0
 
 
 def _end_b(model, kin, c: PointConstraint, t: float, override):
@@ -108,8 +129,10 @@ def _end_b(model, kin, c: PointConstraint, t: float, override):
             bias_acceleration_at(kin, c.link_b, c.r_b), jacobian_at(model, kin, c.link_b, c.r_b))
 
 
-def constraint_rows(model, kin: LinkKinematics, constraints, active, t: float, overrides=None) -> ConstraintRows:
-    """Deviation functions, Jacobians and bias terms of all constraints (only the active ones get rows)."""
+def constraint_rows(model, kin: LinkKinematics, constraints, active, t: float, overrides=None,
+                    q: np.ndarray | None = None, qd: np.ndarray | None = None) -> ConstraintRows:
+    """Deviation functions, Jacobians and bias terms of all constraints (only the active ones get rows).
+    Joint-space constraints read ``q`` and ``qd`` (required when the model has any)."""
     overrides = overrides or {}
     K = len(constraints)
     m = sum(c.rows for c, on in zip(constraints, active) if on)
@@ -117,8 +140,23 @@ def constraint_rows(model, kin: LinkKinematics, constraints, active, t: float, o
     gamma, D, D_rate, stab = np.zeros(m), np.zeros(m), np.zeros(m), np.zeros(m)
     slices = [None] * K
     deviation, deviation_rate = np.zeros(K), np.zeros(K)
+    scale = 0.0
     row = 0
     for i, c in enumerate(constraints):
+        if c.kind == JOINT_SPACE:
+            if q is None or qd is None:
+                raise ValueError(f"constraint {c.name!r} is a joint-space constraint: constraint_rows needs q and qd")
+            d_i, d_rate_i, J_i, gamma_i = joint_space_rows(c, q, qd, model.nv)
+            deviation[i], deviation_rate[i] = abs(d_i), abs(d_rate_i)
+            if not active[i]:
+                continue
+            slices[i] = slice(row, row + 1)
+            J[row], gamma[row], D[row], D_rate[row] = J_i, gamma_i, d_i, d_rate_i
+            lam = c.stabilization
+            stab[row] = 2.0 * lam * d_rate_i + lam * lam * d_i             # D̈ + 2λḊ + λ²D = 0   (eq. 2.21)
+            scale = max(scale, c.jacobian_scale)
+            row += 1
+            continue
         E = c.basis
         xa, va = position_at(kin, c.link_a, c.r_a), velocity_at(kin, c.link_a, c.r_a)
         xb, vb, ab, Jb = _end_b(model, kin, c, t, overrides.get(c.name))
@@ -138,10 +176,11 @@ def constraint_rows(model, kin: LinkKinematics, constraints, active, t: float, o
         J[s] = E.T @ (Ja if Jb is None else Ja - Jb)            # J = Eᵀ(J_a − J_b)
         gamma[s] = E.T @ (bias_acceleration_at(kin, c.link_a, c.r_a) - ab)   # γ = Eᵀ(J̇_a q̇ − J̇_b q̇ or n̈)
         lam = c.stabilization
+        scale = max(scale, c.jacobian_scale)
         D[s] = d
         if c.kind == POINT_VELOCITY:
             stab[s] = lam * d                                   # Ḋ + λD = 0
         else:
             D_rate[s] = d_rate
             stab[s] = 2.0 * lam * d_rate + lam * lam * d        # D̈ + 2λḊ + λ²D = 0   (eq. 2.21)
-    return ConstraintRows(J, gamma, D, D_rate, stab, slices, deviation, deviation_rate)
+    return ConstraintRows(J, gamma, D, D_rate, stab, slices, deviation, deviation_rate, scale)

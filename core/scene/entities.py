@@ -3,15 +3,24 @@
 Points are resolved against the model's named points; world-fixed quantities given "at the initial
 configuration" (a hinge's anchor and axis, a nail's default position) are moved into body coordinates with the
 forward kinematics of q0.
+
+Every compiled constraint gets its ``jacobian_scale`` (the Frobenius norm of its rows at q0, 1 if they vanish
+there: the floor of the rank tests, :mod:`core.formulations`). A joint-space constraint's expression is checked
+to be differentiable at q0 (:func:`core.joint_constraints.derivative_problems`); a problem raises
+:class:`SceneError` with the JSON path of the expression.
 """
 from __future__ import annotations
+
+import dataclasses
 
 import numpy as np
 
 from ..constraints import (NAIL, POINT_ON_LINE, POINT_ON_PLANE, POINT_TO_POINT, POINT_VELOCITY, PointConstraint,
                            perpendicular_basis)
 from ..forces import ACTUATOR, DRAG, JOINT_SPRING, POINT_FORCE, SPRING, AppliedForce
-from ..points import link_kinematics, position_at
+from ..joint_constraints import JointSpaceConstraint, derivative_problems, joint_space_rows, parse_expression
+from ..points import jacobian_at, link_kinematics, position_at
+from .io import Problem, SceneError
 
 __all__ = ["compile_constraints", "compile_forces"]
 
@@ -28,11 +37,48 @@ def _common(c) -> dict:
                 max_deviation=float(c.max_deviation) if c.max_deviation is not None else np.inf, enabled=c.enabled)
 
 
-def compile_constraints(model, specs) -> tuple[PointConstraint, ...]:
+def _joint_space(model, c, n: int):
+    """Compile a joint-space constraint (names already checked to be hinge or slider joints)."""
+    expr = parse_expression(c.expression)
+    names = tuple(sorted(expr.names))
+    q_index = np.array([model.q_slice(j).start for j in names], dtype=np.int64)
+    v_index = np.array([model.qd_slice(j).start for j in names], dtype=np.int64)
+    links = tuple(model.joint_link_names.index(j) for j in names)
+    out = JointSpaceConstraint(c.name, c.name, expr, names, q_index, v_index, links, float(c.value),
+                               **_common(c))
+    problems = derivative_problems(out, model.q0)
+    if problems:
+        raise SceneError([Problem(f"$.constraints[{n}].expression", p, c.expression, True) for p in problems])
+    J = joint_space_rows(out, model.q0, np.zeros(model.nv), model.nv)[2]
+    return dataclasses.replace(out, jacobian_scale=_scale(J))
+
+
+def _scale(J: np.ndarray) -> float:
+    """The Jacobian scale of a constraint: the norm of its rows at q0, or 1 where they vanish."""
+    s = float(np.linalg.norm(J))
+    return s if s > 1e-12 else 1.0
+
+
+def _point_scale(model, kin, c: PointConstraint) -> PointConstraint:
+    Ja = jacobian_at(model, kin, c.link_a, c.r_a)
+    if c.link_b >= 0:
+        Ja = Ja - jacobian_at(model, kin, c.link_b, c.r_b)
+    return dataclasses.replace(c, jacobian_scale=_scale(c.basis.T @ Ja))
+
+
+def compile_constraints(model, specs) -> tuple:
     kin = link_kinematics(model, model.q0)
+    return tuple(c if not isinstance(c, PointConstraint) else _point_scale(model, kin, c)
+                 for c in _compile(model, kin, specs))
+
+
+def _compile(model, kin, specs) -> list:
     out = []
     I3 = np.eye(3)
-    for c in specs:
+    for n, c in enumerate(specs):
+        if c.type == "joint_space":
+            out.append(_joint_space(model, c, n))
+            continue
         if c.type == "hinge":
             axis = np.array(c.axis, dtype=float)
             axis /= np.linalg.norm(axis)
@@ -68,7 +114,7 @@ def compile_constraints(model, specs) -> tuple[PointConstraint, ...]:
         elif c.type == "point_velocity":
             out.append(PointConstraint(c.name, c.name, POINT_VELOCITY, la, ra, -1, np.zeros(3), I3,
                                        target_velocity=np.array(c.velocity, dtype=float), **_common(c)))
-    return tuple(out)
+    return out
 
 
 def compile_forces(model, specs) -> tuple[AppliedForce, ...]:

@@ -184,6 +184,8 @@ def _entity_problems(raw: dict, bodies: list, index: dict[str, int], joint_index
                                             f"its points: {known}", point, True))
             if "body_a" in item and item.get("body_a") == item.get("body_b"):
                 problems.append(Problem(f"{here}.body_b", "must differ from body_a", item.get("body_b"), True))
+            if kind == "joint_space" and isinstance(item.get("expression"), str):
+                problems.extend(_expression_problems(f"{here}.expression", item["expression"], joint_types))
             joint = item.get("joint")
             if isinstance(joint, str):
                 if joint not in joint_types:
@@ -192,6 +194,34 @@ def _entity_problems(raw: dict, bodies: list, index: dict[str, int], joint_index
                 elif joint_types[joint] not in ("hinge", "slider"):
                     problems.append(Problem(f"{here}.joint", f"applies to hinge and slider joints; this joint is "
                                             f"{joint_types[joint]!r}", joint, True))
+    return problems
+
+
+def _expression_problems(where: str, text: str, joint_types: dict) -> list[Problem]:
+    """A joint-space expression may read only hinge and slider joints (its syntax is checked by the schema)."""
+    import ast
+
+    from ..joint_constraints import CONSTANTS, ExpressionError, parse_expression
+    try:
+        expr = parse_expression(text)
+    except ExpressionError:
+        return []                                        # reported by the schema with its column
+    usable = ", ".join(sorted(j for j, t in joint_types.items() if t in ("hinge", "slider"))) or "none"
+    problems = []
+    for name in sorted(expr.names):
+        if name in joint_types and joint_types[name] not in ("hinge", "slider"):
+            problems.append(Problem(where, f"{name!r} is a {joint_types[name]} joint; an expression may read only "
+                                    f"hinge and slider coordinates ({usable})", text, True))
+        elif name not in joint_types:
+            problems.append(Problem(where, f"unknown name {name!r}; an expression may use the hinge and slider "
+                                    f"joints ({usable}), {', '.join(CONSTANTS)} and the functions "
+                                    "sin cos tan sqrt exp log abs", text, True))
+    used = {n.id for n in ast.walk(expr.tree) if isinstance(n, ast.Name)}
+    for name in sorted(set(CONSTANTS) & set(joint_types) & used):
+        problems.append(Problem(where, f"a joint is named {name!r}, which in an expression always means the "
+                                "constant; rename the joint to read its coordinate", text, True))
+    if not expr.names:
+        problems.append(Problem(where, "reads no joint coordinate, so it constrains nothing", text, True))
     return problems
 
 
