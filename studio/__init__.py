@@ -1,19 +1,28 @@
 """limbstudio's desktop studio: a PySide6 application that drives :mod:`core` from a worker thread.
 
-Modules, and the thread each lives on:
+Modules, and the thread each lives on (DESIGN.md "Threading in the studio"; STYLE.md's MuJoCo and napari
+patterns: Qt-free models, a worker that owns the simulation, immutable messages between them):
 
-- :mod:`studio.meshes` — triangle meshes of the model's shapes (plain data; any thread).
-- :mod:`studio.framing` — shape poses, display orientation and camera framing (plain NumPy; any thread).
-- :mod:`studio.worker` — :class:`~studio.worker.SimulationWorker`, the only owner of the simulation (worker thread),
-  and the immutable messages that cross threads.
-- :mod:`studio.simthread` — :class:`~studio.simthread.SimulationThread`, the GUI's handle on the worker (GUI thread).
-- :mod:`studio.viewport` — the 3D view (GUI thread).
-- :mod:`studio.main_window` — the main window (GUI thread).
+- plain data, any thread, no Qt: :mod:`studio.meshes` (shape meshes), :mod:`studio.framing` (poses, camera
+  framing), :mod:`studio.glyphs` (arrows, coils, frames), :mod:`studio.picking` (mouse rays and hits),
+  :mod:`studio.edits` (undoable edits of a scene spec as pure functions), :mod:`studio.samples` (the plots'
+  columns), :mod:`studio.history` (ring buffers), :mod:`studio.units`;
+- the worker thread: :mod:`studio.worker` (:class:`~studio.worker.SimulationWorker`, the only owner of the model,
+  state and simulation), :mod:`studio.reload` (edits applied at a step boundary), :mod:`studio.probe` (what to
+  draw);
+- crossing threads: :mod:`studio.messages` (frozen commands, snapshots, sample batches);
+- the GUI thread: :mod:`studio.simthread` (the handle on the worker), :mod:`studio.document` (spec, file, undo
+  stack), :mod:`studio.selection`, :mod:`studio.viewport`, :mod:`studio.overlays` and :mod:`studio.presenter`
+  (3D view), :mod:`studio.scene_tree`, :mod:`studio.inspector` and :mod:`studio.editors`, :mod:`studio.item_actions`,
+  :mod:`studio.plots`, :mod:`studio.control_panel`, :mod:`studio.status`, :mod:`studio.files`,
+  :mod:`studio.recording` (its encoder on a thread of its own), :mod:`studio.main_window`;
 - :mod:`studio.__main__` — ``python -m studio [SCENE]``.
 """
 from pathlib import Path
 
 #: Where the example scenes live (the repository root's ``scenes/``).
 SCENES_DIR = Path(__file__).resolve().parent.parent / "scenes"
-#: The scene the studio opens when none is named.
-DEFAULT_SCENE = SCENES_DIR / "three_link_arm.json"
+#: The scene the studio opens when none is named: the spatial three-link arm of thesis fig. 2.9 started at a
+#: singular configuration with its tip nailed and a spring tipping it over (forces, singular values and the
+#: deviation's decay all show in the first second).
+DEFAULT_SCENE = SCENES_DIR / "arm_nail_singular.json"

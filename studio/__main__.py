@@ -1,7 +1,10 @@
-"""``python -m studio [SCENE]``: open a scene in the studio (default: scenes/three_link_arm.json).
+"""``python -m studio [SCENE]`` (also installed as ``limbstudio``): open a scene in the studio (default:
+scenes/arm_nail_singular.json, the nailed arm of thesis fig. 2.9).
 
 ``--screenshot PATH --after SECONDS`` plays for that many seconds of wall-clock time, saves a PNG of the whole
-window and quits (for the README, for checking a change by eye, and for headless runs under ``xvfb-run``).
+window and quits (for the README, for checking a change by eye, and for headless runs under ``xvfb-run``); it
+uses the default layout, not the one remembered. ``--select`` picks an item to show in the inspector (a body,
+constraint or force name), ``--speed`` sets the real-time factor asked for.
 
 Thread: GUI (the process's main thread).
 """
@@ -10,6 +13,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import tempfile
 from pathlib import Path
 
 from . import DEFAULT_SCENE
@@ -26,17 +30,21 @@ def _parse_args(argv):
                         help="play, save a PNG of the window to PATH and quit")
     parser.add_argument("--after", type=float, metavar="SECONDS",
                         help="with --screenshot: wall-clock seconds to play before the picture (default 1)")
-    parser.add_argument("--size", default="1100x760", metavar="WxH", help="window size (default 1100x760)")
+    parser.add_argument("--size", default="1600x1000", metavar="WxH", help="window size (default 1600x1000)")
+    parser.add_argument("--select", metavar="NAME", help="select this body, constraint or force")
+    parser.add_argument("--speed", type=float, metavar="FACTOR", help="real-time factor to ask for (default 1)")
     args = parser.parse_args(argv)
     if args.after is not None and args.screenshot is None:
         parser.error("--after needs --screenshot")
     if args.after is not None and not args.after >= 0:
         parser.error("--after must be a number of seconds >= 0")
+    if args.speed is not None and not args.speed > 0:
+        parser.error("--speed must be positive")
     try:
         args.size = tuple(int(v) for v in args.size.lower().split("x"))
         assert len(args.size) == 2 and min(args.size) > 0
     except (ValueError, AssertionError):
-        parser.error(f"--size must look like 1100x760, got {args.size!r}")
+        parser.error(f"--size must look like 1600x1000, got {args.size!r}")
     return args
 
 
@@ -44,7 +52,7 @@ def main(argv=None) -> int:
     args = _parse_args(sys.argv[1:] if argv is None else argv)
 
     import core  # after parsing, so that --help is quick
-    from PySide6.QtCore import QCoreApplication, Qt, QTimer
+    from PySide6.QtCore import QCoreApplication, QSettings, Qt, QTimer
     from PySide6.QtWidgets import QApplication
 
     try:
@@ -59,11 +67,21 @@ def main(argv=None) -> int:
         QCoreApplication.setAttribute(Qt.ApplicationAttribute.AA_ShareOpenGLContexts)
         app = QApplication([sys.argv[0]])
     app.setApplicationName("limbstudio")
+    app.setOrganizationName("limbstudio")
 
     from .main_window import MainWindow
-    window = MainWindow(model)
+    settings = None
+    if args.screenshot is not None:   # the default layout, and nothing remembered from this run
+        scratch = tempfile.mkdtemp(prefix="limbstudio-")
+        settings = QSettings(os.path.join(scratch, "studio.ini"), QSettings.Format.IniFormat)
+    window = MainWindow(model, path=args.scene, settings=settings)
     window.resize(*args.size)
+    if args.speed is not None:
+        window.controls.set_speed(args.speed)
+    if args.select:
+        _select(window, args.select)
     window.show()
+    _show_uncaught_exceptions(window)
 
     status = {"code": 0}
     if args.screenshot is not None:
@@ -84,6 +102,30 @@ def main(argv=None) -> int:
 
     code = app.exec()
     return status["code"] or code
+
+
+def _show_uncaught_exceptions(window) -> None:
+    """An exception in a GUI slot is printed as usual and also shown in the status bar, never lost silently."""
+    previous = sys.excepthook
+
+    def hook(kind, value, tb):
+        previous(kind, value, tb)
+        try:
+            window.status.error(f"internal error: {kind.__name__}: {value} (details on the console)")
+        except RuntimeError:                  # the window is gone
+            pass
+
+    sys.excepthook = hook
+
+
+def _select(window, name: str) -> None:
+    spec = window.document.spec
+    for section in ("bodies", "constraints", "forces"):
+        for i, item in enumerate(getattr(spec, section)):
+            if item.name == name:
+                window.selection.set((section, i))
+                return
+    print(f"limbstudio: --select: no body, constraint or force named {name!r}", file=sys.stderr)
 
 
 if __name__ == "__main__":

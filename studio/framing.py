@@ -13,11 +13,13 @@ from dataclasses import dataclass
 import numpy as np
 
 import core
+from core.constraints import NAIL, POINT_TO_POINT
+from core.forces import SPRING
 from core.model import BALL, FIXED, HINGE, SLIDER
 
-from .meshes import shape_half_extents
 
-__all__ = ["shape_poses", "display_rotation", "planar_normal", "scene_spheres", "Framing", "frame_scene", "nice_step"]
+__all__ = ["shape_half_extents", "shape_poses", "display_rotation", "planar_normal", "scene_spheres", "Framing",
+           "frame_scene", "nice_step"]
 
 FOV_DEG = 60.0            # pyqtgraph's default horizontal field of view
 MARGIN = 1.12             # the framed box fills at most 1/MARGIN of the view
@@ -25,6 +27,19 @@ DEFAULT_AZIMUTH = -60.0   # degrees, display frame: camera in front (−y) and t
 DEFAULT_ELEVATION = 25.0
 MAX_ELEVATION = 75.0
 PLANAR_TILT = (15.0, 12.0)  # (azimuth, elevation) offsets from face-on, so a planar scene still looks solid
+
+
+def shape_half_extents(shape) -> np.ndarray:
+    """Half edge lengths (3,) of the shape's bounding box in its own frame."""
+    size = shape.size
+    if shape.kind == "box":
+        return 0.5 * np.asarray(size["size"], dtype=float)
+    r = float(size["radius"])
+    if shape.kind == "sphere":
+        return np.array([r, r, r])
+    half = 0.5 * float(size["length"]) + (r if shape.kind == "capsule" else 0.0)
+    return np.array([r, r, half])
+
 
 
 def shape_poses(model, q: np.ndarray) -> np.ndarray:
@@ -80,7 +95,8 @@ def planar_normal(model, q: np.ndarray) -> np.ndarray | None:
 
 @dataclass(frozen=True)
 class Framing:
-    """Camera and floor for a scene, in the display frame D (lengths in metres, angles in degrees)."""
+    """Any thread (a frozen value). Camera and floor for a scene, in the display frame D (lengths in metres, angles
+    in degrees)."""
     center: tuple[float, float, float]
     distance: float
     azimuth: float
@@ -95,19 +111,26 @@ class Framing:
 
 def scene_spheres(model, q: np.ndarray, R_DW: np.ndarray, normal_W: np.ndarray | None):
     """Balls in D that hold the scene: ``(centres (K, 3), half extents (K, 3))``, each ball possibly flattened to
-    a disc. They are every shape's bounding ball at ``q``, the world origin, and, for a chain of hinge and ball
-    joints hung from a point fixed in the world, the ball (a disc in a planar scene) the chain can swing through."""
+    a disc. They are every shape's bounding ball at ``q``, the world origin, the world ends of nails and springs,
+    and, for a chain of hinge and ball joints hung from a point fixed in the world and held by no nail, the ball
+    (a disc in a planar scene) the chain can swing through. A nailed chain stays near its nail, so its shapes
+    where they are frame it."""
     R_WL, p_WL, _ = core.forward_kinematics(model, np.asarray(q, dtype=float))
     X_WS = shape_poses(model, q)
     n_D = None if normal_W is None else R_DW @ normal_W
     in_plane = np.ones(3) if n_D is None else np.sqrt(np.clip(1.0 - n_D ** 2, 0.0, 1.0))
     centres, extents = [np.zeros(3)], [np.zeros(3)]
+    anchors = [c for c in model.constraints if c.enabled and c.link_b < 0 and c.kind in (NAIL, POINT_TO_POINT)]
+    for x in [c.r_b for c in anchors] + [f.r_b for f in model.forces if f.kind == SPRING and f.link_b < 0]:
+        centres.append(R_DW @ np.asarray(x, float))
+        extents.append(np.zeros(3))
+    held = {model.root_of(c.link_a) for c in anchors}
     for k, s in enumerate(model.shapes):
         radius = float(np.linalg.norm(shape_half_extents(s)))   # the shape's bounding ball about its centre
         centres.append(R_DW @ X_WS[k, :3, 3])
         extents.append(np.full(3, radius))
         root, reach = _reach(model, s.link)
-        if root is not None:
+        if root is not None and root not in held:
             arm = reach + float(np.linalg.norm(s.p_LS))          # bound on the centre's distance from the pivot
             centres.append(R_DW @ p_WL[root])
             extents.append(radius + arm * in_plane)

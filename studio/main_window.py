@@ -1,77 +1,230 @@
-"""The studio's main window: the 3D viewport, a toolbar (Play/Pause, Step, Reset) and a status bar with the
-simulated time.
+"""The studio's main window: the 3D viewport in the centre; docks for the scene tree, the inspector, the plots and
+the control panel; menus, a toolbar and a status bar. Dock layout and recent files are remembered (QSettings).
 
-Thread: GUI. :class:`MainWindow` owns a :class:`studio.simthread.SimulationThread`; it only sends it commands and
-shows the snapshots it delivers. Closing the window stops the worker thread and waits for it.
+Thread: GUI. :class:`MainWindow` composes the parts and wires them; it holds no physics. It owns the
+:class:`~studio.document.SceneDocument` (edits, undo), the shared :class:`~studio.selection.Selection` and a
+:class:`~studio.simthread.SimulationThread`, to which it only sends commands; it shows the snapshots and samples
+the worker sends back. Closing the window asks about unsaved edits, then stops the worker thread and waits for it.
 """
 from __future__ import annotations
 
 import core
-from PySide6.QtCore import Qt, Slot
-from PySide6.QtGui import QAction, QKeySequence
-from PySide6.QtWidgets import QLabel, QMainWindow, QStyle, QToolBar
+from PySide6.QtCore import QByteArray, Qt, Slot
+from PySide6.QtGui import QAction, QColor, QIcon, QKeySequence, QPainter, QPixmap
+from PySide6.QtWidgets import QDockWidget, QFileDialog, QMainWindow, QMessageBox, QStyle, QToolBar
 
+from . import edits
+from .control_panel import ControlPanel
+from .document import SceneDocument
+from .files import FileActions, open_settings
+from .inspector import Inspector
+from .item_actions import ItemActions
+from .messages import Snapshot
+from .overlays import KINDS
+from .plots import PlotPanel
+from .presenter import ViewportPresenter
+from .recording import VideoRecorder
+from .scene_tree import SceneTree
+from .selection import Selection
 from .simthread import SimulationThread
+from .status import StatusBar
 from .viewport import Viewport
-from .worker import Snapshot
 
 __all__ = ["MainWindow"]
 
+HELP = """<b>Mouse in the viewport</b><br>
+left drag: orbit · Shift + left drag or middle drag: pan · wheel or right drag: zoom<br>
+click: select a body or a nail · <b>Ctrl + left drag on a body</b>: pull it with a spring<br>
+<b>drag a nail</b>: move it · F: frame the scene · Shift+F: frame the selection<br><br>
+<b>Keys</b><br>Space: play / pause · . (period): one step · Ctrl+R: reset · Ctrl+Z / Ctrl+Shift+Z: undo / redo"""
+
 
 class MainWindow(QMainWindow):
-    """GUI thread. One scene: ``model`` (a frozen ``core.Model``) simulated by ``simulation`` (default
-    ``core.Simulation(model)``), which from now on belongs to the worker thread."""
+    """GUI thread. One scene: ``model`` (a frozen ``core.Model`` compiled from a scene spec) run by ``simulation``
+    (default ``core.Simulation(model)``), which from now on belongs to the worker thread. ``path`` is the scene's
+    file (None: not saved yet); ``settings`` a QSettings (default: the user's)."""
 
-    def __init__(self, model, simulation=None, parent=None):
+    def __init__(self, model, simulation=None, path=None, settings=None, parent=None):
         super().__init__(parent)
-        self.model = model
-        self.setWindowTitle(f"{model.name} — limbstudio")
+        self.settings = settings if settings is not None else open_settings()
+        self.document = SceneDocument(model.spec if model.spec is not None else None, path, self)
+        self.selection = Selection(self)
+        # first in line, so the selection is valid before the tree and inspector redraw
+        self.document.changed.connect(self._document_changed)
+        self.document.loaded.connect(self._document_loaded)
+        self.document.modified_changed.connect(self.setWindowModified)
+        self.document.path_changed.connect(lambda _p: self._update_title())
+
         self.viewport = Viewport(model)
         self.setCentralWidget(self.viewport)
-
+        self.status = StatusBar(self)
+        self.setStatusBar(self.status)
         self.sim_thread = SimulationThread(simulation if simulation is not None else core.Simulation(model),
                                            parent=self)
-        self.sim_thread.snapshot_ready.connect(self._show_snapshot)
-        self.sim_thread.error.connect(self._show_error)
+        self.file_actions = FileActions(self.document, self.settings, self, self)
+        self.item_actions = ItemActions(self.document, self.selection, self)
+        self.recorder = VideoRecorder(self.viewport, self)
+        self._build_transport()
+        self._build_docks()
+        self.plots.fit_window(self.document.spec.simulation.duration)
+        self._build_menus()
         self._build_toolbar()
-        self._build_status_bar()
+        self._wire()
+        self._update_title()
+        self._default_state = self.saveState()
+        self._restore_layout()
         self.sim_thread.start()
 
-    # ---- widgets -------------------------------------------------------------------------------------------
+    # ---- building ------------------------------------------------------------------------------------------
+    def _action(self, text, slot=None, shortcut=None, icon=None, tip="", checkable=False) -> QAction:
+        action = QAction(text, self)
+        if icon is not None:
+            action.setIcon(self.style().standardIcon(icon))
+        if shortcut is not None:
+            action.setShortcut(QKeySequence(shortcut))
+        action.setToolTip(tip or text)
+        action.setCheckable(checkable)
+        if slot is not None:
+            (action.toggled if checkable else action.triggered).connect(slot)
+        return action
+
+    def _build_transport(self) -> None:
+        sp = QStyle.StandardPixmap
+        self._icon_play = self.style().standardIcon(sp.SP_MediaPlay)
+        self._icon_pause = self.style().standardIcon(sp.SP_MediaPause)
+        self.play_action = self._action("Play", self._play_toggled, Qt.Key.Key_Space, sp.SP_MediaPlay,
+                                        "Play or pause the simulation (Space)", checkable=True)
+        self.step_action = self._action("Step", self.sim_thread.step, Qt.Key.Key_Period, sp.SP_MediaSkipForward,
+                                        "Pause and advance one time step (.)")
+        self.reset_action = self._action("Reset", self._reset, "Ctrl+R", sp.SP_MediaSkipBackward,
+                                         "Pause and go back to the initial state (Ctrl+R)")
+
+    def _dock(self, title: str, name: str, widget, area) -> QDockWidget:
+        dock = QDockWidget(title, self)
+        dock.setObjectName(name)
+        dock.setWidget(widget)
+        self.addDockWidget(area, dock)
+        return dock
+
+    def _build_docks(self) -> None:
+        self.setCorner(Qt.Corner.BottomLeftCorner, Qt.DockWidgetArea.LeftDockWidgetArea)
+        self.setCorner(Qt.Corner.BottomRightCorner, Qt.DockWidgetArea.RightDockWidgetArea)
+        self.scene_tree = SceneTree(self.document, self.selection)
+        self.scene_tree.context_menu = self.item_actions.context_menu()
+        self.inspector = Inspector(self.document, self.selection)
+        self.plots = PlotPanel()
+        self.controls = ControlPanel(self.document, (self.play_action, self.step_action, self.reset_action))
+        left = Qt.DockWidgetArea.LeftDockWidgetArea
+        self.tree_dock = self._dock("Scene", "scene_dock", self.scene_tree, left)
+        self.inspector_dock = self._dock("Inspector", "inspector_dock", self.inspector, left)
+        self.plots_dock = self._dock("Plots", "plots_dock", self.plots, Qt.DockWidgetArea.RightDockWidgetArea)
+        self.controls_dock = self._dock("Control panel", "controls_dock", self.controls,
+                                        Qt.DockWidgetArea.BottomDockWidgetArea)
+        self.controls_dock.dockLocationChanged.connect(
+            lambda area: self.controls.set_horizontal(area in (Qt.DockWidgetArea.BottomDockWidgetArea,
+                                                               Qt.DockWidgetArea.TopDockWidgetArea)))
+        self.controls.set_horizontal(True)
+        self.resizeDocks([self.tree_dock, self.inspector_dock], [260, 420], Qt.Orientation.Vertical)
+        self.resizeDocks([self.tree_dock, self.plots_dock], [300, 520], Qt.Orientation.Horizontal)
+        self.resizeDocks([self.controls_dock], [250], Qt.Orientation.Vertical)
+
+    def _build_menus(self) -> None:
+        bar, fa, ia = self.menuBar(), self.file_actions, self.item_actions
+        self.export_plots_action = self._action("Export &Plots…", self._export_plots_dialog)
+        self.record_action = self._action("&Record Video…", self._record_toggled, "Ctrl+Shift+R",
+                                          tip="Record the viewport to MP4 or GIF", checkable=True)
+        self.record_action.setIcon(_record_icon())
+        self.quit_action = self._action("&Quit", self.close, QKeySequence.StandardKey.Quit)
+        file = bar.addMenu("&File")
+        for item in (fa.new_action, fa.open_action, fa.examples_menu, fa.recent_menu, None, fa.save_action,
+                     fa.save_as_action, None, self.export_plots_action, self.record_action, None, self.quit_action):
+            _add(file, item)
+        undo = self.document.undo_stack
+        self.undo_action = undo.createUndoAction(self, "&Undo")
+        self.undo_action.setShortcut(QKeySequence.StandardKey.Undo)
+        self.redo_action = undo.createRedoAction(self, "&Redo")
+        self.redo_action.setShortcut(QKeySequence.StandardKey.Redo)
+        edit = bar.addMenu("&Edit")
+        for item in (self.undo_action, self.redo_action, None, ia.add_menu, ia.duplicate_action, ia.rename_action,
+                     ia.delete_action):
+            _add(edit, item)
+        view = bar.addMenu("&View")
+        self.frame_action = self._action("&Frame Scene", self.viewport.frame_scene, "F")
+        self.frame_selection_action = self._action("Frame &Selection", self.viewport.frame_selection, "Shift+F")
+        _add(view, self.frame_action)
+        _add(view, self.frame_selection_action)
+        view.addSeparator()
+        self.overlay_actions = {}
+        for kind, (label, default) in KINDS.items():
+            act = self._action(label, lambda on, k=kind: self.viewport.set_overlay_visible(k, on), checkable=True)
+            act.setChecked(default)
+            view.addAction(act)
+            self.overlay_actions[kind] = act
+        view.addSeparator()
+        for dock in (self.tree_dock, self.inspector_dock, self.plots_dock, self.controls_dock):
+            view.addAction(dock.toggleViewAction())
+        view.addAction(self._action("Reset &Layout", lambda: self.restoreState(self._default_state)))
+        sim = bar.addMenu("&Simulation")
+        for item in (self.play_action, self.step_action, self.reset_action):
+            _add(sim, item)
+        help_menu = bar.addMenu("&Help")
+        help_menu.addAction(self._action("Mouse and &Keys", lambda: QMessageBox.information(self, "Mouse and keys",
+                                                                                            HELP)))
+
     def _build_toolbar(self) -> None:
-        icon = self.style().standardIcon
-        bar = QToolBar("Simulation", self)
-        bar.setObjectName("simulation_toolbar")
+        bar = QToolBar("Main", self)
+        bar.setObjectName("main_toolbar")
         bar.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextBesideIcon)
-        bar.setMovable(False)
+        sp = QStyle.StandardPixmap
+        self.file_actions.open_action.setIcon(self.style().standardIcon(sp.SP_DialogOpenButton))
+        self.file_actions.save_action.setIcon(self.style().standardIcon(sp.SP_DialogSaveButton))
+        self.undo_action.setIcon(self.style().standardIcon(sp.SP_ArrowBack))
+        self.redo_action.setIcon(self.style().standardIcon(sp.SP_ArrowForward))
+        for item in (self.file_actions.open_action, self.file_actions.save_action, None, self.undo_action,
+                     self.redo_action, None, self.play_action, self.step_action, self.reset_action, None,
+                     self.frame_action, self.record_action):
+            _add(bar, item)
         self.addToolBar(bar)
-        self._icon_play = icon(QStyle.StandardPixmap.SP_MediaPlay)
-        self._icon_pause = icon(QStyle.StandardPixmap.SP_MediaPause)
 
-        self.play_action = QAction(self._icon_play, "Play", self)
-        self.play_action.setCheckable(True)
-        self.play_action.setShortcut(QKeySequence(Qt.Key.Key_Space))
-        self.play_action.setToolTip("Play or pause the simulation (Space)")
-        self.play_action.toggled.connect(self._play_toggled)
-        self.step_action = QAction(icon(QStyle.StandardPixmap.SP_MediaSkipForward), "Step", self)
-        self.step_action.setShortcut(QKeySequence(Qt.Key.Key_Period))
-        self.step_action.setToolTip(f"Pause and advance one time step of {self.sim_thread.dt:g} s (.)")
-        self.step_action.triggered.connect(self.sim_thread.step)
-        self.reset_action = QAction(icon(QStyle.StandardPixmap.SP_MediaSkipBackward), "Reset", self)
-        self.reset_action.setShortcut(QKeySequence("Ctrl+R"))
-        self.reset_action.setToolTip("Pause and go back to the initial state (Ctrl+R)")
-        self.reset_action.triggered.connect(self.sim_thread.reset)
-        for action in (self.play_action, self.step_action, self.reset_action):
-            bar.addAction(action)
+    def _wire(self) -> None:
+        st = self.sim_thread
+        self.presenter = ViewportPresenter(self.viewport, self.status, self.document, self.selection, self)
+        st.snapshot_ready.connect(self._show_snapshot)
+        st.samples_ready.connect(self.plots.add_batch)
+        st.error.connect(self._show_error)
+        st.notice.connect(self.status.note)
+        for source in (self.scene_tree, self.item_actions, self.plots, self.file_actions, self.controls):
+            source.message.connect(self.status.note)
+        self.file_actions.error.connect(lambda text: QMessageBox.warning(self, "limbstudio", text))
+        self.item_actions.rename_requested.connect(self._rename_in_tree)
+        self.viewport.pull_requested.connect(lambda body, r, target, k, c: st.pull(body, r, target, k, c))
+        self.viewport.pull_released.connect(st.release)
+        self.viewport.nail_dragged.connect(st.move_nail)
+        self.controls.speed_changed.connect(st.set_speed)
+        self.controls.actuator_changed.connect(st.set_actuator)
+        self.controls.residual_limit_changed.connect(st.set_residual_limit)
+        self.recorder.finished.connect(self._recording_finished)
 
-    def _build_status_bar(self) -> None:
-        self.time_label = QLabel("t = 0.000 s")
-        self.time_label.setObjectName("time_label")
-        self.rate_label = QLabel("paused")
-        self.rate_label.setObjectName("rate_label")
-        status = self.statusBar()
-        status.addPermanentWidget(self.rate_label)
-        status.addPermanentWidget(self.time_label)
+    @property
+    def time_label(self):
+        return self.status.time_label
+
+    # ---- settings ------------------------------------------------------------------------------------------
+    def _restore_layout(self) -> None:
+        geometry, state = self.settings.value("window/geometry"), self.settings.value("window/state")
+        if isinstance(geometry, QByteArray):
+            self.restoreGeometry(geometry)
+        if isinstance(state, QByteArray):
+            self.restoreState(state)
+
+    def _save_layout(self) -> None:
+        self.settings.setValue("window/geometry", self.saveGeometry())
+        self.settings.setValue("window/state", self.saveState())
+        self.settings.sync()
+
+    def _update_title(self) -> None:
+        where = f" — {self.document.path}" if self.document.path else ""
+        self.setWindowTitle(f"{self.document.spec.name}[*]{where} — limbstudio")
 
     # ---- commands ------------------------------------------------------------------------------------------
     def play(self) -> None:
@@ -82,35 +235,135 @@ class MainWindow(QMainWindow):
 
     @Slot(bool)
     def _play_toggled(self, on: bool) -> None:
-        self.play_action.setIcon(self._icon_pause if on else self._icon_play)
-        self.play_action.setText("Pause" if on else "Play")
+        self._show_playing(on)
         if on:
-            self.statusBar().clearMessage()
+            self.status.note("")
             self.sim_thread.play()
         else:
             self.sim_thread.pause()
 
+    def _show_playing(self, on: bool) -> None:
+        self.play_action.setIcon(self._icon_pause if on else self._icon_play)
+        self.play_action.setText("Pause" if on else "Play")
+
+    def _reset(self) -> None:
+        self.sim_thread.reset()
+        self.controls.reset_actuators()
+
+    def _export_plots_dialog(self) -> None:
+        name, _ = QFileDialog.getSaveFileName(self, "Export plots", "plots.png",
+                                              "PNG image (*.png);;SVG drawing (*.svg);;CSV data (*.csv)")
+        if name:
+            try:
+                files = self.plots.export(name)
+            except Exception as exc:          # show it, never lose it
+                self.status.error(f"could not export the plots: {type(exc).__name__}: {exc}")
+                return
+            self.status.note("exported " + ", ".join(map(str, files)))
+
+    @Slot(bool)
+    def _record_toggled(self, on: bool) -> None:
+        if not on:
+            if self.recorder.recording:
+                self.recorder.stop()
+            return
+        name, _ = QFileDialog.getSaveFileName(self, "Record video", "limbstudio.mp4",
+                                              "MP4 video (*.mp4);;GIF animation (*.gif)")
+        if not name:
+            self.record_action.setChecked(False)
+            return
+        self.start_recording(name)
+
+    def start_recording(self, path) -> None:
+        try:
+            self.recorder.start(path)
+        except ValueError as exc:
+            self.record_action.setChecked(False)
+            self.status.error(str(exc))
+            return
+        self.record_action.blockSignals(True)
+        self.record_action.setChecked(True)
+        self.record_action.blockSignals(False)
+        self.status.note(f"recording the viewport to {path}", 3000)
+
+    def _recording_finished(self, path: str, error: str) -> None:
+        self.record_action.blockSignals(True)
+        self.record_action.setChecked(False)
+        self.record_action.blockSignals(False)
+        if error:
+            self.status.error(f"the recording {path} failed: {error}")
+        else:
+            self.status.note(f"saved the recording {path}")
+
+    # ---- the document --------------------------------------------------------------------------------------
+    @Slot(object, object)
+    def _document_changed(self, spec, select) -> None:
+        if select is not None:
+            self.selection.set(select)
+        elif self.selection.path is not None:
+            try:
+                edits.resolve(spec, self.selection.path)
+            except (IndexError, KeyError, AttributeError, TypeError):
+                self.selection.set(None)
+        self.sim_thread.load(spec, keep_state=True)
+        self._update_title()
+
+    @Slot(object)
+    def _document_loaded(self, spec) -> None:
+        self.selection.set(None)
+        self.plots.fit_window(spec.simulation.duration)
+        self.presenter.frame_next_model()
+        self.sim_thread.load(spec, keep_state=False)
+        self._update_title()
+
+    def _rename_in_tree(self, path) -> None:
+        index = self.scene_tree.index_of(path)
+        if index.isValid():
+            self.tree_dock.show()
+            self.scene_tree.edit(index)
+
     # ---- what the worker tells us --------------------------------------------------------------------------
     @Slot(object)
     def _show_snapshot(self, snap: Snapshot) -> None:
-        self.viewport.set_configuration(snap.q)
-        self.time_label.setText(f"t = {snap.t:.3f} s")
-        if snap.playing and snap.realtime_factor is not None:
-            self.rate_label.setText(f"{snap.realtime_factor:.2f}× real time")
-        elif not snap.playing:
-            self.rate_label.setText(f"paused · {snap.steps} steps")
         if self.play_action.isChecked() != snap.playing:   # the worker paused by itself (or after Step/Reset)
             self.play_action.blockSignals(True)
             self.play_action.setChecked(snap.playing)
             self.play_action.blockSignals(False)
-            self.play_action.setIcon(self._icon_pause if snap.playing else self._icon_play)
-            self.play_action.setText("Pause" if snap.playing else "Play")
+            self._show_playing(snap.playing)
+        self.presenter.show(snap)
 
     @Slot(str)
     def _show_error(self, message: str) -> None:
-        self.statusBar().showMessage(message)
+        self.status.error(message)
 
     # ---- shutdown ------------------------------------------------------------------------------------------
     def closeEvent(self, event) -> None:
+        if not self.file_actions.may_discard():
+            event.ignore()
+            return
+        if self.recorder.recording:
+            self.recorder.stop()
+        self._save_layout()
         self.sim_thread.shutdown()
         super().closeEvent(event)
+
+
+def _record_icon() -> QIcon:
+    pix = QPixmap(32, 32)
+    pix.fill(Qt.GlobalColor.transparent)
+    painter = QPainter(pix)
+    painter.setRenderHint(QPainter.RenderHint.Antialiasing)
+    painter.setBrush(QColor(215, 55, 50))
+    painter.setPen(Qt.PenStyle.NoPen)
+    painter.drawEllipse(6, 6, 20, 20)
+    painter.end()
+    return QIcon(pix)
+
+
+def _add(menu_or_bar, item) -> None:
+    if item is None:
+        menu_or_bar.addSeparator()
+    elif isinstance(item, QAction):
+        menu_or_bar.addAction(item)
+    else:
+        menu_or_bar.addMenu(item)

@@ -13,6 +13,8 @@ from __future__ import annotations
 import numpy as np
 from pyqtgraph.opengl import MeshData
 
+from .framing import shape_half_extents
+
 __all__ = ["shape_mesh", "shape_half_extents", "box_mesh", "sphere_mesh", "cylinder_mesh", "capsule_mesh"]
 
 COLS = 40          # segments around a round shape's axis
@@ -32,18 +34,6 @@ def shape_mesh(shape) -> MeshData:
     if shape.kind == "capsule":
         return capsule_mesh(size["radius"], size["length"])
     raise ValueError(f"cannot draw a shape of kind {shape.kind!r} (box, sphere, cylinder or capsule)")
-
-
-def shape_half_extents(shape) -> np.ndarray:
-    """Half edge lengths (3,) of the shape's bounding box in its own frame."""
-    size = shape.size
-    if shape.kind == "box":
-        return 0.5 * np.asarray(size["size"], dtype=float)
-    r = float(size["radius"])
-    if shape.kind == "sphere":
-        return np.array([r, r, r])
-    half = 0.5 * float(size["length"]) + (r if shape.kind == "capsule" else 0.0)
-    return np.array([r, r, half])
 
 
 def box_mesh(size) -> MeshData:

@@ -1,94 +1,83 @@
-"""The simulation worker and the immutable messages that cross between it and the GUI.
+"""The simulation worker: the only owner of the model, the state and the running simulation.
 
-Thread: :class:`SimulationWorker` lives on its own QThread (moved there by :class:`studio.simthread.SimulationThread`)
-and is the only owner of the simulation it is given: nothing else reads or writes its state. :class:`Command` and
-:class:`Snapshot` are immutable values, safe on any thread.
+Thread: :class:`SimulationWorker` lives on its own QThread (moved there by :class:`studio.simthread.SimulationThread`);
+nothing else reads or writes the simulation it runs. What crosses threads are the frozen values of
+:mod:`studio.messages`.
 
-Flow (DESIGN.md "Threading in the studio"): the GUI puts ordered :class:`Command` s on a ``queue.Queue``; the worker
-drains the queue at the top of every iteration, so a command acts at a step boundary and none is ever dropped.
-While playing it steps as long as simulated time is behind wall-clock time, but for at most ``step_share`` of each
-display frame, and then emits one :class:`Snapshot` (so at most ``1 / frame_period`` a second). When it falls more
-than ``max_lag`` behind it forgives the rest of the lag and runs slower than real time rather than catching up.
-If a step raises or leaves a non-finite state, the worker restores the last good state, pauses and emits
-``error``.
+Loop (DESIGN.md "Threading in the studio"; MuJoCo's ``_physics_loop``): drain the ordered command queue at the top
+of every iteration, so a command acts at a step boundary and none is dropped; while playing, step as long as
+simulated time is behind wall-clock time × speed, but for at most ``step_share`` of each display frame, then emit
+one :class:`~studio.messages.Snapshot` (latest wins on the GUI side) and one
+:class:`~studio.messages.SampleBatch` with the rows sampled since the last one. A scene slower than real time
+therefore lowers the real-time factor, never the frame rate; more than ``max_lag`` behind, the worker forgives the
+lag instead of catching up.
+
+Divergence: a step that raises, leaves a non-finite state or a constraint residual above ``residual_limit`` is
+undone (the last good state is kept), the worker pauses and ``error`` says why. An exception in a command is
+reported the same way; nothing is lost silently.
 """
 from __future__ import annotations
 
-import enum
+import math
 import queue
 import time
-from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 from PySide6.QtCore import QObject, QThread, Signal, Slot
 
-__all__ = ["CommandKind", "Command", "Snapshot", "SimulationWorker"]
+from .messages import Command, CommandKind, SampleBatch, Snapshot, frozen_copy
+from .probe import overlay as probe_overlay
+from .reload import reload_simulation
+from .samples import sample_layout, sample_row
 
-RATE_WINDOW = 0.5   # seconds over which the reported real-time factor is averaged
+__all__ = ["SimulationWorker", "RATE_WINDOW"]
 
-
-class CommandKind(enum.Enum):
-    PLAY = "play"
-    PAUSE = "pause"
-    STEP = "step"      # pause, then advance exactly one time step
-    RESET = "reset"    # pause, then go back to the initial state
-    QUIT = "quit"      # leave the loop; the thread then finishes
-
-
-@dataclass(frozen=True)
-class Command:
-    """One order from the GUI. ``value`` is for commands that carry data (none yet)."""
-    kind: CommandKind
-    value: Any = None
-
-
-@dataclass(frozen=True)
-class Snapshot:
-    """What the GUI may know of the simulation at one instant: copies, never the worker's live arrays.
-
-    ``t`` simulated time (s); ``q`` configuration (nq, read-only copy); ``steps`` steps taken since the last reset;
-    ``playing``; ``realtime_factor`` simulated seconds per wall-clock second while playing, averaged over about
-    ``RATE_WINDOW`` seconds (None when paused)."""
-    t: float
-    q: np.ndarray
-    steps: int
-    playing: bool
-    realtime_factor: float | None = None
-
-
-def _frozen_copy(a) -> np.ndarray:
-    a = np.array(a, dtype=float, copy=True)
-    a.setflags(write=False)
-    return a
+RATE_WINDOW = 0.5          # seconds over which the reported real-time factor is averaged
+COST_WEIGHT = 0.05         # weight of the newest step in the averaged cost per step
 
 
 class SimulationWorker(QObject):
-    """Worker thread. Runs ``simulation`` (anything with ``state`` (``t``, ``q``, ``qd``, ``copy()``), ``dt``,
-    ``step()`` and ``reset()``, e.g. ``core.Simulation``) on the commands read from ``commands``.
+    """Worker thread. Runs ``simulation`` (a ``core.Simulation``, or anything with ``state`` (``t``, ``q``, ``qd``,
+    ``copy()``), ``dt``, ``step()`` and ``reset()``) on the commands read from ``commands``.
 
-    Signals (emitted on the worker thread; connect them to objects living on the GUI thread): ``snapshot``
-    (:class:`Snapshot`), ``error`` (str), ``finished`` (after QUIT)."""
+    Signals (emitted on the worker thread; connect them to objects on the GUI thread): ``snapshot``
+    (:class:`Snapshot`), ``samples`` (:class:`SampleBatch`), ``error`` (str: the simulation paused),
+    ``notice`` (str: an event such as a broken constraint), ``finished`` (after QUIT)."""
 
     snapshot = Signal(object)
+    samples = Signal(object)
     error = Signal(str)
+    notice = Signal(str)
     finished = Signal()
 
     def __init__(self, simulation, commands: queue.Queue, *, speed: float = 1.0, frame_period: float = 1 / 60,
-                 step_share: float = 0.6, max_lag: float = 0.1, clock=time.perf_counter):
+                 step_share: float = 0.6, max_lag: float = 0.1, residual_limit: float = 1e6,
+                 max_samples_per_frame: int = 200, clock=time.perf_counter):
         super().__init__()
-        self._sim = simulation
         self._commands = commands
         self.speed = float(speed)
         self.frame_period = float(frame_period)
         self.step_share = float(step_share)
         self.max_lag = float(max_lag)
+        self.residual_limit = float(residual_limit)
+        self.max_samples_per_frame = int(max_samples_per_frame)
         self._clock = clock
         self._playing = False
-        self._steps = 0
-        self._anchor_wall = self._anchor_t = 0.0       # sim time _anchor_t was reached at wall time _anchor_wall
-        self._last_emit_wall = self._last_emit_t = 0.0
+        self._run = 0
         self._rate: float | None = None                  # smoothed real-time factor while playing
+        self._cost: float | None = None                  # smoothed wall-clock seconds per step
+        self._set_simulation(simulation)
+
+    def _set_simulation(self, sim) -> None:
+        self._sim = sim
+        self._steps = 0
+        self._events_seen = len(getattr(sim, "events", ()))
+        self._layout = _layout_of(sim)
+        self._rows: list[np.ndarray] = []
+        self._stride, self._since_sample, self._steps_this_frame = 1, 0, 0
+        self._anchor_wall, self._anchor_t = self._clock(), sim.state.t   # sim time _anchor_t reached at wall time
+        self._last_emit_wall, self._last_emit_t = self._anchor_wall, sim.state.t
+        self._sample()
 
     # ---- the loop ------------------------------------------------------------------------------------------
     @Slot()
@@ -103,9 +92,12 @@ class SimulationWorker(QObject):
                     break
                 if self._playing and self._clock() >= next_frame:
                     frame_start = self._clock()
-                    next_frame = frame_start + self.frame_period
                     self._advance(deadline=frame_start + self.step_share * self.frame_period)
                     self._emit()
+                    # Rest for the rest of the frame, and at least its GUI share even when a step overran: the
+                    # GUI thread needs the GIL to draw (a busy worker would starve it, see GIL "convoys").
+                    next_frame = max(frame_start + self.frame_period,
+                                     self._clock() + (1.0 - self.step_share) * self.frame_period)
         finally:
             self.finished.emit()
             QThread.currentThread().quit()   # thread-safe; lets the thread finish without the GUI's event loop
@@ -123,21 +115,21 @@ class SimulationWorker(QObject):
                 return False
             try:
                 self._apply(cmd)
-            except Exception as exc:   # a failing command must not kill the thread
+            except Exception as exc:   # a failing command must not kill the thread, nor go unreported
                 self._playing = False
                 self.error.emit(f"{cmd.kind.value} failed: {type(exc).__name__}: {exc}")
-                self._emit()
             try:
                 cmd = self._commands.get_nowait()
             except queue.Empty:
+                self._emit()           # once for all the commands drained (a mouse drag sends many)
                 return True
 
     def _apply(self, cmd: Command) -> None:
-        kind = cmd.kind
+        kind, value, sim = cmd.kind, cmd.value, self._sim
         if kind is CommandKind.PLAY:
             if not self._playing and self._check_finite():
                 self._playing = True
-                self._anchor_wall, self._anchor_t = self._clock(), self._sim.state.t
+                self._anchor_wall, self._anchor_t = self._clock(), sim.state.t
                 self._last_emit_wall, self._last_emit_t = self._anchor_wall, self._anchor_t
         elif kind is CommandKind.PAUSE:
             self._playing = False
@@ -147,15 +139,46 @@ class SimulationWorker(QObject):
                 self._step_once()
         elif kind is CommandKind.RESET:
             self._playing = False
-            self._sim.reset()
-            self._steps = 0
+            sim.reset()
+            self._run += 1
+            self._set_simulation(sim)
+        elif kind is CommandKind.LOAD:
+            spec, keep_state = value
+            new, kept = reload_simulation(sim, spec, keep_state)
+            if not kept:
+                self._run += 1
+                self._set_simulation(new)
+            else:                                  # same coordinates: the run goes on with the new parameters
+                steps = self._steps
+                self._set_simulation(new)
+                self._steps = steps
+        elif kind is CommandKind.SPEED:
+            if not value > 0:
+                raise ValueError(f"the speed must be positive, got {value}")
+            self.speed = float(value)
+            self._anchor_wall, self._anchor_t = self._clock(), sim.state.t
+        elif kind is CommandKind.ACTUATOR:
+            sim.set_actuator(*value)
+        elif kind is CommandKind.MOVE_NAIL:
+            name, position = value
+            sim.move_nail(name, position, (0.0, 0.0, 0.0))
+        elif kind is CommandKind.PULL:
+            sim.set_pull(*value)
+        elif kind is CommandKind.RELEASE:
+            sim.clear_pull()
+        elif kind is CommandKind.RESIDUAL_LIMIT:
+            self.residual_limit = float(value)
         else:
             raise ValueError(f"unknown command {kind!r}")
-        self._emit()
 
     # ---- stepping ------------------------------------------------------------------------------------------
     def _advance(self, deadline: float) -> None:
         """Step while simulated time is behind (wall time since play) × speed, until ``deadline``."""
+        self._steps_this_frame = 0
+        if math.isinf(self.speed):
+            while self._playing and self._clock() < deadline:
+                self._step_once()
+            return
         now = self._clock()
         target = self._anchor_t + (now - self._anchor_wall) * self.speed
         excess = (target - self._sim.state.t) / self.speed - self.max_lag
@@ -166,28 +189,61 @@ class SimulationWorker(QObject):
             self._step_once()
 
     def _step_once(self) -> bool:
-        """One step; on an exception or a non-finite result restore the last good state, pause and report."""
-        good = self._sim.state.copy()
+        """One step; on an exception, a non-finite result or a residual over the limit, go back to the last good
+        state, pause and report."""
+        sim = self._sim
+        good = sim.state.copy()
+        work = getattr(sim, "work", None)
+        start = self._clock()
         try:
-            self._sim.step()
+            sim.step()
         except Exception as exc:
-            self._sim.state = good
+            self._restore(good, work)
             self._diverged(f"{type(exc).__name__}: {exc}")
             return False
-        if not self._state_is_finite():
-            where = self._non_finite_entries()
-            self._sim.state = good
-            self._diverged(f"the step from t = {good.t:.6g} s gave a non-finite state ({where})")
+        cost = self._clock() - start
+        why = self._why_bad(good.t)
+        if why:
+            self._restore(good, work)
+            self._diverged(why)
             return False
+        self._cost = cost if self._cost is None else self._cost + COST_WEIGHT * (cost - self._cost)
         self._steps += 1
+        self._steps_this_frame += 1
+        self._since_sample += 1
+        if self._since_sample >= self._stride:
+            self._sample()
+        self._report_events()
         return True
+
+    def _why_bad(self, t_before: float) -> str | None:
+        """Why the state just reached (from ``t_before``) cannot be kept, or None."""
+        if not self._state_is_finite():
+            return f"the step from t = {t_before:.6g} s gave a non-finite state ({self._non_finite()})"
+        if self._layout is not None and self._layout.size("residual"):
+            residual = np.asarray(self._sim.data.residual, dtype=float)
+            worst = int(np.nanargmax(np.where(np.isnan(residual), -np.inf, residual)))
+            if residual[worst] > self.residual_limit:
+                name = self._layout.labels["residual"][worst]
+                return (f"the solve residual of constraint {name!r} reached {residual[worst]:.3g} m/s², over the "
+                        f"limit of {self.residual_limit:.3g} m/s²")
+        return None
+
+    def _restore(self, good, work) -> None:
+        # The core keeps the last good state itself on DivergenceError; for the other cases put it back.
+        # (A public Simulation.restore would be cleaner: the cached evaluation is private.)
+        self._sim.state = good
+        if work is not None:
+            self._sim.work = work
+        if hasattr(self._sim, "_data"):
+            self._sim._data = None
 
     def _check_finite(self) -> bool:
         if self._state_is_finite():
             return True
         self._playing = False
         self.error.emit(f"paused: the state at t = {self._sim.state.t:.6g} s is not finite "
-                        f"({self._non_finite_entries()}); nothing was stepped")
+                        f"({self._non_finite()}); nothing was stepped")
         return False
 
     def _diverged(self, why: str) -> None:
@@ -198,7 +254,7 @@ class SimulationWorker(QObject):
         s = self._sim.state
         return bool(np.isfinite(s.t) and np.all(np.isfinite(s.q)) and np.all(np.isfinite(s.qd)))
 
-    def _non_finite_entries(self, limit: int = 4) -> str:
+    def _non_finite(self, limit: int = 4) -> str:
         s = self._sim.state
         bad = [f"q[{i}] = {v}" for i, v in enumerate(np.asarray(s.q)) if not np.isfinite(v)]
         bad += [f"qd[{i}] = {v}" for i, v in enumerate(np.asarray(s.qd)) if not np.isfinite(v)]
@@ -206,17 +262,72 @@ class SimulationWorker(QObject):
             bad.insert(0, f"t = {s.t}")
         return ", ".join(bad[:limit]) + (f" and {len(bad) - limit} more" if len(bad) > limit else "")
 
+    def _report_events(self) -> None:
+        events = getattr(self._sim, "events", ())
+        for event in events[self._events_seen:]:
+            self.notice.emit(describe_event(event))
+        self._events_seen = len(events)
+
     # ---- output --------------------------------------------------------------------------------------------
+    def _sample(self) -> None:
+        self._since_sample = 0
+        if self._layout is not None and self._state_is_finite():
+            try:
+                self._rows.append(sample_row(self._sim, self._layout))
+            except (ValueError, ArithmeticError, np.linalg.LinAlgError):
+                pass                            # a state the dynamics cannot evaluate: _why_bad or _emit says so
+
     def _emit(self) -> None:
-        s = self._sim.state
+        sim, s = self._sim, self._sim.state
         now = self._clock()
         factor = None
         if self._playing and now > self._last_emit_wall:
-            # simulated / wall-clock time, smoothed over about RATE_WINDOW seconds
             rate = (s.t - self._last_emit_t) / (now - self._last_emit_wall)
             weight = min(1.0, (now - self._last_emit_wall) / RATE_WINDOW)
             factor = rate if self._rate is None else self._rate + weight * (rate - self._rate)
         self._rate = factor
         self._last_emit_wall, self._last_emit_t = now, s.t
-        self.snapshot.emit(Snapshot(t=float(s.t), q=_frozen_copy(s.q), steps=self._steps, playing=self._playing,
-                                    realtime_factor=factor))
+        # at most max_samples_per_frame rows a frame: sample every stride-th step
+        self._stride = max(1, math.ceil(self._steps_this_frame / self.max_samples_per_frame))
+        if self._rows:
+            self.samples.emit(SampleBatch(self._run, self._layout, frozen_copy(np.vstack(self._rows))))
+            self._rows = []
+        model = getattr(sim, "model", None)
+        overlay = energy_error = None
+        if self._layout is not None and self._state_is_finite():
+            try:
+                overlay, energy_error = probe_overlay(sim), float(sim.energy_error())
+            except Exception as exc:          # shown, never lost; the snapshot goes out without overlays
+                self._playing = False
+                self.error.emit(f"paused: the state at t = {s.t:.6g} s cannot be evaluated: "
+                                f"{type(exc).__name__}: {exc}")
+        self.snapshot.emit(Snapshot(
+            t=float(s.t), q=frozen_copy(s.q), steps=self._steps, playing=self._playing, realtime_factor=factor,
+            model=model, run=self._run, overlay=overlay, step_cost=self._cost,
+            energy_error=float("nan") if energy_error is None else energy_error, speed=self.speed))
+
+
+def _layout_of(sim):
+    """The sample layout of a ``core.Simulation`` (None for a stand-in without ``model`` and ``data``)."""
+    model = getattr(sim, "model", None)
+    if model is None or not hasattr(type(sim), "data"):
+        return None
+    try:
+        return sample_layout(model, sim)
+    except (ValueError, ArithmeticError, np.linalg.LinAlgError):   # a state the controllers cannot evaluate
+        return sample_layout(model)
+
+
+def describe_event(event: dict) -> str:
+    """A sentence for one of ``core.Simulation.events``."""
+    t = event.get("t", float("nan"))
+    kind = event.get("type")
+    if kind == "break":
+        return (f"t = {t:.4g} s: constraint {event.get('constraint')!r} broke (deviation "
+                f"{event.get('deviation', float('nan')):.3g} > {event.get('max_deviation', float('nan')):.3g})")
+    if kind == "rank_deficient":
+        return (f"t = {t:.4g} s: the constraint Jacobian lost rank ({event.get('jacobian_rank')} of "
+                f"{event.get('rows')} rows independent)")
+    if kind == "full_rank":
+        return f"t = {t:.4g} s: the constraint Jacobian has full rank again"
+    return f"t = {t:.4g} s: {event}"

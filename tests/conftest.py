@@ -64,3 +64,15 @@ def gl_renderer(qapp) -> str:
         unavailable(f"OpenGL {version} is older than the 2.1 pyqtgraph needs")
     surface.destroy()
     return f"{renderer} (OpenGL {version})"
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _studio_settings_in_a_scratch_folder(tmp_path_factory):
+    """The studio remembers recent files and its layout in an INI file: keep the tests' away from the user's."""
+    if QCoreApplication is None:
+        yield
+        return
+    from PySide6.QtCore import QSettings
+    folder = tmp_path_factory.mktemp("settings")
+    QSettings.setPath(QSettings.Format.IniFormat, QSettings.Scope.UserScope, str(folder))
+    yield folder

@@ -26,7 +26,7 @@ from studio.__main__ import main
 from studio.main_window import MainWindow
 from studio.simthread import SimulationThread
 from studio.viewport import BACKGROUND, Viewport
-from studio.worker import Snapshot
+from studio.messages import Snapshot
 
 ROOT = Path(__file__).resolve().parent.parent
 SCENES = sorted(SCENES_DIR.glob("*.json"))
@@ -295,7 +295,10 @@ def test_closing_the_window_stops_the_worker_cleanly(qtbot, gl_renderer, recwarn
 
 @pytest.mark.gui
 def test_a_window_deleted_without_closing_still_stops_its_worker(qtbot, gl_renderer):
-    win = show(qtbot, MainWindow(core.load_scene(DEFAULT_SCENE)))
+    win = MainWindow(core.load_scene(DEFAULT_SCENE))      # not given to qtbot, which would close it afterwards
+    win.resize(480, 360)
+    win.show()
+    qtbot.waitExposed(win)
     win.play()
     qtbot.waitUntil(lambda: win.sim_thread.latest is not None and win.sim_thread.latest.playing)
     finished = threading.Event()
@@ -320,10 +323,10 @@ def test_window_shows_a_divergence_in_the_status_bar(qtbot, gl_renderer):
 def test_command_line_saves_a_screenshot_of_the_window(tmp_path, gl_renderer):
     out = tmp_path / "studio.png"
     result = subprocess.run([sys.executable, "-m", "studio", "--screenshot", str(out), "--after", "0.5",
-                             "--size", "640x480"], cwd=ROOT, capture_output=True, text=True, timeout=120)
+                             "--size", "1280x800"], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr
     image = QImage(str(out))
-    assert (image.width(), image.height()) == (640, 480)
+    assert (image.width(), image.height()) == (1280, 800)
     rgb = rgb_array(image)
     model = core.load_scene(DEFAULT_SCENE)
     for shape in model.shapes:

@@ -10,6 +10,8 @@ import pytest
 
 import core
 from studio import DEFAULT_SCENE, SCENES_DIR
+
+PLANAR_ARM = SCENES_DIR / "three_link_arm.json"
 from studio.framing import display_rotation, frame_scene, nice_step, planar_normal, shape_poses
 from studio.meshes import shape_half_extents, shape_mesh
 
@@ -70,7 +72,7 @@ def test_shape_poses_compose_link_and_shape_frames():
 
 
 def test_planar_arm_is_seen_face_on_with_gravity_down():
-    model = core.load_scene(DEFAULT_SCENE)
+    model = core.load_scene(PLANAR_ARM)
     n = planar_normal(model, model.q0)
     assert n is not None and abs(n @ [0, 0, 1]) == pytest.approx(1.0)
     f = frame_scene(model, aspect=1.5)
@@ -111,7 +113,7 @@ def test_framing_shows_every_shape_above_the_floor(scene, aspect):
 
 
 def test_a_planar_scene_lying_on_the_floor_is_seen_from_above(tmp_path):
-    doc = json.loads(DEFAULT_SCENE.read_text())
+    doc = json.loads(PLANAR_ARM.read_text())
     doc["gravity"] = [0, 0, -9.81]                 # hinges about z: the arm now moves in the horizontal plane
     path = tmp_path / "table_arm.json"
     path.write_text(json.dumps(doc))

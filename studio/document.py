@@ -1,0 +1,134 @@
+"""The open scene document: its validated spec, its file, and the undo stack of every edit made to it.
+
+Thread: GUI. :class:`SceneDocument` is a QObject holding a ``core.Scene`` (never mutated: each edit makes a new
+one with :mod:`studio.edits`) and a ``QUndoStack`` of :class:`SpecCommand` s. Its ``changed`` signal carries the
+new spec to whoever shows it (scene tree, inspector, control panel) and to the worker, which applies it at the
+next step boundary.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import core
+from PySide6.QtCore import QObject, Signal, Slot
+from PySide6.QtGui import QUndoCommand, QUndoStack
+
+__all__ = ["SceneDocument", "SpecCommand", "untitled_spec"]
+
+
+def untitled_spec():
+    """The document File ▸ New starts from: an empty world with gravity along −z."""
+    return core.scene.parse_spec({"format_version": 1, "name": "untitled"})
+
+
+class SpecCommand(QUndoCommand):
+    """GUI thread. Replace the document's spec by ``after`` (undo: by ``before``). Consecutive commands with the
+    same ``merge_key`` (e.g. dragging a slider) merge into one undo step. ``select`` is the path to select after
+    redo (undo re-selects ``select_before``)."""
+
+    _ids: dict[str, int] = {}
+
+    def __init__(self, document: "SceneDocument", before, after, text: str, merge_key: str | None = None,
+                 select: tuple | None = None, select_before: tuple | None = None):
+        super().__init__(text)
+        self._document, self.before, self.after = document, before, after
+        self.merge_key, self.select, self.select_before = merge_key, select, select_before
+
+    def id(self) -> int:
+        if self.merge_key is None:
+            return -1
+        return SpecCommand._ids.setdefault(self.merge_key, len(SpecCommand._ids) + 1)
+
+    def mergeWith(self, other: QUndoCommand) -> bool:
+        if not isinstance(other, SpecCommand) or other.merge_key != self.merge_key:
+            return False
+        self.after, self.select = other.after, other.select
+        return True
+
+    def redo(self) -> None:
+        self._document._set_spec(self.after, self.select)
+
+    def undo(self) -> None:
+        self._document._set_spec(self.before, self.select_before)
+
+
+class SceneDocument(QObject):
+    """GUI thread. One scene document.
+
+    Signals: ``changed(spec, select)`` after every edit, undo and redo (``select``: a path to select, or None);
+    ``loaded(spec)`` when a different document is opened or created (the simulation restarts);
+    ``modified_changed(bool)``; ``path_changed(object)`` (a Path or None)."""
+
+    changed = Signal(object, object)
+    loaded = Signal(object)
+    modified_changed = Signal(bool)
+    path_changed = Signal(object)
+
+    def __init__(self, spec=None, path: str | Path | None = None, parent=None):
+        super().__init__(parent)
+        self._spec = spec if spec is not None else untitled_spec()
+        self._path = Path(path) if path is not None else None
+        self.undo_stack = QUndoStack(self)
+        self.undo_stack.cleanChanged.connect(self._clean_changed)
+
+    @Slot(bool)
+    def _clean_changed(self, clean: bool) -> None:
+        self.modified_changed.emit(not clean)
+
+    # ---- state ---------------------------------------------------------------------------------------------
+    @property
+    def spec(self):
+        return self._spec
+
+    @property
+    def path(self) -> Path | None:
+        return self._path
+
+    @property
+    def modified(self) -> bool:
+        return not self.undo_stack.isClean()
+
+    @property
+    def title(self) -> str:
+        return self._path.name if self._path is not None else self._spec.name
+
+    # ---- edits ---------------------------------------------------------------------------------------------
+    def apply(self, new_spec, text: str, merge_key: str | None = None, select: tuple | None = None,
+              select_before: tuple | None = None) -> None:
+        """Make ``new_spec`` (already validated) the document's spec as one undoable step named ``text``."""
+        if new_spec == self._spec:
+            return
+        self.undo_stack.push(SpecCommand(self, self._spec, new_spec, text, merge_key, select, select_before))
+
+    def _set_spec(self, spec, select) -> None:
+        self._spec = spec
+        self.changed.emit(spec, select)
+
+    # ---- files ---------------------------------------------------------------------------------------------
+    def replace(self, spec, path: str | Path | None) -> None:
+        """A different document: new spec and file, empty undo history, unmodified."""
+        self._spec = spec
+        self._path = Path(path) if path is not None else None
+        self.undo_stack.clear()
+        self.undo_stack.setClean()
+        self.path_changed.emit(self._path)
+        self.modified_changed.emit(False)
+        self.loaded.emit(spec)
+
+    def open(self, path: str | Path) -> None:
+        """Read, validate and show ``path`` (raises ``core.SceneError`` and leaves the document as it was)."""
+        spec = core.read_spec(path)
+        core.compile_scene(spec, str(path))
+        self.replace(spec, path)
+
+    def save(self, path: str | Path | None = None) -> Path:
+        """Write the spec (atomically) to ``path`` or to its own file; the document is then unmodified."""
+        target = Path(path) if path is not None else self._path
+        if target is None:
+            raise ValueError("the document has no file yet: give a path")
+        core.save_scene(self._spec, target)
+        if target != self._path:
+            self._path = target
+            self.path_changed.emit(target)
+        self.undo_stack.setClean()
+        return target

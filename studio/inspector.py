@@ -1,0 +1,296 @@
+"""The inspector: typed editors, with units, for the fields of the selected item of the scene document.
+
+Thread: GUI. :class:`Inspector` reads the document's spec and the shared selection. Every value the user enters
+becomes a whole-document edit (:mod:`studio.edits`) that is validated first: a refused value keeps its text and
+shows the validator's message under the field; an accepted one is pushed as an undoable command (renames update
+every reference). It never touches the simulation: the document's ``changed`` signal takes edits there.
+"""
+from __future__ import annotations
+
+import inspect
+
+from pydantic import BaseModel
+from PySide6.QtCore import Slot
+from PySide6.QtWidgets import QCheckBox, QFormLayout, QGroupBox, QLabel, QScrollArea, QVBoxLayout, QWidget
+
+from core.scene import SceneError
+
+from . import edits
+from .editors import FieldEditor, editor_for, field_kind, format_number
+from .units import unit_of
+
+__all__ = ["Inspector", "item_title"]
+
+# fields shown as items of the scene tree (or not editable), per schema class
+_TREE_FIELDS = {"Scene": ("format_version", "simulation", "bodies", "constraints", "forces", "controllers"),
+                "Body": ("joint", "shapes", "points")}
+_BODY_FIELDS = ("parent", "body", "body_a", "body_b")
+_TYPES = {"joint": ["fixed", "hinge", "slider", "ball", "free"], "shape": ["box", "sphere", "cylinder", "capsule"]}
+
+
+def item_title(spec, path: tuple | None) -> str:
+    """A short title for the item at ``path``: ``spring 'disturbance'``, ``hinge joint 'elbow'``."""
+    if path is None:
+        return ""
+    if path == ():
+        return f"scene {spec.name!r}"
+    if path == ("simulation",):
+        return "simulation settings"
+    node = edits.resolve(spec, path)
+    if len(path) == 4 and path[2] == "points":
+        return f"point {path[3]!r} of {spec.bodies[path[1]].name!r}"
+    if len(path) == 4 and path[2] == "shapes":
+        return f"{node.type} shape {path[3]} of {spec.bodies[path[1]].name!r}"
+    if len(path) == 3 and path[2] == "joint":
+        return f"{node.type} joint {(node.name or spec.bodies[path[1]].name)!r}"
+    kind = getattr(node, "type", None) or path[0].rstrip("s") if path[0] != "bodies" else "body"
+    return f"{kind} {getattr(node, 'name', '')!r}".strip()
+
+
+class Inspector(QWidget):
+    """GUI thread. Shows and edits the item the ``selection`` points at in ``document``. With ``select_on_edit``
+    an edit (and its undo) selects the edited item in the window."""
+
+    def __init__(self, document, selection, parent=None, select_on_edit: bool = True, compact: bool = False):
+        super().__init__(parent)
+        self._document, self._selection = document, selection
+        self._select_on_edit, self._compact = select_on_edit, compact
+        self._path: tuple | None = None
+        self._signature = None
+        self._editors: dict[tuple, FieldEditor] = {}
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        self._scroll = QScrollArea()
+        self._scroll.setWidgetResizable(True)
+        self._scroll.setFrameShape(QScrollArea.Shape.NoFrame)
+        layout.addWidget(self._scroll)
+        selection.changed.connect(self._selection_changed)
+        document.changed.connect(self._document_changed)
+        document.loaded.connect(lambda _spec: self._rebuild())
+        self._rebuild()
+
+    # ---- public (also for tests) ---------------------------------------------------------------------------
+    def editor(self, field: str | tuple) -> FieldEditor:
+        """The editor of ``field`` (a name of the shown item's field, or a full field path)."""
+        key = field if isinstance(field, tuple) else self._path + (field,)
+        return self._editors[key]
+
+    @property
+    def fields(self) -> list[tuple]:
+        return list(self._editors)
+
+    # ---- building ------------------------------------------------------------------------------------------
+    @Slot(object, object)
+    def _selection_changed(self, path, _source) -> None:
+        self._rebuild()
+
+    @Slot(object, object)
+    def _document_changed(self, spec, _select) -> None:
+        path = self._selection.path
+        try:
+            node = edits.resolve(spec, path) if path is not None else None
+        except (IndexError, KeyError, AttributeError, TypeError):
+            node = None
+        if path is not None and path == self._path and node is not None and _signature(node) == self._signature:
+            self._refresh(spec)
+        else:
+            self._rebuild()
+
+    def _rebuild(self) -> None:
+        self._editors.clear()
+        self._groups: dict[tuple, QWidget] = {}
+        self._path = path = self._selection.path
+        page = QWidget()
+        page.setObjectName("inspector_page")
+        layout = QVBoxLayout(page)
+        layout.setContentsMargins(8, 6, 8, 6)
+        spec = self._document.spec
+        try:
+            node = edits.resolve(spec, path) if path is not None else None
+        except (IndexError, KeyError, AttributeError, TypeError):
+            node, path = None, None
+        self._signature = _signature(node) if path is not None else None
+        if path is None:
+            hint = QLabel("Select an item in the scene tree or the viewport to inspect and edit it.")
+            hint.setWordWrap(True)
+            hint.setStyleSheet("color: palette(mid);")
+            layout.addWidget(hint)
+        else:
+            title = QLabel(f"<b>{item_title(spec, path)}</b>")
+            title.setObjectName("inspector_title")
+            layout.addWidget(title)
+            doc = _summary(node)
+            title.setToolTip(doc)
+            if doc and not self._compact:
+                about = QLabel(doc)
+                about.setWordWrap(True)
+                about.setStyleSheet("color: palette(mid); font-size: 9pt;")
+                layout.addWidget(about)
+            form = QFormLayout()
+            form.setFieldGrowthPolicy(QFormLayout.FieldGrowthPolicy.AllNonFixedFieldsGrow)
+            layout.addLayout(form)
+            if _is_point(path):
+                self._add_point(form, spec, path)
+            else:
+                self._add_fields(form, node, path, spec)
+        layout.addStretch(1)
+        self._scroll.setWidget(page)
+
+    def _add_point(self, form, spec, path) -> None:
+        name = editor_for("text", {})
+        name.set_value(path[3])
+        name.committed.connect(lambda v: self._commit(path + ("name",), v))
+        form.addRow("name", name)
+        self._editors[path + ("name",)] = name
+        pos = editor_for("vector", {"n": 3}, "m")
+        pos.set_value(list(edits.resolve(spec, path)))
+        pos.committed.connect(lambda v: self._commit(path, v))
+        form.addRow("position", pos)
+        self._editors[path] = pos
+
+    def _add_fields(self, form, node: BaseModel, path: tuple, spec) -> None:
+        item_type = getattr(node, "type", None)
+        hidden = _TREE_FIELDS.get(type(node).__name__, ())
+        for name, info in type(node).model_fields.items():
+            if name in hidden:
+                continue
+            field_path = path + (name,)
+            value = getattr(node, name)
+            kind, details = field_kind(info.annotation)
+            if name == "type":
+                kind, details = ("choice", {"options": _type_options(path, value)})
+            elif name == "description":
+                kind = "longtext"
+            if kind == "skip":
+                continue
+            if kind == "group":
+                self._add_group(form, name, value, field_path, info, spec)
+                continue
+            choices = self._choices(spec, path, name) if kind == "text" else None
+            editor = editor_for(kind, details, unit_of(item_type, name), choices)
+            editor.set_value(_plain(value))
+            if name == "type" and len(details["options"]) == 1:
+                editor.setEnabled(False)
+            editor.committed.connect(lambda v, p=field_path: self._commit(p, v))
+            form.addRow(name.replace("_", " "), editor)
+            self._editors[field_path] = editor
+
+    def _add_group(self, form, name, value, field_path, info, spec) -> None:
+        optional = field_kind(info.annotation)[1].get("optional", False)
+        if value is None:                     # an optional group not given: one check box that adds it
+            add = QCheckBox(f"{name.replace('_', ' ')} (not set)")
+            add.toggled.connect(lambda on, p=field_path: self._commit(p, {}) if on else None)
+            form.addRow(add)
+            self._groups[field_path] = add
+            return
+        box = QGroupBox(name.replace("_", " "))
+        if optional:
+            box.setCheckable(True)
+            box.setChecked(True)
+            box.toggled.connect(lambda on, p=field_path: self._commit(p, None) if not on else None)
+        inner = QFormLayout(box)
+        self._add_fields(inner, value, field_path, spec)
+        form.addRow(box)
+        self._groups[field_path] = box
+
+    def _choices(self, spec, path, name):
+        if name in _BODY_FIELDS:
+            own = spec.bodies[path[1]].name if path[:1] == ("bodies",) and len(path) == 2 else None
+            world_ok = name in ("parent", "body_b")
+            return (["world"] if world_ok else []) + [b.name for b in spec.bodies if b.name != own]
+        if name == "joint":
+            return [b.joint.name or b.name for b in spec.bodies if b.joint.type in ("hinge", "slider")]
+        return None
+
+    def _refresh(self, spec) -> None:
+        """Show the new values in the existing editors (the item kept its type and its optional groups)."""
+        for field_path, editor in self._editors.items():
+            if _is_point(self._path):
+                value = self._path[3] if field_path[-1] == "name" and len(field_path) == 5 else \
+                    edits.resolve(spec, field_path)
+            else:
+                value = edits.resolve(spec, field_path)
+            editor.set_value(_plain(value))
+
+    def _error_banner(self, message: str) -> None:
+        banner = QLabel(message)
+        banner.setWordWrap(True)
+        banner.setStyleSheet("color: #e0624f;")
+        self._scroll.widget().layout().insertWidget(1, banner)
+
+    # ---- editing -------------------------------------------------------------------------------------------
+    def _commit(self, field_path: tuple, value) -> None:
+        spec, path = self._document.spec, self._path
+        name = field_path[-1] if not (_is_point(path) and field_path == path) else "position"
+        select = path
+        try:
+            if name == "name" and _renames(path):
+                new = edits.rename(spec, path, value)
+                if _is_point(path):
+                    select = path[:3] + (value,)
+            elif name == "type" and len(path) >= 3 and field_path == path + ("type",):
+                new = edits.change_type(spec, path, value)
+            else:
+                new = edits.set_value(spec, field_path, value)
+        except SceneError as exc:
+            message = "\n".join(edits.field_problems(exc, field_path))
+            if field_path in self._editors:
+                self._editors[field_path].set_error(message)
+            else:                               # adding or removing a group: say why at the top of the form
+                self._rebuild()
+                self._error_banner(message)
+            return
+        owner = edits.resolve(spec, field_path[:-1]) if not _is_point(path) else None
+        unit = unit_of(getattr(owner, "type", None), name) if name not in ("name", "type") else ""
+        text = f"Set {name.replace('_', ' ')} of {item_title(spec, path)} to {_value_text(value)}" + \
+            (f" {unit}" if unit else "")
+        if self._select_on_edit:
+            self._document.apply(new, text, select=select, select_before=path)
+        else:
+            self._document.apply(new, text)
+
+
+def _is_point(path) -> bool:
+    return path is not None and len(path) == 4 and path[2] == "points"
+
+
+def _signature(node):
+    """What decides the inspector's rows: the node's class and which of its optional groups are present."""
+    if not isinstance(node, BaseModel):
+        return (type(node),)
+    return (type(node),) + tuple((name, _signature(getattr(node, name))) for name, value in node
+                                 if isinstance(value, BaseModel) or value is None)
+
+
+def _renames(path: tuple) -> bool:
+    return len(path) == 2 or (len(path) == 3 and path[2] == "joint") or (len(path) == 4 and path[2] == "points")
+
+
+def _type_options(path: tuple, value: str) -> list[str]:
+    if len(path) == 3 and path[2] == "joint":
+        return _TYPES["joint"]
+    if len(path) == 4 and path[2] == "shapes":
+        return _TYPES["shape"]
+    return [value]
+
+
+def _plain(value):
+    if isinstance(value, tuple):
+        return [_plain(v) for v in value]
+    return value
+
+
+def _value_text(value) -> str:
+    if isinstance(value, (list, tuple)):
+        return "(" + ", ".join(_value_text(v) for v in value) + ")"
+    if isinstance(value, float):
+        return format_number(value)
+    return str(value)
+
+
+def _summary(node) -> str:
+    doc = inspect.getdoc(type(node)) if isinstance(node, BaseModel) else None
+    if not doc or type(node).__doc__ is None:
+        return ""
+    return doc.split("\n\n")[0].replace("\n", " ").replace("``", "")
+

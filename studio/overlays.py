@@ -1,0 +1,158 @@
+"""The viewport's overlays as pyqtgraph GL items: nails, springs, constraint-force and velocity arrows, link
+frames, broken-constraint marks, the mouse spring and the selection outline.
+
+Thread: GUI. :class:`Overlays` owns its items (children of the viewport's world item, so in world coordinates)
+and refreshes them from a :class:`studio.probe.Overlay`; the geometry comes from :mod:`studio.glyphs`. Arrows and
+nails are drawn after the shapes and without the depth test, so they stay visible inside and behind bodies
+(back faces culled, so they still look solid). Each kind can be shown or hidden (:data:`KINDS`).
+"""
+from __future__ import annotations
+
+import numpy as np
+import pyqtgraph.opengl as gl
+from OpenGL import GL
+
+from . import glyphs
+
+__all__ = ["Overlays", "KINDS", "ON_TOP"]
+
+#: Overlay kinds the user can toggle, with their labels (and whether shown by default).
+KINDS = {
+    "nails": ("Nails", True), "springs": ("Springs", True), "forces": ("Constraint forces", True),
+    "velocities": ("Velocities of constrained points", True), "frames": ("Link frames", False),
+    "broken": ("Broken constraints", True),
+}
+
+ON_TOP = {GL.GL_DEPTH_TEST: False, GL.GL_BLEND: False, GL.GL_CULL_FACE: True}
+LINES_ON_TOP = {GL.GL_DEPTH_TEST: False, GL.GL_BLEND: True, GL.GL_CULL_FACE: False,
+                "glBlendFunc": (GL.GL_SRC_ALPHA, GL.GL_ONE_MINUS_SRC_ALPHA)}
+NAIL_COLOUR = (0.86, 0.88, 0.92, 1.0)
+SELECTED_NAIL = (1.0, 0.78, 0.25, 1.0)
+SPRING_COLOUR = (0.95, 0.95, 0.7, 1.0)
+VELOCITY_COLOUR = (0.35, 0.85, 1.0, 1.0)
+BROKEN_COLOUR = (1.0, 0.25, 0.3, 1.0)
+PULL_COLOUR = (1.0, 0.85, 0.3, 0.9)
+SELECTION_COLOUR = (1.0, 0.78, 0.25, 1.0)
+VELOCITY_TIME = 0.25     # s: a velocity arrow is as long as the distance covered in this time (below the knee)
+
+
+class Overlays:
+    """GUI thread. The overlay items under ``parent`` (a GLGraphicsItem in world coordinates), sized for a scene
+    of characteristic length ``scale`` (m) and reference force ``force_scale`` (N)."""
+
+    def __init__(self, parent, scale: float, force_scale: float, shader):
+        self.scale, self.force_scale = float(scale), float(force_scale)
+        self.visible = {k: default for k, (_, default) in KINDS.items()}
+        self.selected_constraint: int | None = None
+        self._shader = shader
+        self.last = None
+        mesh = dict(smooth=True, shader=shader, glOptions=ON_TOP, parentItem=parent, computeNormals=True)
+        self.nails = gl.GLMeshItem(**mesh)
+        self.forces = gl.GLMeshItem(**mesh)
+        self.velocities = gl.GLMeshItem(**mesh)
+        lines = dict(mode="lines", antialias=True, glOptions=LINES_ON_TOP, parentItem=parent)
+        self.springs = gl.GLLinePlotItem(width=1.6, color=SPRING_COLOUR, **lines)
+        self.frames = gl.GLLinePlotItem(width=2.0, **lines)
+        self.broken = gl.GLLinePlotItem(width=2.5, color=BROKEN_COLOUR, **lines)
+        self.pull = gl.GLLinePlotItem(width=2.0, color=PULL_COLOUR, **lines)
+        self.selection = gl.GLLinePlotItem(width=1.5, color=SELECTION_COLOUR, **lines)
+        for depth, item in enumerate((self.selection, self.springs, self.frames, self.velocities, self.forces,
+                                      self.nails, self.broken, self.pull)):
+            item.setDepthValue(10 + depth)
+        self.clear()
+
+    @property
+    def nail_radius(self) -> float:
+        return 0.03 * self.scale
+
+    def items(self) -> list:
+        return [self.nails, self.forces, self.velocities, self.springs, self.frames, self.broken, self.pull,
+                self.selection]
+
+    def remove(self) -> None:
+        for item in self.items():
+            item.setParentItem(None)
+            view = item.view()
+            if view is not None:
+                view.removeItem(item)
+
+    def clear(self) -> None:
+        for item in (self.nails, self.forces, self.velocities):
+            _set_mesh(item, *glyphs.arrow_mesh([], [], 1.0, []))
+        for item in (self.springs, self.frames, self.broken, self.pull, self.selection):
+            _set_lines(item, np.zeros((0, 3)))
+
+    def set_visible(self, kind: str, on: bool) -> None:
+        self.visible[kind] = bool(on)
+        if self.last is not None:
+            self.update(self.last)
+
+    # ---- refresh -------------------------------------------------------------------------------------------
+    def update(self, ov) -> None:
+        """Redraw from the overlay ``ov`` (None: nothing to draw)."""
+        self.last = ov
+        if ov is None:
+            self.clear()
+            return
+        show = self.visible
+        nails = ov.nail_indices() if show["nails"] else []
+        colours = [SELECTED_NAIL if i == self.selected_constraint else NAIL_COLOUR for i in nails]
+        _set_mesh(self.nails, *glyphs.sphere_mesh(ov.point_b[nails], self.nail_radius, colours))
+
+        drawn = ov.has_point if ov.has_point is not None else np.ones(len(ov.names), bool)
+        active = np.flatnonzero(ov.active & drawn) if show["forces"] else np.zeros(0, int)
+        mags = np.linalg.norm(ov.force[active], axis=1) if len(active) else np.zeros(0)
+        lengths = glyphs.soft_length(mags, self.force_scale, 0.3 * self.scale)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            vectors = ov.force[active] * (lengths / np.where(mags > 0, mags, 1.0))[:, None]
+        _set_mesh(self.forces, *glyphs.arrow_mesh(ov.point_a[active], vectors, 0.012 * self.scale,
+                                                  glyphs.ratio_colour(ov.ratio[active])))
+
+        moving = np.flatnonzero(drawn) if show["velocities"] else np.zeros(0, int)
+        speeds = np.linalg.norm(ov.velocity[moving], axis=1) if len(moving) else np.zeros(0)
+        v_len = glyphs.soft_length(speeds * VELOCITY_TIME, 0.3 * self.scale, 0.3 * self.scale)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            v_vec = ov.velocity[moving] * (v_len / np.where(speeds > 0, speeds, 1.0))[:, None]
+        _set_mesh(self.velocities, *glyphs.arrow_mesh(ov.point_a[moving], v_vec, 0.008 * self.scale,
+                                                      np.tile(VELOCITY_COLOUR, (len(moving), 1))))
+
+        segs = [glyphs.coil(a, b, 0.025 * self.scale) for a, b in ov.springs] if show["springs"] else []
+        _set_lines(self.springs, np.vstack(segs) if segs else np.zeros((0, 3)))
+
+        if show["frames"]:
+            pos, col = glyphs.frames(ov.link_R, ov.link_p, 0.12 * self.scale)
+            _set_lines(self.frames, pos, col)
+        else:
+            _set_lines(self.frames, np.zeros((0, 3)))
+
+        broken = np.flatnonzero(ov.broken & drawn) if show["broken"] else np.zeros(0, int)
+        marks = np.vstack([glyphs.crosses(ov.point_a[broken], 0.05 * self.scale),
+                           glyphs.crosses(ov.point_b[broken], 0.05 * self.scale)]) if len(broken) else \
+            np.zeros((0, 3))
+        _set_lines(self.broken, marks)
+        _set_lines(self.pull, np.asarray(ov.pull) if ov.pull is not None else np.zeros((0, 3)))
+
+    def outline(self, boxes) -> None:
+        """Outline the selected shapes: ``boxes`` is a list of (X_WS (4, 4), half extents (3,))."""
+        segs = [glyphs.box_edges(X, 1.04 * np.asarray(h) + 0.004 * self.scale) for X, h in boxes]
+        _set_lines(self.selection, np.vstack(segs) if segs else np.zeros((0, 3)))
+
+
+def _set_mesh(item, verts, faces, colours) -> None:
+    if len(faces) == 0:
+        item.setVisible(False)
+        return
+    item.setMeshData(vertexes=np.asarray(verts, np.float32), faces=np.asarray(faces, np.uint32),
+                     vertexColors=np.asarray(colours, np.float32))
+    item.setVisible(True)
+
+
+def _set_lines(item, pos, colour=None) -> None:
+    if len(pos) == 0:
+        item.setVisible(False)
+        return
+    if colour is not None:
+        item.setData(pos=np.asarray(pos, np.float32), color=np.asarray(colour, np.float32))
+    else:
+        item.setData(pos=np.asarray(pos, np.float32))
+    item.setVisible(True)

@@ -1,0 +1,55 @@
+"""The status bar: simulated time, the real-time factor achieved (and asked for), the cost per step and the energy
+audit's error; messages (a divergence, a broken constraint, a saved file) on its left.
+
+Thread: GUI. :class:`StatusBar` only formats what snapshots and messages say.
+"""
+from __future__ import annotations
+
+import math
+
+from PySide6.QtWidgets import QLabel, QStatusBar
+
+__all__ = ["StatusBar"]
+
+ERROR_STYLE = "QStatusBar { color: #ff8a75; }"
+
+
+class StatusBar(QStatusBar):
+    """GUI thread. ``time_label``, ``rate_label``, ``cost_label`` and ``energy_label`` are permanent widgets."""
+
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self.time_label = self._label("time_label", "t = 0.000 s", "Simulated time")
+        self.rate_label = self._label("rate_label", "paused", "Real-time factor achieved (simulated seconds per "
+                                      "wall-clock second) and the one asked for")
+        self.cost_label = self._label("cost_label", "", "Wall-clock cost of one time step, averaged")
+        self.energy_label = self._label("energy_label", "", "Energy audit: E(t) − E(0) − work of every "
+                                        "non-conservative source; only integration error should remain")
+        for label in (self.energy_label, self.cost_label, self.rate_label, self.time_label):
+            self.addPermanentWidget(label)
+
+    def _label(self, name: str, text: str, tip: str) -> QLabel:
+        label = QLabel(text)
+        label.setObjectName(name)
+        label.setToolTip(tip)
+        return label
+
+    def show_snapshot(self, snap) -> None:
+        self.time_label.setText(f"t = {snap.t:.3f} s")
+        asked = "as fast as possible" if math.isinf(snap.speed) else f"{snap.speed:g}×"
+        if snap.playing and snap.realtime_factor is not None:
+            self.rate_label.setText(f"{snap.realtime_factor:.2f}× real time (asked {asked})")
+        elif not snap.playing:
+            self.rate_label.setText(f"paused · {snap.steps} steps")
+        self.cost_label.setText("" if snap.step_cost is None else f"{1e3 * snap.step_cost:.2f} ms/step")
+        self.energy_label.setText("" if not math.isfinite(snap.energy_error) else
+                                  f"energy error {snap.energy_error:+.2e} J")
+
+    def error(self, message: str) -> None:
+        """A message that stays until the next one (the simulation paused, a command failed)."""
+        self.setStyleSheet(ERROR_STYLE)
+        self.showMessage(message)
+
+    def note(self, message: str, timeout_ms: int = 8000) -> None:
+        self.setStyleSheet("")
+        self.showMessage(message, timeout_ms)

@@ -1,0 +1,460 @@
+"""The studio's main window at work: editing in the inspector, tree and viewport (every edit undoable and reaching
+the running simulation), saving and reopening, the plots, the control panel, dragging with the mouse, recordings,
+remembered settings, and a diverging scene that pauses with a message.
+
+Every test here needs a display with OpenGL (pytest-xvfb). As in test_studio.py, nothing waits on a signal emitted
+from the worker thread: the tests wait with ``qtbot.waitUntil`` on what the GUI thread has received.
+"""
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+from PySide6.QtCore import QPoint, QSettings, Qt
+from PySide6.QtTest import QTest
+
+import core
+from studio import SCENES_DIR, edits
+from studio.main_window import MainWindow
+from studio.overlays import SPRING_COLOUR
+
+from test_studio import pixels_of_colour, rgb_array, show
+
+pytestmark = pytest.mark.gui
+
+ARM = SCENES_DIR / "arm_nail_singular.json"
+
+
+@pytest.fixture
+def window(qtbot, gl_renderer, tmp_path):
+    """A shown main window on a scene (default: the nailed arm), with its own settings file."""
+    made = []
+
+    def make(scene=ARM, simulation=None, size=(1280, 800), settings=None):
+        model = core.load_scene(scene)
+        settings = settings or QSettings(str(tmp_path / f"studio{len(made)}.ini"), QSettings.Format.IniFormat)
+        win = MainWindow(model, simulation, path=scene, settings=settings)
+        win.file_actions.ask_to_save = lambda: "discard"      # no modal dialog in a test
+        show(qtbot, win, *size)
+        qtbot.waitUntil(lambda: win.sim_thread.latest is not None)
+        made.append(win)
+        return win
+
+    yield make
+    for win in made:
+        win.file_actions.ask_to_save = lambda: "discard"
+
+
+def _write_scene(tmp_path, name, change) -> object:
+    doc = json.loads(ARM.read_text())
+    change(doc)
+    path = tmp_path / f"{name}.json"
+    path.write_text(json.dumps(doc))
+    return path
+
+
+def _points(curve) -> int:
+    return 0 if curve.xData is None else len(curve.xData)
+
+
+def _latest(win):
+    return win.sim_thread.latest
+
+
+# ---- editing --------------------------------------------------------------------------------------------------
+def test_an_inspector_edit_reaches_the_simulation_and_undo_takes_it_back(window, qtbot):
+    win = window()
+    win.selection.set(("forces", 0))
+    editor = win.inspector.editor("stiffness")
+    assert editor.edit.text() == "20" and "N/m" in editor._unit.text()
+    editor.edit.setText("45")
+    editor.edit.editingFinished.emit()
+    assert win.document.spec.forces[0].stiffness == 45.0 and win.document.modified
+    assert win.undo_action.text().startswith("&Undo Set stiffness") or "stiffness" in win.undo_action.text()
+    qtbot.waitUntil(lambda: _latest(win).model.forces[0].stiffness == 45.0)
+    win.undo_action.trigger()
+    assert win.document.spec.forces[0].stiffness == 20.0 and not win.document.modified
+    assert win.inspector.editor("stiffness").edit.text() == "20"
+    qtbot.waitUntil(lambda: _latest(win).model.forces[0].stiffness == 20.0)
+    win.redo_action.trigger()
+    qtbot.waitUntil(lambda: _latest(win).model.forces[0].stiffness == 45.0)
+
+
+def test_an_invalid_value_is_refused_at_its_field(window):
+    win = window()
+    win.selection.set(("constraints", 0))
+    editor = win.inspector.editor("max_force")
+    editor.edit.setText("-5")
+    editor.edit.editingFinished.emit()
+    assert "greater than 0" in editor.error_label.text() and not editor.error_label.isHidden()
+    assert win.document.spec.constraints[0].max_force == 200000.0 and win.document.undo_stack.count() == 0
+    editor.edit.setText("lots")
+    editor.edit.editingFinished.emit()
+    assert "not a number" in editor.error_label.text()
+    editor.edit.setText("1e5")
+    editor.edit.editingFinished.emit()
+    assert editor.error_label.isHidden() and win.document.spec.constraints[0].max_force == 1e5
+
+
+def test_edits_in_the_tree_are_undoable_and_keep_references(window, qtbot):
+    win = window()
+    tree = win.scene_tree
+    item = tree.model().itemFromIndex(tree.index_of(("bodies", 2)))
+    item.setText("forearm")
+    spec = win.document.spec
+    assert spec.bodies[2].name == "forearm" and spec.constraints[0].body == "forearm"
+    assert spec.forces[0].body_a == "forearm"
+    item = tree.model().itemFromIndex(tree.index_of(("bodies", 1)))
+    item.setText("link1")                                 # taken: refused with the validator's message
+    assert win.document.spec.bodies[1].name == "link2"
+    assert "duplicate body name" in win.status.currentMessage()
+    win.undo_action.trigger()
+    assert win.document.spec.bodies[2].name == "link3" and win.document.spec.constraints[0].body == "link3"
+
+
+def test_add_duplicate_and_delete_are_commands(window, qtbot):
+    win = window()
+    actions = win.item_actions
+    win.selection.set(("bodies", 2))
+    assert actions.add("constraints", "point_on_plane")
+    assert win.selection.path == ("constraints", 1)
+    assert win.document.spec.constraints[1].body == "link3"
+    assert actions.duplicate() and len(win.document.spec.constraints) == 3
+    win.selection.set(("bodies", 1))
+    assert actions.delete()
+    spec = win.document.spec
+    assert [b.name for b in spec.bodies] == ["link1"] and not spec.constraints and not spec.forces
+    qtbot.waitUntil(lambda: _latest(win).model.n_links == 1 and _latest(win).t == 0.0)
+    for _ in range(4):
+        win.undo_action.trigger()
+    assert win.document.spec == core.read_spec(ARM) and not win.document.modified
+    qtbot.waitUntil(lambda: _latest(win).model.n_links == 3)
+
+
+def test_saving_and_reopening_round_trips(window, tmp_path, qtbot):
+    win = window()
+    win.selection.set(("constraints", 0))
+    editor = win.inspector.editor("stabilization")
+    editor.edit.setText("12.5")
+    editor.edit.editingFinished.emit()
+    target = tmp_path / "edited.json"
+    assert win.file_actions._save_to(target)
+    assert not win.document.modified and win.document.path == target
+    assert core.read_spec(target) == win.document.spec
+    assert "edited.json" in win.windowTitle()
+    other = window(ARM)
+    assert other.file_actions.open_path(target)
+    assert other.document.spec == win.document.spec and other.document.path == target
+    qtbot.waitUntil(lambda: _latest(other).model.constraints[0].stabilization == 12.5)
+    assert target.resolve() in other.file_actions.recent_files()
+
+
+def test_a_prompt_guards_unsaved_edits(window, tmp_path):
+    win = window()
+    win.item_actions.add("forces", "drag")
+    answers = []
+    win.file_actions.ask_to_save = lambda: answers.append("asked") or "cancel"
+    assert not win.file_actions.new()
+    assert answers and len(win.document.spec.forces) == 2
+    assert not win.file_actions.open_path(SCENES_DIR / "three_link_arm.json")
+    assert not win.close() and win.isVisible()
+    win.file_actions.ask_to_save = lambda: "discard"
+    assert win.file_actions.new()
+    assert win.document.spec.name == "untitled" and not win.document.spec.bodies
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"format_version": 1, "name": "bad", "gravty": [0, 0, -9.81]}')
+    errors = []
+    win.file_actions.error.disconnect()
+    win.file_actions.error.connect(errors.append)
+    assert not win.file_actions.open_path(bad)
+    assert "$.gravty: unknown field" in errors[0] and win.document.spec.name == "untitled"
+
+
+def test_selection_follows_between_tree_and_viewport(window, qtbot):
+    win = window()
+    view = win.viewport
+    qtbot.waitUntil(lambda: _latest(win).overlay is not None)
+    model = view.model
+    tip_shape = next(k for k, s in enumerate(model.shapes) if s.link == 2)
+    centre = view._poses[tip_shape][:3, 3]
+    x, y = view.screen_position(centre)
+    assert view.hit(x, y)[:2] == ("body", 2)
+    QTest.mouseClick(view, Qt.MouseButton.LeftButton, Qt.KeyboardModifier.NoModifier, QPoint(round(x), round(y)))
+    assert win.selection.path == ("bodies", 2)
+    assert win.scene_tree.currentIndex() == win.scene_tree.index_of(("bodies", 2))
+    assert view._selected_link == 2 and view.overlays.selection.visible()
+    win.scene_tree.setCurrentIndex(win.scene_tree.index_of(("constraints", 0)))
+    assert win.selection.path == ("constraints", 0) and view.overlays.selected_constraint == 0
+    assert win.inspector.editor("max_force") is not None
+    QTest.mouseClick(view, Qt.MouseButton.LeftButton, Qt.KeyboardModifier.NoModifier, QPoint(3, 3))
+    assert win.selection.path is None
+
+
+# ---- running ------------------------------------------------------------------------------------------------
+def test_plots_fill_freeze_and_export(window, qtbot, tmp_path):
+    win = window()
+    plots = win.plots
+    win.play()
+    qtbot.waitUntil(lambda: plots.history is not None and plots.history.count > 30, timeout=20_000)
+    qtbot.waitUntil(lambda: _points(plots.curves["force"][0][1]) > 10)
+    assert set(plots.curves) >= {"force", "energy", "deviation", "residual", "singular", "joint"}
+    curve = plots.curves["energy"][0][1]
+    x, y = curve.xData, curve.yData
+    assert np.all(np.diff(x) > 0) and np.all(np.isfinite(y))
+    plots.set_paused(True)
+    frozen = _points(curve)
+    count = plots.history.count
+    qtbot.waitUntil(lambda: plots.history.count > count + 10, timeout=20_000)   # samples keep coming
+    qtbot.wait(120)
+    assert _points(curve) == frozen                                             # the picture does not
+    assert _latest(win).playing                                                 # nor does the simulation stop
+    plots.set_paused(False)
+    plots.set_window(None)
+    qtbot.waitUntil(lambda: _points(curve) > frozen)
+    win.pause()
+    for suffix in (".png", ".svg"):
+        (out,) = plots.export(tmp_path / f"plots{suffix}")
+        assert out.stat().st_size > 1000
+    files = plots.export(tmp_path / "plots.csv")
+    assert len(files) == len(plots.plots)
+    header = (tmp_path / "plots-force.csv").read_text().splitlines()
+    assert len(header) > 10 and header[0].count(",") >= 1
+    plots.set_log("force", False)
+    assert not plots.plots["force"].ctrl.logYCheck.isChecked()
+
+
+def test_control_panel_settings_reach_the_worker(window, qtbot):
+    win = window()
+    panel = win.controls
+    panel.speed_combo.setCurrentText("as fast as possible")
+    qtbot.waitUntil(lambda: math.isinf(_latest(win).speed))
+    panel.dt_editor.edit.setText("0.0005")
+    panel.dt_editor.edit.editingFinished.emit()
+    assert win.document.spec.simulation.dt == 0.0005 and win.document.undo_stack.count() == 1
+    qtbot.waitUntil(lambda: _latest(win).model.settings["dt"] == 0.0005)
+    panel.formulation_editor.combo.setCurrentText("projection")
+    panel.formulation_editor.combo.activated.emit(1)
+    assert win.document.spec.simulation.formulation == "projection"
+    panel.dt_editor.edit.setText("-1")
+    panel.dt_editor.edit.editingFinished.emit()
+    assert "greater than 0" in panel.dt_editor.error_label.text()
+    win.step_action.trigger()
+    qtbot.waitUntil(lambda: _latest(win).steps >= 1)
+    assert _latest(win).t == pytest.approx(0.0005)
+
+
+def test_an_actuator_slider_drives_its_joint(window, qtbot, tmp_path):
+    def add_motor(doc):
+        doc["gravity"] = [0, 0, 0]
+        doc["constraints"], doc["forces"] = [], []
+        doc["forces"].append({"type": "actuator", "name": "motor", "joint": "base", "limit": 2.0})
+    win = window(_write_scene(tmp_path, "motor", add_motor))
+    slider = win.controls.actuator_sliders["motor"]
+    slider.setValue(slider.maximum())
+    win.play()
+    qtbot.waitUntil(lambda: _latest(win).t > 0.05, timeout=20_000)
+    win.pause()
+    qtbot.waitUntil(lambda: not _latest(win).playing)
+    assert _latest(win).q[0] > math.pi / 4 + 1e-4      # the base turned the way the torque pushes
+    win.reset_action.trigger()
+    assert win.controls.actuator_sliders["motor"].value() == 0     # back to the scene's value, like the run
+
+
+def test_viewport_draws_nails_springs_and_arrows_that_can_be_hidden(window, qtbot):
+    win = window(size=(1400, 900))
+    for _ in range(30):                                  # until the tip moves fast enough for its arrow
+        win.step_action.trigger()
+    qtbot.waitUntil(lambda: _latest(win).steps == 30 and _latest(win).overlay is not None, timeout=20_000)
+    view = win.viewport
+    qtbot.waitUntil(lambda: view.overlays.last is not None)
+    full = rgb_array(view.grabFramebuffer())
+    assert pixels_of_colour(full, SPRING_COLOUR, 0.999) > 30
+    drawn = {}
+    for kind, action in win.overlay_actions.items():
+        action.setChecked(not action.isChecked())
+        changed = np.any(rgb_array(view.grabFramebuffer()) != full, axis=2)
+        action.setChecked(not action.isChecked())
+        drawn[kind] = int(np.count_nonzero(changed))
+    assert drawn["nails"] > 100 and drawn["springs"] > 50 and drawn["forces"] > 50, drawn
+    assert drawn["velocities"] > 20 and drawn["frames"] > 50, drawn         # frames: off by default, shown here
+    assert drawn["broken"] == 0                                              # nothing broke
+    assert np.array_equal(rgb_array(view.grabFramebuffer()), full)
+
+
+def test_ctrl_drag_pulls_a_body_and_dragging_a_nail_moves_it(window, qtbot):
+    win = window()
+    view = win.viewport
+    win.step_action.trigger()
+    qtbot.waitUntil(lambda: _latest(win).overlay is not None and view.overlays.last is not None)
+    k = next(k for k, s in enumerate(view.model.shapes) if s.link == 1)
+    x, y = view.screen_position(view._poses[k][:3, 3])
+    ctrl = Qt.KeyboardModifier.ControlModifier
+    QTest.mousePress(view, Qt.MouseButton.LeftButton, ctrl, QPoint(round(x), round(y)))
+    QTest.mouseMove(view, QPoint(round(x) + 40, round(y) - 30))
+    win.step_action.trigger()
+    qtbot.waitUntil(lambda: _latest(win).overlay.pull is not None)
+    grabbed, target = _latest(win).overlay.pull
+    assert np.linalg.norm(target - grabbed) > 0.05
+    QTest.mouseRelease(view, Qt.MouseButton.LeftButton, ctrl, QPoint(round(x) + 40, round(y) - 30))
+    win.step_action.trigger()
+    qtbot.waitUntil(lambda: _latest(win).overlay.pull is None)
+
+    nail = _latest(win).overlay.point_b[0].copy()
+    x, y = view.screen_position(nail)
+    QTest.mousePress(view, Qt.MouseButton.LeftButton, Qt.KeyboardModifier.NoModifier, QPoint(round(x), round(y)))
+    QTest.mouseMove(view, QPoint(round(x) + 50, round(y)))
+    QTest.mouseRelease(view, Qt.MouseButton.LeftButton, Qt.KeyboardModifier.NoModifier,
+                       QPoint(round(x) + 50, round(y)))
+    win.step_action.trigger()
+    qtbot.waitUntil(lambda: np.linalg.norm(_latest(win).overlay.point_b[0] - nail) > 0.05)
+    assert win.document.undo_stack.count() == 0         # a drag is an input to the run, not an edit
+
+
+def test_a_diverging_scene_pauses_with_a_message_and_keeps_the_last_good_state(window, qtbot, tmp_path):
+    def naive(doc):                                      # thesis fig. 2.9 with a 1e12 N bound: the SVD blows up
+        doc["constraints"][0]["max_force"] = 1e12
+    win = window(_write_scene(tmp_path, "naive", naive))
+    win.play()
+    qtbot.waitUntil(lambda: "keeping the last good state" in win.status.currentMessage(), timeout=20_000)
+    qtbot.waitUntil(lambda: not _latest(win).playing and not win.play_action.isChecked())
+    snap = _latest(win)
+    assert np.all(np.isfinite(snap.q)) and 0 < snap.t < 0.01
+    assert "solve residual of constraint 'tip_nail'" in win.status.currentMessage()
+    # without the residual guard the state itself overflows a step later: the core's DivergenceError
+    win.controls.residual_editor.edit.setText("1e300")
+    win.controls.residual_editor.edit.editingFinished.emit()
+    win.reset_action.trigger()
+    qtbot.waitUntil(lambda: _latest(win).t == 0.0)
+    win.play()
+    qtbot.waitUntil(lambda: "diverging" in win.status.currentMessage(), timeout=20_000)
+    qtbot.waitUntil(lambda: not _latest(win).playing and _latest(win).t > 0)     # the snapshot after the error
+    assert np.all(np.isfinite(_latest(win).q)) and _latest(win).t > snap.t, win.status.currentMessage()
+
+
+def test_a_broken_constraint_is_reported_and_marked(window, qtbot, tmp_path):
+    def weak(doc):                                       # the tip starts 1.8 m from its nail: it breaks at once
+        doc["constraints"][0]["max_deviation"] = 1.0
+    win = window(_write_scene(tmp_path, "weak", weak))
+    drawn = rgb_array(win.viewport.grabFramebuffer())
+    win.step_action.trigger()
+    win.step_action.trigger()
+    qtbot.waitUntil(lambda: _latest(win).steps == 2)
+    assert "constraint 'tip_nail' broke" in win.status.currentMessage()
+    assert _latest(win).overlay.broken.tolist() == [True]
+    marks = win.viewport.overlays.broken
+    assert marks.visible() and len(marks.pos) == 12                    # a cross at each end
+    assert not win.viewport.overlays.forces.visible()                  # no force from a broken constraint
+    win.overlay_actions["broken"].setChecked(False)
+    assert not marks.visible()
+    assert drawn.shape == rgb_array(win.viewport.grabFramebuffer()).shape
+
+
+def test_an_edit_that_changes_the_joints_restarts_the_run(window, qtbot):
+    win = window()
+    win.play()
+    qtbot.waitUntil(lambda: _latest(win).t > 0.01, timeout=20_000)
+    run = _latest(win).run
+    win.item_actions.add("bodies", "free")
+    qtbot.waitUntil(lambda: _latest(win).model.nq == 10 and _latest(win).run > run)
+    assert len(win.viewport.shape_items) == 4
+
+
+def test_a_video_of_the_viewport_is_recorded(window, qtbot, tmp_path):
+    import imageio_ffmpeg
+    win = window(size=(1000, 700))
+    win.play()
+    for suffix in (".mp4", ".gif"):
+        out = tmp_path / f"clip{suffix}"
+        win.start_recording(out)
+        assert win.recorder.recording and win.record_action.isChecked()
+        qtbot.waitUntil(lambda: win.recorder.grabbed >= 6, timeout=20_000)
+        path, frames, error = win.recorder.stop()
+        assert error == "" and path == out and frames >= 5
+        assert out.stat().st_size > 1000 and not win.record_action.isChecked()
+    n, _ = imageio_ffmpeg.count_frames_and_secs(str(tmp_path / "clip.mp4"))
+    assert n >= 5
+
+
+def test_the_layout_and_recent_files_are_remembered(window, qtbot, tmp_path):
+    settings = QSettings(str(tmp_path / "remember.ini"), QSettings.Format.IniFormat)
+    win = window(settings=settings)
+    win.plots_dock.hide()
+    assert win.file_actions.open_path(SCENES_DIR / "three_link_arm.json")
+    assert win.close()
+    again = window(settings=QSettings(str(tmp_path / "remember.ini"), QSettings.Format.IniFormat))
+    assert again.plots_dock.isHidden()
+    assert (SCENES_DIR / "three_link_arm.json").resolve() in again.file_actions.recent_files()
+    again.file_actions.recent_menu.aboutToShow.emit()
+    assert any(a.text() == "three_link_arm.json" for a in again.file_actions.recent_menu.actions())
+
+
+def test_opening_an_example_from_the_menu_restarts_everything(window, qtbot):
+    win = window()
+    examples = {a.text(): a for a in win.file_actions.examples_menu.actions()}
+    assert "three link arm" in examples and len(examples) == len(list(SCENES_DIR.glob("*.json")))
+    examples["three link arm"].trigger()
+    qtbot.waitUntil(lambda: _latest(win).model.name == "three_link_arm")
+    assert win.document.path.name == "three_link_arm.json" and win.selection.path is None
+    assert _latest(win).t == 0.0 and not win.document.modified
+    rgb = rgb_array(win.viewport.grabFramebuffer())
+    model = _latest(win).model
+    assert max(pixels_of_colour(rgb, s.rgba) for s in model.shapes) > 20
+    assert edits.item_name(edits.to_data(win.document.spec), ("bodies", 0)) == "link1"
+
+
+# ---- controllers (when the core has them) ---------------------------------------------------------------------
+needs_controllers = pytest.mark.skipif(not edits.CONTROLLER_TYPES, reason="this core has no controllers")
+ADAPTIVE = SCENES_DIR / "slotine_li_arm.json"
+
+
+@needs_controllers
+def test_a_controlled_arm_plots_desired_motion_tracking_error_and_estimates(window, qtbot):
+    win = window(ADAPTIVE)
+    assert win.scene_tree.index_of(("controllers", 0)).isValid()
+    win.play()
+    plots = win.plots
+    qtbot.waitUntil(lambda: plots.history is not None and plots.history.count > 30, timeout=20_000)
+    qtbot.waitUntil(lambda: all(_points(c) > 10 for _, c in plots.curves["parameters"]))
+    assert {"joint", "tracking", "parameters"} <= set(plots.curves)
+    assert len(plots.curves["joint"]) == 4                   # q and q_d of the shoulder and the elbow
+    assert len(plots.curves["parameters"]) == 20             # ten inertial parameters per link
+    _, desired = plots.curves["joint"][2]
+    assert np.all(np.isfinite(desired.yData))
+
+
+@needs_controllers
+def test_the_control_panel_switches_and_tunes_controllers_live(window, qtbot):
+    win = window(ADAPTIVE)
+    panel = win.controls
+    assert panel.controller_combo.currentText().startswith("idsl")
+    win.play()
+    qtbot.waitUntil(lambda: _latest(win).t > 0.05, timeout=20_000)
+    run = _latest(win).run
+    kp = panel.controller_editor.editor("kp")
+    kp.edit.setText("20")
+    kp.edit.editingFinished.emit()
+    assert win.document.spec.controllers[0].kp == 20.0
+    qtbot.waitUntil(lambda: _latest(win).model.spec.controllers[0].kp == 20.0)
+    assert _latest(win).run == run and _latest(win).t > 0.05         # the run goes on: gains change in place
+    panel.controller_combo.setCurrentIndex(0)
+    panel.controller_combo.activated.emit(0)
+    assert not win.document.spec.controllers[0].enabled and panel.controller_editor.isHidden()
+    win.undo_action.trigger()
+    assert win.document.spec.controllers[0].enabled and not panel.controller_editor.isHidden()
+    win.undo_action.trigger()
+    assert win.document.spec.controllers[0].kp == 9.0 and not win.document.modified
+
+
+@needs_controllers
+def test_a_controller_can_be_added_to_a_scene(window, qtbot):
+    win = window()
+    assert win.controls.add_controller("pd")
+    spec = win.document.spec
+    assert spec.controllers[0].type == "pd" and spec.controllers[0].joints == ["base", "shoulder", "elbow"]
+    assert win.controls.controller_combo.currentText().startswith("pd")
+    assert win.scene_tree.index_of(("controllers", 0)).isValid()
+    qtbot.waitUntil(lambda: len(_latest(win).model.controllers) == 1)
+    renamed = edits.rename(spec, ("bodies", 2, "joint"), "wrist")
+    assert renamed.controllers[0].joints == ["base", "shoulder", "wrist"]
