@@ -4,8 +4,17 @@
     python -m core run SCENE --duration T [--dt DT] [--integrator NAME] --out DIR
                                                run a scene; write DIR/timeseries.npz, DIR/timeseries.csv and
                                                DIR/summary.json
+    python -m core sweep SPEC --out DIR [--workers N | --dask tcp://HOST:PORT]
+                                               run the adaptive-control bench grid of SPEC (JSON or TOML; see
+                                               core.control.sweep) in parallel; write DIR/results.csv, the
+                                               figures (PNG), traces and summary.json
+    python -m core compare SCENE --duration T --out DIR [--dt DT] [--integrator NAME] [--formulations A,B]
+                                               run a scene under every formulation (dynamic_constraints,
+                                               projection, multipliers); write DIR/comparison.md,
+                                               DIR/comparison.csv and DIR/differences.png (core.compare)
 
-Exit codes: 0 success, 2 invalid input (a bad scene or argument), 3 the simulation diverged.
+Exit codes: 0 success, 2 invalid input (a bad scene or argument), 3 the simulation diverged (for compare: every
+formulation diverged; one that diverges is a result, reported in the table).
 """
 from __future__ import annotations
 
@@ -78,6 +87,80 @@ def _run(args) -> int:
     return 0
 
 
+def _sweep(args) -> int:
+    from .control.sweep import ClusterError, SweepSpecError, read_sweep_spec, run_sweep
+    try:
+        res = read_sweep_spec(args.spec)
+    except SweepSpecError as exc:
+        print(exc, file=sys.stderr)
+        return 2
+    if args.workers is not None and args.workers < 1:
+        print(f"--workers must be at least 1, got {args.workers}", file=sys.stderr)
+        return 2
+    if args.dask:
+        try:
+            import dask.distributed  # noqa: F401  (imported only when a cluster is asked for)
+        except ImportError:
+            print("--dask needs dask.distributed, which is not installed; install it with "
+                  "pip install 'limbstudio[cluster]' (or pip install 'dask[distributed]'), or run without --dask "
+                  "to use the local cores", file=sys.stderr)
+            return 2
+    try:
+        summary = run_sweep(res, args.out, workers=args.workers, dask=args.dask,
+                            progress=not args.quiet and sys.stderr.isatty())
+    except ClusterError as exc:
+        print(exc, file=sys.stderr)
+        return 2
+    if not args.quiet:
+        where = f"the Dask cluster at {args.dask}" if args.dask else f"{summary['workers']} local worker(s)"
+        print(f"{summary['trials']} trials ({summary['unstable']} unstable) on {where} in "
+              f"{summary['wall_time_s']:.1f} s; wrote {args.out}/results.csv"
+              + (f" and {len(summary['figures'])} figure(s)" if summary["figures"] else ""))
+    return 0
+
+
+def _compare(args) -> int:
+    from .compare import run_formulations, write_comparison
+    from .formulations import FORMULATIONS
+    try:
+        model = compile_scene(read_spec(args.scene), args.scene)
+    except SceneError as exc:
+        print(exc, file=sys.stderr)
+        return 2
+    names = [f.strip() for f in args.formulations.split(",") if f.strip()] if args.formulations else list(FORMULATIONS)
+    unknown = [f for f in names if f not in FORMULATIONS]
+    if unknown or not names:
+        print(f"--formulations: unknown {', '.join(unknown) or '(none given)'}; choose from "
+              f"{', '.join(FORMULATIONS)}", file=sys.stderr)
+        return 2
+    if args.reference not in FORMULATIONS:
+        print(f"--reference must be one of {', '.join(FORMULATIONS)}, got {args.reference!r}", file=sys.stderr)
+        return 2
+    duration = args.duration if args.duration is not None else model.settings.get("duration", 10.0)
+    if not duration > 0 or (args.dt is not None and not args.dt > 0) or args.record_every < 1:
+        print("--duration and --dt must be positive and --record-every at least 1", file=sys.stderr)
+        return 2
+    try:
+        runs = run_formulations(model, duration, names, dt=args.dt, integrator=args.integrator,
+                                record_every=args.record_every)
+    except ValueError as exc:
+        print(f"{args.scene}: {exc}", file=sys.stderr)
+        return 2
+    out = Path(args.out)
+    rows = write_comparison(out, model, runs, args.reference, duration, args.scene)
+    for r in runs:
+        if r.diverged:
+            print(f"{args.scene}: {r.formulation} diverged: {r.diverged}", file=sys.stderr)
+    if not args.quiet:
+        for row in rows:
+            print(f"{row['formulation']:>20}: {row['status']:>8}  max|Φ| {row['max_phi']:.3g}  energy error "
+                  f"{row['energy_error_J']:.3g} J  {row['cost_per_step_ms']:.3g} ms/step  rank "
+                  f"{row['rank_min']}-{row['rank_max']}/{row['rows']}  rank events {row['rank_events']}  "
+                  f"max|Δq| {row['max_dq']:.3g}")
+        print(f"wrote {out}/comparison.md, comparison.csv, differences.png")
+    return 3 if all(r.diverged for r in runs) else 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m core", description=__doc__.split("\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
@@ -91,9 +174,27 @@ def main(argv: list[str] | None = None) -> int:
     r.add_argument("--out", required=True, metavar="DIR")
     r.add_argument("--record-every", type=int, default=1, metavar="N", help="record every N-th step")
     r.add_argument("--quiet", action="store_true")
+    w = sub.add_parser("sweep", help="run the adaptive-control bench grid of a SPEC file in parallel")
+    w.add_argument("spec", metavar="SPEC", help="sweep spec, JSON or TOML (fields: see core.control.sweep)")
+    w.add_argument("--out", required=True, metavar="DIR")
+    w.add_argument("--workers", type=int, default=None, metavar="N", help="local processes (default: all cores)")
+    w.add_argument("--dask", default=None, metavar="ADDRESS",
+                   help="run on a Dask cluster, e.g. tcp://scheduler:8786 (needs dask.distributed)")
+    w.add_argument("--quiet", action="store_true")
+    c = sub.add_parser("compare", help="run a scene under every formulation and compare them")
+    c.add_argument("scene", metavar="SCENE")
+    c.add_argument("--duration", type=float, default=None, help="simulated seconds (default: the scene's)")
+    c.add_argument("--dt", type=float, default=None, help="time step in s (default: the scene's)")
+    c.add_argument("--integrator", choices=INTEGRATOR_NAMES, default=None)
+    c.add_argument("--out", required=True, metavar="DIR")
+    c.add_argument("--formulations", default=None, metavar="A,B",
+                   help="comma-separated subset (default: dynamic_constraints,projection,multipliers)")
+    c.add_argument("--reference", default="projection", help="formulation the differences are taken against")
+    c.add_argument("--record-every", type=int, default=1, metavar="N", help="record every N-th step")
+    c.add_argument("--quiet", action="store_true")
     args = parser.parse_args(argv)
     np.seterr(all="ignore")           # divergence is detected and reported by the simulation itself
-    return {"validate": _validate, "run": _run}[args.command](args)
+    return {"validate": _validate, "run": _run, "sweep": _sweep, "compare": _compare}[args.command](args)
 
 
 if __name__ == "__main__":

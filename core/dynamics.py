@@ -22,7 +22,7 @@ from .aba import forward_dynamics
 from .constraints import constraint_rows
 from .crba import mass_matrix
 from .energy import kinetic_energy, potential_energy
-from .forces import applied_forces
+from .forces import POWER_SOURCES, applied_forces
 from .model import Model
 from .points import link_kinematics
 from .rnea import nonlinear_effects
@@ -64,6 +64,8 @@ class Data:
     energy_kinetic: float
     energy_gravity: float
     energy_elastic: float
+    tau_control: np.ndarray | None = None          # (nv,) the controllers' joint torques (in tau_applied too)
+    controller_rate: np.ndarray | None = None      # ż of the controllers' integrated state (set by Simulation)
 
     @property
     def power(self) -> np.ndarray:
@@ -77,15 +79,21 @@ def total_constraint_rows(model: Model) -> int:
 
 def evaluate(model: Model, t: float, q: np.ndarray, qd: np.ndarray, active: np.ndarray, overrides=None,
              actuator_values=None, solver: dict | None = None, energies: bool = True,
-             formulation: str | None = None, extra_forces: tuple = ()) -> Data:
+             formulation: str | None = None, extra_forces: tuple = (),
+             tau_control: np.ndarray | None = None) -> Data:
     """Accelerations and diagnostics at (t, q, qd) with the constraints flagged in ``active``; the energies are
-    left NaN unless ``energies`` (the integrator's inner stages do not need them)."""
+    left NaN unless ``energies`` (the integrator's inner stages do not need them). ``tau_control`` (nv) are the
+    controllers' joint torques (:mod:`core.control`), added to the applied forces; their power is booked with
+    the actuators'."""
     solver = solver or model.settings.get("solver", {})
     K = len(model.constraints)
     kin = link_kinematics(model, q, qd) if (model.forces or K or extra_forces) else None
     applied = applied_forces(model, kin, q, qd, t, model.forces + tuple(extra_forces), actuator_values)
     tau = applied.tau
-    rows = constraint_rows(model, kin, model.constraints, active, t, overrides)
+    if tau_control is not None:                         # the controllers' torques act through the actuators
+        tau = tau + tau_control
+        applied.power[POWER_SOURCES.index("actuators")] += float(tau_control @ qd)
+    rows = constraint_rows(model, kin, model.constraints, active, t, overrides, q=q, qd=qd)
     force = np.zeros((K, 3))
     residual = np.full(K, np.nan)
     svals = np.full(total_constraint_rows(model), np.nan)
@@ -120,7 +128,7 @@ def evaluate(model: Model, t: float, q: np.ndarray, qd: np.ndarray, active: np.n
                 rank_deficient=deficient, power_constraints=power_c, power_sources=applied.power,
                 energy_kinetic=kinetic_energy(model, q, qd) if energies else np.nan,
                 energy_gravity=potential_energy(model, q) if energies else np.nan,
-                energy_elastic=applied.potential)
+                energy_elastic=applied.potential, tau_control=tau_control)
 
 
 def total_energy(model: Model, t: float, q: np.ndarray, qd: np.ndarray) -> float:

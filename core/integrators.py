@@ -37,8 +37,12 @@ _CK_B5 = np.array([37 / 378, 0.0, 250 / 621, 125 / 594, 0.0, 512 / 1771])
 _CK_B4 = np.array([2825 / 27648, 0.0, 18575 / 48384, 13525 / 55296, 277 / 14336, 1 / 4])
 
 
-def explicit_rk(model: Model, f: Deriv, t, q, qd, dt, c, A, weights_list, k1=None):
-    """Run the stages of an explicit Runge–Kutta tableau; return one ``(q, qd, Δw)`` per weight vector."""
+def explicit_rk(model: Model, f: Deriv, t, q, qd, dt, c, A, weights_list, k1=None, w=None):
+    """Run the stages of an explicit Runge–Kutta tableau; return one ``(q, qd, Δw)`` per weight vector.
+
+    ``w`` (optional) is the auxiliary vector at the start of the step. When given, it is integrated as part of
+    the state: ``f`` is called as ``f(t, q, qd, w_i)`` with each stage's value ``w_i = w + dt Σ a_ij k_w,j`` (the
+    controllers' adaptive state feeds back into the dynamics); without it, ``f(t, q, qd)``."""
     kq, kv, kw = [], [], []
     for i in range(len(c)):
         if i == 0 and k1 is not None:
@@ -48,7 +52,11 @@ def explicit_rk(model: Model, f: Deriv, t, q, qd, dt, c, A, weights_list, k1=Non
             qi = q + dt * sum(a * k for a, k in zip(A[i], kq)) if i else q
             vi = qd + dt * sum(a * k for a, k in zip(A[i], kv)) if i else qd
             qi = normalize_configuration(model, qi) if i else qi
-            qdd, w_rate = f(t + c[i] * dt, qi, vi)
+            if w is None:
+                qdd, w_rate = f(t + c[i] * dt, qi, vi)
+            else:
+                wi = w + dt * sum(a * k for a, k in zip(A[i], kw)) if i else w
+                qdd, w_rate = f(t + c[i] * dt, qi, vi, wi)
         kq.append(configuration_derivative(model, qi, vi))
         kv.append(qdd)
         kw.append(np.asarray(w_rate, dtype=float))
@@ -59,22 +67,22 @@ def explicit_rk(model: Model, f: Deriv, t, q, qd, dt, c, A, weights_list, k1=Non
     return out
 
 
-def rk4_step(model: Model, f: Deriv, t, q, qd, dt, k1=None):
+def rk4_step(model: Model, f: Deriv, t, q, qd, dt, k1=None, w=None):
     """Classical fourth-order Runge–Kutta step: ``(q, qd, Δw)`` at ``t + dt``."""
     c, A, b = RK4
-    return explicit_rk(model, f, t, q, qd, dt, c, A, [b], k1)[0]
+    return explicit_rk(model, f, t, q, qd, dt, c, A, [b], k1, w)[0]
 
 
-def cash_karp_step(model: Model, f: Deriv, t, q, qd, dt, k1=None):
+def cash_karp_step(model: Model, f: Deriv, t, q, qd, dt, k1=None, w=None):
     """Cash–Karp embedded RK4(5): the fifth-order ``(q, qd, Δw)`` and the difference from the fourth-order
-    solution ``(Δq, Δqd)`` as the local error estimate."""
-    (q5, v5, w5), (q4, v4, _) = explicit_rk(model, f, t, q, qd, dt, _CK_C, _CK_A, [_CK_B5, _CK_B4], k1)
-    return (q5, v5, w5), (q5 - q4, v5 - v4)
+    solution ``(Δq, Δqd, Δw)`` as the local error estimate."""
+    (q5, v5, w5), (q4, v4, w4) = explicit_rk(model, f, t, q, qd, dt, _CK_C, _CK_A, [_CK_B5, _CK_B4], k1, w)
+    return (q5, v5, w5), (q5 - q4, v5 - v4, w5 - w4)
 
 
-def semi_implicit_euler_step(model: Model, f: Deriv, t, q, qd, dt, k1=None):
+def semi_implicit_euler_step(model: Model, f: Deriv, t, q, qd, dt, k1=None, w=None):
     """Semi-implicit Euler: ``qd ← qd + dt q̈(q, qd)``, then ``q ← q ⊕ qd dt``; first order."""
-    qdd, w_rate = k1 if k1 is not None else f(t, q, qd)
+    qdd, w_rate = k1 if k1 is not None else (f(t, q, qd) if w is None else f(t, q, qd, w))
     qd_new = qd + dt * qdd
     q_new = normalize_configuration(model, integrate_configuration(model, q, qd_new, dt))
     return q_new, qd_new, dt * np.asarray(w_rate, dtype=float)

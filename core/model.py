@@ -97,6 +97,7 @@ class Model:
     shapes: tuple[Shape, ...] = ()
     constraints: tuple = ()                    # core.constraints.PointConstraint, in record-column order
     forces: tuple = ()                         # core.forces.AppliedForce
+    controllers: tuple = ()                    # core.control controllers; State.z holds their integrated state
     settings: dict[str, Any] = field(default_factory=dict)
     spec: Any = None                           # the editable scene spec this model was compiled from, if any
 
@@ -176,7 +177,8 @@ class Model:
     # ---- state -------------------------------------------------------------------------------------------
     def initial_state(self) -> "State":
         """A fresh :class:`State` at the scene's initial configuration and velocity (t = 0)."""
-        return State(t=0.0, q=np.array(self.q0), qd=np.array(self.qd0))
+        z = np.concatenate([c.initial_state() for c in self.controllers]) if self.controllers else np.zeros(0)
+        return State(t=0.0, q=np.array(self.q0), qd=np.array(self.qd0), z=z)
 
     def neutral_configuration(self) -> np.ndarray:
         """q with every joint at zero (identity quaternions)."""
@@ -190,13 +192,16 @@ class Model:
 
 @dataclass
 class State:
-    """What changes during a run: time ``t`` (s), configuration ``q`` (nq), velocity ``qd`` (nv)."""
+    """What changes during a run: time ``t`` (s), configuration ``q`` (nq), velocity ``qd`` (nv), and ``z`` the
+    controllers' integrated state (adaptive parameters, integrals; each controller owns a slice, in
+    ``Model.controllers`` order)."""
     t: float
     q: np.ndarray
     qd: np.ndarray
+    z: np.ndarray = field(default_factory=lambda: np.zeros(0))
 
     def copy(self) -> "State":
-        return State(self.t, self.q.copy(), self.qd.copy())
+        return State(self.t, self.q.copy(), self.qd.copy(), self.z.copy())
 
 
 def build_model(*, name, link_names, parent, joint_type, joint_link_names, axis, R_tree, p_tree, inertia,

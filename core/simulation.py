@@ -8,9 +8,16 @@ the user drags, actuator values — are set with :meth:`move_nail` and :meth:`se
 
 The energy audit (thesis §2.3.2) integrates the power of every non-conservative source alongside the state:
 ``energy_error = E(t) − E(0) − Σ work`` is then the integration error alone.
+
+Controllers (:mod:`core.control`) are the first stage of every evaluation: they compute joint torques from
+(t, q, q̇) and their own state ``State.z`` (adaptive parameters, integrals), which are added to the applied
+forces. ``z`` is integrated with the work integrals as one auxiliary vector whose stage values are fed back to
+the controllers, so the adaptation is as accurate as the arm's motion (and error-controlled with cash_karp).
+Gains can be edited between steps with :meth:`set_controller_parameter`.
 """
 from __future__ import annotations
 
+import copy
 import time
 from dataclasses import dataclass, field
 
@@ -18,9 +25,11 @@ import numpy as np
 
 from .dynamics import Data, evaluate, total_energy
 from .formulations import FORMULATIONS, project_state
-from .forces import POWER_SOURCES, pull_force
+from .control import ControlInput, control_stage, state_slices
+from .forces import POWER_SOURCES, applied_forces, pull_force
 from .integrators import ADAPTIVE, FIXED_STEP, rk4_free_steps
 from .model import Model, State
+from .points import link_kinematics
 
 __all__ = ["Simulation", "Records", "DivergenceError", "INTEGRATOR_NAMES"]
 
@@ -70,6 +79,8 @@ class Simulation:
     def reset(self) -> None:
         """Back to the initial state: constraints as enabled in the scene, work integrals zero, no events."""
         self.state = self.model.initial_state()
+        self.controllers = tuple(copy.copy(c) for c in self.model.controllers)   # gains editable per simulation
+        self._z_slices = state_slices(self.controllers)
         self.active = np.array([c.enabled for c in self.model.constraints], dtype=bool)
         self.work = np.zeros(len(self.model.constraints) + len(POWER_SOURCES))
         self.correction_energy = 0.0          # energy changed by the projection's position/velocity corrections
@@ -123,15 +134,52 @@ class Simulation:
         self.active[self.model.constraint_names.index(name)] = bool(on)
         self._data = None
 
-    # ---- evaluation ---------------------------------------------------------------------------------------
-    def evaluate(self, t: float, q: np.ndarray, qd: np.ndarray, energies: bool = True) -> Data:
-        """Accelerations and diagnostics at (t, q, qd) under the current inputs and active constraints."""
-        return evaluate(self.model, t, q, qd, self.active, self.nail_overrides, self.actuator_values, self.solver,
-                        energies, self.formulation, () if self.pull is None else (self.pull,))
+    def controller(self, name: str):
+        """The controller named ``name`` (this simulation's copy, whose gains :meth:`set_controller_parameter`
+        edits)."""
+        for c in self.controllers:
+            if c.name == name:
+                return c
+        raise KeyError(f"no controller {name!r}; controllers: {', '.join(c.name for c in self.controllers)}")
 
-    def _f(self, t, q, qd):
-        d = self.evaluate(t, q, qd, energies=False)
-        return d.qdd, d.power
+    def set_controller_parameter(self, name: str, parameter: str, value) -> None:
+        """Edit a controller gain (kp, kd, eta, sigma, torque_limit, enabled …) from the next step on; its
+        adaptive state is kept. :meth:`reset` restores the scene's values."""
+        self.controller(name).set_parameter(parameter, value)
+        self._data = None
+
+    def controller_state(self, name: str) -> np.ndarray:
+        """The slice of ``state.z`` that belongs to controller ``name`` (its adaptive parameters, integrals)."""
+        i = [c.name for c in self.controllers].index(self.controller(name).name)
+        return self.state.z[self._z_slices[i]]
+
+    # ---- evaluation ---------------------------------------------------------------------------------------
+    def _control_input(self, t, q, qd) -> ControlInput:
+        def external():                                 # the force elements' generalized force (a force sensor)
+            extra = () if self.pull is None else (self.pull,)
+            kin = link_kinematics(self.model, q, qd)
+            return applied_forces(self.model, kin, q, qd, t, self.model.forces + extra, self.actuator_values).tau
+        return ControlInput(self.model, t, q, qd, self.active, self.nail_overrides, external)
+
+    def evaluate(self, t: float, q: np.ndarray, qd: np.ndarray, energies: bool = True,
+                 z: np.ndarray | None = None) -> Data:
+        """Accelerations and diagnostics at (t, q, qd) under the current inputs and active constraints; the
+        controllers (if any) act with their state ``z`` (default: the current ``state.z``)."""
+        tau_c, z_rate = None, np.zeros(0)
+        if self.controllers:
+            z = self.state.z if z is None else z
+            tau_c, z_rate = control_stage(self.controllers, self._z_slices, self._control_input(t, q, qd), z)
+        d = evaluate(self.model, t, q, qd, self.active, self.nail_overrides, self.actuator_values, self.solver,
+                     energies, self.formulation, () if self.pull is None else (self.pull,), tau_c)
+        d.controller_rate = z_rate
+        return d
+
+    def _f(self, t, q, qd, w=None):
+        """The integrators' right-hand side: ``(q̈, [work rates, ż])`` at a stage whose auxiliary vector is
+        ``w = [work, z]``."""
+        z = None if w is None else w[self.work.size:]
+        d = self.evaluate(t, q, qd, energies=False, z=z)
+        return d.qdd, np.concatenate([d.power, d.controller_rate])
 
     @property
     def data(self) -> Data:
@@ -192,27 +240,29 @@ class Simulation:
             q, qd = rk4_free_steps(self.model, s.q, s.qd, np.zeros(self.model.nv), h, n_steps)
             if not (np.all(np.isfinite(q)) and np.all(np.isfinite(qd))):
                 raise DivergenceError(f"non-finite state after the step from t = {s.t:.6g} s (dt = {h:g} s)")
-            self.state = State(s.t + n_steps * h, q, qd)
+            self.state = State(s.t + n_steps * h, q, qd, s.z)
             self._data = None
             self.steps_taken += n_steps
             return self.state
         self._break_constraints()
         self._log_rank()
         s, d = self.state, self.data
-        k1 = (d.qdd, d.power)
+        k1 = (d.qdd, np.concatenate([d.power, d.controller_rate]))
+        w = np.concatenate([self.work, s.z])                    # the auxiliary vector: work integrals, then z
         if self.integrator in FIXED_STEP:
             h = self.dt if dt_max is None else min(self.dt, dt_max)
-            q, qd, dw = FIXED_STEP[self.integrator](self.model, self._f, s.t, s.q, s.qd, h, k1)
+            q, qd, dw = FIXED_STEP[self.integrator](self.model, self._f, s.t, s.q, s.qd, h, k1, w)
         else:
-            q, qd, dw, h = self._adaptive_step(s, k1, dt_max)
+            q, qd, dw, h = self._adaptive_step(s, k1, dt_max, w)
         if not (np.all(np.isfinite(q)) and np.all(np.isfinite(qd)) and np.all(np.isfinite(dw))):
             raise DivergenceError(f"non-finite state after the step from t = {s.t:.6g} s (dt = {h:g} s)")
-        self.state = State(s.t + h, q, qd)
-        self.work = self.work + dw
+        nw = self.work.size
+        self.state = State(s.t + h, q, qd, s.z + dw[nw:])
+        self.work = self.work + dw[:nw]
+        if self.formulation == "projection" and self.active.any():
+            self._project()                                     # Aghili's drift removal, before the step's Data
         self._data = None
         self.data                                               # evaluate now, so an overflow counts as this step's
-        if self.formulation == "projection" and self.active.any():
-            self._project()
         self.steps_taken += 1
         return self.state
 
@@ -224,7 +274,7 @@ class Simulation:
         if np.all(np.isfinite(q)) and np.all(np.isfinite(qd)):
             self.correction_energy += (total_energy(self.model, s.t, q, qd)
                                        - total_energy(self.model, s.t, s.q, s.qd))
-            self.state = State(s.t, q, qd)
+            self.state = State(s.t, q, qd, s.z)
 
     def _log_rank(self) -> None:
         """Log when the constraint Jacobian loses or regains row rank (redundant or singular constraints)."""
@@ -236,14 +286,17 @@ class Simulation:
                                 "jacobian_rank": int(d.jacobian_rank), "rows": rows,
                                 "formulation": self.formulation})
 
-    def _adaptive_step(self, s: State, k1, dt_max):
-        """Cash–Karp step with error control: shrink until the scaled error is ≤ 1, then grow (≤ 5x)."""
+    def _adaptive_step(self, s: State, k1, dt_max, w):
+        """Cash–Karp step with error control (on q, q̇ and the controllers' state z): shrink until the scaled
+        error is ≤ 1, then grow (≤ 5x)."""
         limit = self.dt if dt_max is None else min(self.dt, dt_max)
         h = min(self._h, limit)
+        nw = self.work.size
         while True:
-            (q, qd, dw), (eq, ev) = ADAPTIVE[self.integrator](self.model, self._f, s.t, s.q, s.qd, h, k1)
-            scale = self.tolerance * np.concatenate([1.0 + np.abs(q), 1.0 + np.abs(qd)])
-            err = float(np.max(np.abs(np.concatenate([eq, ev])) / scale)) if scale.size else 0.0
+            (q, qd, dw), (eq, ev, ew) = ADAPTIVE[self.integrator](self.model, self._f, s.t, s.q, s.qd, h, k1, w)
+            z = s.z + dw[nw:]
+            scale = self.tolerance * np.concatenate([1.0 + np.abs(q), 1.0 + np.abs(qd), 1.0 + np.abs(z)])
+            err = float(np.max(np.abs(np.concatenate([eq, ev, ew[nw:]])) / scale)) if scale.size else 0.0
             if err <= 1.0 or h < 1e-12:
                 grow = 5.0 if err == 0 else min(5.0, max(1.0, 0.9 * err ** -0.2))
                 self._h = min(h * grow, self.dt)
@@ -274,6 +327,20 @@ class Simulation:
             singular_values=d.singular_values, rank=d.rank, dropped=d.dropped,
             singular_value_cutoff=d.singular_value_cutoff,
             active=self.active.astype(float))
+        if self.controllers:
+            records.append(**self.controller_diagnostics())
+
+    def controller_diagnostics(self) -> dict[str, np.ndarray]:
+        """Per controller, at the current state: ``tracking_error_<name>`` (e = q − q_d), ``desired_<name>``,
+        ``sliding_variable_<name>`` (s), ``s_energy_<name>`` (½ sᵀMs), ``torque_<name>`` (nv) and
+        ``parameters_<name>`` (the adaptive parameters, fig. 3.10)."""
+        s = self.state
+        inp = self._control_input(s.t, s.q, s.qd)
+        out = {}
+        for c, sl in zip(self.controllers, self._z_slices):
+            for key, value in c.diagnostics(inp, s.z[sl]).items():
+                out[f"{key}_{c.name}"] = value
+        return out
 
     def run(self, duration: float, record_every: int = 1, progress: bool = False) -> dict[str, np.ndarray]:
         """Step until ``duration`` more seconds of simulated time have passed; returns the recorded time series

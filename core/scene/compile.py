@@ -16,6 +16,7 @@ from ..inertia import composite_inertia, shape_spatial_inertia, shape_volume
 from ..model import BALL, FREE, JOINT_TYPES, Model, Shape, build_model
 from ..spatial import quat_normalize, quat_to_rotation, spatial_inertia
 from .entities import compile_constraints, compile_forces
+from .control import with_controllers
 from .io import Problem, SceneError
 from .schema import Body, Inertial, Scene
 
@@ -129,7 +130,7 @@ def compile_scene(spec: Scene, source: str = "<scene>") -> Model:
     if spec.constraints or spec.forces:
         model = dataclasses.replace(model, constraints=compile_constraints(model, spec.constraints),
                                     forces=compile_forces(model, spec.forces))
-    return model
+    return with_controllers(model, spec.controllers, source)
 
 
 def _initial_joint_state(j, jt: int, R_PJ: np.ndarray) -> tuple[list[float], list[float]]:

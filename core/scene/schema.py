@@ -236,10 +236,12 @@ the body is ``world``)."""
 
 
 class _ConstraintBase(Strict):
-    """Fields every point constraint has (thesis §2.2.2–2.3.4). ``stabilization`` is λ of the critically damped
-    deviation dynamics D̈ + 2λḊ + λ²D = 0 (eq. 2.21; for a velocity constraint Ḋ + λD = 0), in 1/s;
-    ``max_force`` (N) is the joint's strength, the bound on the magnitude of its force; ``max_deviation`` (m, or
-    m/s for a velocity constraint) is the deviation beyond which it breaks and is removed (never if omitted)."""
+    """Fields every constraint has (thesis §2.2.2–2.3.4). ``stabilization`` is λ of the critically damped
+    deviation dynamics D̈ + 2λḊ + λ²D = 0 (eq. 2.21; for a velocity constraint Ḋ + λD = 0), in 1/s, used by the
+    dynamic-constraints and multipliers formulations (projection corrects positions instead);
+    ``max_force`` (N) is the joint's strength, the bound on the magnitude of its force (for a joint-space
+    constraint, on |λ|); ``max_deviation`` (m, m/s for a velocity constraint, Φ's unit for a joint-space one) is
+    the deviation beyond which it breaks and is removed (never if omitted)."""
     name: Name
     enabled: bool = True
     stabilization: NonNegative = 10.0
@@ -319,8 +321,31 @@ class PointVelocityConstraint(_ConstraintBase):
     velocity: Vec3 = (0.0, 0.0, 0.0)
 
 
+def _expression(text: str) -> str:
+    from ..joint_constraints import ExpressionError, parse_expression
+    try:
+        parse_expression(text)
+    except ExpressionError as exc:
+        raise ValueError(f"the expression {exc}") from None
+    return text
+
+
+class JointSpaceConstraint(_ConstraintBase):
+    """A constraint given directly in joint space, ``Φ(q) = value`` (Aghili eq. 11, 67), one row. ``expression``
+    is data, not code: numbers, names of hinge and slider joints (their coordinate, rad or m), ``+ - * / **``,
+    unary minus, ``sin cos tan sqrt exp log abs`` and ``pi`` — e.g. the slider condition
+    ``"sin(crank) + sin(crank + rod)"``. Its Jacobian is computed by checked central differences
+    (:mod:`core.joint_constraints`); the expression must be differentiable at the initial configuration."""
+    type: Literal["joint_space"]
+    expression: Annotated[str, Field(min_length=1, max_length=2000)]
+    value: float = 0.0
+
+    _check_expression = field_validator("expression")(lambda cls, v: _expression(v))
+
+
 Constraint = Annotated[Union[NailConstraint, PointToPointConstraint, HingeConstraint, PointOnLineConstraint,
-                             PointOnPlaneConstraint, PointVelocityConstraint], Field(discriminator="type")]
+                             PointOnPlaneConstraint, PointVelocityConstraint, JointSpaceConstraint],
+                       Field(discriminator="type")]
 
 
 # ---------------------------------------------------------------------------------------------- forces
@@ -393,24 +418,180 @@ class SolverSettings(Strict):
 
 class ProjectionSettings(Strict):
     """The projection formulation (Aghili): which constraint inertia matrix (``Mc`` eq. 23, ``Mc_symmetric`` eq. 28,
-    ``Mc_gamma`` eq. 29 with ``gamma`` defaulting to ‖M‖), the relative rank tolerance of the SVD of J, and the
-    Newton–Raphson position correction (eq. 39), run after a step when ‖Φ‖ exceeds ``position_tolerance``."""
+    ``Mc_gamma`` eq. 29 with ``gamma`` (kg·m²) defaulting to ‖M‖₂), the rank tolerance ε of the SVD that gives
+    P = I − J⁺J and J⁺ (eq. 4, 15, 70: singular values of J at or below ε·σ_ref are zero, σ_ref = max(σ_max(J),
+    the constraints' Jacobian scale); default: ``simulation.rank_tolerance``; see :mod:`core.formulations`), and
+    the Newton–Raphson position correction (eq. 39), run after a step while ‖Φ‖ exceeds ``position_tolerance``
+    (in Φ's units, m for point constraints), at most ``max_iterations`` times, followed by the velocity
+    projection."""
     variant: Literal["Mc", "Mc_symmetric", "Mc_gamma"] = "Mc"
     gamma: Positive | None = None
-    tolerance: Annotated[float, Field(gt=0, lt=1)] = 1e-9
+    tolerance: Annotated[float, Field(gt=0, lt=1)] | None = None
     position_tolerance: Positive = 1e-12
     max_iterations: Annotated[int, Field(ge=1, le=100)] = 20
 
 
 class SimulationSettings(Strict):
-    """Defaults for runs of this scene (the command line and the studio may override them)."""
+    """Defaults for runs of this scene (the command line and the studio may override them).
+
+    ``rank_tolerance`` defines the rank of the constraint Jacobian J that every formulation reports
+    (``jacobian_rank``, ``rank_deficient`` and the rank events) and that the multipliers formulation relies on:
+    a singular value σ of J counts when σ > rank_tolerance · σ_ref, σ_ref = max(σ_max(J), the largest Jacobian
+    scale of the active constraints — the norm of their rows at the initial configuration). Below it the
+    multipliers (McClamroch) would amplify errors by 1/σ², so that formulation drops the direction and flags it."""
     dt: Positive = 0.001
     integrator: Literal["rk4", "cash_karp", "semi_implicit_euler"] = "rk4"
     tolerance: Positive = 1e-8                # error tolerance of the adaptive cash_karp integrator
     formulation: Literal["dynamic_constraints", "projection", "multipliers"] = "dynamic_constraints"
+    rank_tolerance: Annotated[float, Field(gt=0, lt=1)] = 1e-3
     solver: SolverSettings = Field(default_factory=SolverSettings)
     projection: ProjectionSettings = Field(default_factory=ProjectionSettings)
     duration: Positive = 10.0
+
+
+# ---------------------------------------------------------------------------------------------- controllers
+Gain = Union[Annotated[float, Field(gt=0)], list[Annotated[float, Field(gt=0)]]]
+"""A gain: one value for every controlled coordinate, or one value per coordinate."""
+
+
+class SetPointTrajectory(Strict):
+    """A constant desired configuration ``q`` (one value per controlled joint; rad or m)."""
+    type: Literal["set_point"]
+    q: list[float]
+    time_scale: NonNegative = 1.0
+
+
+class SinusoidTrajectory(Strict):
+    """Thesis eq. 3.38–3.39: joint i follows ``alpha_i + beta_i (1 − cos(omega_i t))`` where ``one_minus_cos[i]``
+    (default: the first joint only, as in the thesis) and ``alpha_i + beta_i cos(omega_i t)`` otherwise; omega in
+    rad/s. The Sanner–Slotine task is alpha = [0, 0], beta = [1.33, 0.75], omega = [0.75π, 2π]."""
+    type: Literal["sinusoid"]
+    alpha: list[float]
+    beta: list[float]
+    omega: list[NonNegative]
+    one_minus_cos: list[bool] | None = None
+    time_scale: NonNegative = 1.0
+
+    @model_validator(mode="after")
+    def _same_length(self):
+        n = len(self.alpha)
+        for key in ("beta", "omega", "one_minus_cos"):
+            v = getattr(self, key)
+            if v is not None and len(v) != n:
+                raise ValueError(f"{key} has {len(v)} values but alpha has {n}; give one per joint")
+        return self
+
+
+class PointToPointTrajectory(Strict):
+    """Straight joint-space movements through ``points`` with bell-shaped speed profiles (thesis eq. 3.40–3.43):
+    segment j takes ``durations[j]`` s with sigmoid rate ``rate`` λ (1/s; peak speed λ/4 times the step)."""
+    type: Literal["point_to_point"]
+    points: Annotated[list[list[float]], Field(min_length=2)]
+    durations: Union[Positive, list[Positive]]
+    rate: Union[Positive, list[Positive]] = 10.0
+    time_scale: NonNegative = 1.0
+
+    @model_validator(mode="after")
+    def _shapes(self):
+        n = len(self.points[0])
+        if any(len(p) != n for p in self.points):
+            raise ValueError("every point needs the same number of coordinates")
+        for key in ("durations", "rate"):
+            v = getattr(self, key)
+            if isinstance(v, list) and len(v) != len(self.points) - 1:
+                raise ValueError(f"{key} needs one value per segment ({len(self.points) - 1}), got {len(v)}")
+        return self
+
+
+TrajectorySpec = Annotated[Union[SetPointTrajectory, SinusoidTrajectory, PointToPointTrajectory],
+                           Field(discriminator="type")]
+
+
+class _ControllerBase(Strict):
+    """Fields every controller has. ``joints`` are the hinge or slider joints it controls (default: every joint
+    with coordinates, in coordinate order); the ``trajectory`` gives one desired coordinate per joint. ``kp``,
+    ``kd``: the PD gains (N·m/rad and N·m·s/rad; λ = kp/kd is the sliding-surface slope, eq. 3.7);
+    ``torque_limit`` (N·m) clips the actuator torques. Gains may be edited while a simulation runs."""
+    name: Name
+    joints: list[Name] | None = None
+    trajectory: TrajectorySpec
+    kp: Gain = 9.0
+    kd: Gain = 1.0
+    torque_limit: Gain | None = None
+    enabled: bool = True
+
+
+class PDControllerSpec(_ControllerBase):
+    """PD control (thesis eq. 3.3 for a set point, 3.4 for tracking): ``τ = −kp e − kd ė``."""
+    type: Literal["pd"]
+
+
+class ComputedTorqueControllerSpec(_ControllerBase):
+    """Computed torque / feedback linearization: ``τ = M (q̈_d − kd ė − kp e) + b``; here kp (1/s²) and kd (1/s)
+    are the gains of the error dynamics ë + kd ė + kp e = 0. Needs every joint controlled. ``model_gravity``:
+    whether b includes gravity."""
+    type: Literal["computed_torque"]
+    kp: Gain = 100.0
+    kd: Gain = 20.0
+    model_gravity: bool = True
+
+
+class SlotineLiControllerSpec(_ControllerBase):
+    """Slotine–Li adaptive control (thesis eq. 3.17, 3.21): ``τ = −kd s + Y â``, ``â̇ = −eta Yᵀ s``, with the
+    regressor Y of all ten inertial parameters of every link. Needs every joint controlled. The parameters start
+    at zero (``initial_parameters: "zero"``), at the true values (``"model"``) or at a given list (10 per link).
+    ``model_gravity``: whether Y includes gravity (the thesis leaves it out: an unmodelled external force)."""
+    type: Literal["slotine_li"]
+    eta: NonNegative = 0.01
+    model_gravity: bool = False
+    initial_parameters: Union[Literal["zero", "model"], list[float]] = "zero"
+
+
+class MixtureControllerSpec(_ControllerBase):
+    """Mixture-of-experts compensator M_N (thesis eq. 3.11–3.15): ``τ = −kd s + Σ g_i(q) (A_i q̈_r + B_i q̇_r)`` with
+    normalized Gaussian gates of width ``sigma`` (rad) at ``centres`` (one configuration per expert), or, if
+    only ``experts`` N is given, on a grid over the trajectory's joint-space region (see
+    ``core.control.controllers.grid_centres``). ``rule``: ``gradient`` (eq. 3.20) or ``recursive`` (eq. 3.27–3.28,
+    P(0) = eta·1)."""
+    type: Literal["mixture"]
+    experts: Annotated[int, Field(ge=1, le=64)] | None = None
+    centres: list[list[float]] | None = None
+    sigma: Positive = 0.5
+    eta: NonNegative = 0.01
+    rule: Literal["gradient", "recursive"] = "gradient"
+
+    @model_validator(mode="after")
+    def _gates(self):
+        if self.experts is None and self.centres is None:
+            raise ValueError("give the number of experts or their centres")
+        if self.centres is not None:
+            if self.experts is not None and self.experts != len(self.centres):
+                raise ValueError(f"experts is {self.experts} but {len(self.centres)} centres are given")
+            if not self.centres or any(len(c) != len(self.centres[0]) for c in self.centres):
+                raise ValueError("centres must be a non-empty list of configurations of equal length")
+        return self
+
+
+class ProjectedInverseDynamicsControllerSpec(_ControllerBase):
+    """Projected inverse-dynamics control of a constrained system (Aghili eq. 45–48): ``joints`` are the
+    independent coordinates θ the trajectory drives (required); the torque is the minimum-norm one over all
+    joints. ``actuated`` lists the joints with actuators (default all; the others are passive, eq. 55–62).
+    ``desired_force`` maps constraint names to the force (N, world) each should exert on its body point,
+    controlled with the PI gains ``force_gain`` G_F and ``force_integral_gain`` G_I (eq. 51–52). kp (1/s²) and
+    kd (1/s) are G_P and G_D."""
+    type: Literal["projected_inverse_dynamics"]
+    joints: Annotated[list[Name], Field(min_length=1)]
+    kp: Gain = 100.0
+    kd: Gain = 20.0
+    actuated: list[Name] | None = None
+    desired_force: dict[Name, Vec3] | None = None
+    force_gain: NonNegative = 0.0
+    force_integral_gain: NonNegative = 0.0
+
+
+Controller = Annotated[Union[PDControllerSpec, ComputedTorqueControllerSpec, SlotineLiControllerSpec,
+                             MixtureControllerSpec, ProjectedInverseDynamicsControllerSpec],
+                       Field(discriminator="type")]
 
 
 class Scene(Strict):
@@ -423,3 +604,4 @@ class Scene(Strict):
     bodies: list[Body] = Field(default_factory=list)
     constraints: list[Constraint] = Field(default_factory=list)
     forces: list[Force] = Field(default_factory=list)
+    controllers: list[Controller] = Field(default_factory=list)

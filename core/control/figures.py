@@ -1,0 +1,331 @@
+"""The figures of thesis §3.4 drawn from a sweep's rows and traces (matplotlib, Agg backend, PNG). Each figure
+is drawn only when the grid holds what it needs; :func:`draw_figures` returns the files written.
+
+- fig3_3_pd_l2_vs_k.png — PD L2 error against bandwidth k for each gain level (fig. 3.3).
+- fig3_4_pd_fast_sinusoid.png, fig3_6_mixture_fast_sinusoid.png — PD and a mixture compensator (M4 if present)
+  on the fastest sinusoid: a) joint errors against time, b) desired (line) and actual (circles 20 ms apart)
+  paths in joint space over the last 8 s (fig. 3.4, 3.6).
+- fig3_5_normalized_errors.png — normalized L2 errors by controller, mean ± 1 s.d. over tasks (fig. 3.5).
+- fig3_7_adaptation_gain.png — normalized errors for each η; unstable trials counted and marked (fig. 3.7).
+- fig3_8_gravity.png — a) absolute L2 errors with and without gravity, b) normalized errors with gravity.
+- fig3_9_viscosity.png — normalized errors on arms with nonlinear viscosity (scenes with force elements).
+- fig3_10_parameters.png — adaptive parameters of the mixture compensator against time (fig. 3.10).
+"""
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from pathlib import Path
+
+import numpy as np
+
+__all__ = ["draw_figures"]
+
+DEFAULT_LABELS = ("pd", "computed_torque", "idsl")
+
+
+def _plt():
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    return plt
+
+
+def _base(label: str) -> str:
+    return label.split("_kp")[0]
+
+
+def _default_gains(row) -> bool:
+    return "_kp" not in row["controller"]
+
+
+def _eta_ref(rows) -> float | None:
+    etas = sorted({r["eta"] for r in rows if r["eta"] is not None})
+    if not etas:
+        return None
+    return 0.01 if any(abs(e - 0.01) < 1e-12 for e in etas) else etas[0]
+
+
+def _eta_ok(row, eta) -> bool:
+    return row["eta"] is None or eta is None or abs(row["eta"] - eta) < 1e-12
+
+
+def _controller_order(rows) -> list[str]:
+    from .sweep import controller_key
+    return sorted(dict.fromkeys(r["controller"] for r in rows), key=controller_key)
+
+
+def _save(fig, path: Path) -> Path:
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    _plt().close(fig)
+    return path
+
+
+def _bars(ax, rows, controllers, title, ylabel="normalized L2 error", value="normalized_error"):
+    """Mean ± s.d. bars per controller; unstable trials are counted above the bar with a red arrow."""
+    x = np.arange(len(controllers))
+    for i, c in enumerate(controllers):
+        sel = [r for r in rows if r["controller"] == c]
+        vals = np.array([r[value] for r in sel if not r["unstable"] and math.isfinite(r[value])])
+        n_bad = sum(r["unstable"] for r in sel)
+        mean = vals.mean() if vals.size else 0.0
+        sd = vals.std() if vals.size > 1 else 0.0
+        ax.bar(i, mean, color="0.55" if c.startswith("pd") else "tab:blue", width=0.65)
+        if vals.size > 1:
+            ax.errorbar(i, mean, yerr=sd, color="k", capsize=3, lw=1)
+        if n_bad:                                            # thesis fig. 3.7: arrows mark unstable trials
+            ax.annotate(f"{n_bad}/{len(sel)}\nunstable", xy=(i, 0.78), xytext=(i, 0.97), xycoords=trans(ax),
+                        textcoords=trans(ax), ha="center", va="top", fontsize=7, color="tab:red",
+                        arrowprops=dict(arrowstyle="-|>", color="tab:red", lw=1.2))
+    if value == "normalized_error":
+        ax.axhline(1.0, color="k", ls="--", lw=0.8)
+        ax.set_ylim(0.0, max(1.4, ax.get_ylim()[1]))
+    ax.set_xticks(x, [display(c) for c in controllers], rotation=45, ha="right", fontsize=8)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title, fontsize=9)
+
+
+def trans(ax):
+    """x in data coordinates, y as a fraction of the axes."""
+    from matplotlib.transforms import blended_transform_factory
+    return blended_transform_factory(ax.transData, ax.transAxes)
+
+
+def display(label: str) -> str:
+    """Controller labels as the thesis writes them: PD, IDSL, M4, M4 (RLS), CT; gain suffixes kept."""
+    base, _, gains = label.partition("_kp")
+    name = {"pd": "PD", "idsl": "IDSL", "computed_torque": "CT"}.get(base)
+    if name is None:
+        name = base.upper().replace("_RLS", " (RLS)")
+    return name + (f" kp{gains}" if gains else "")
+
+
+def _traces(out: Path, row) -> dict | None:
+    from .sweep import trial_id
+    p = out / "traces" / f"{trial_id(row)}.npz"
+    if not p.exists():
+        return None
+    with np.load(p) as f:
+        return {k: f[k] for k in f.files}
+
+
+def fig3_3(out, rows, res):
+    pd = [r for r in rows if _base(r["controller"]) == "pd" and not r["gravity"] and r["arm"] in _plain(res)]
+    if len({r["k"] for r in pd}) < 2:
+        return None
+    trajs = list(dict.fromkeys(r["trajectory"] for r in pd))
+    traj = "bandwidth" if "bandwidth" in trajs else trajs[0]
+    arms = sorted({r["arm"] for r in pd}, key=lambda a: (a != "uno_kawato", a))   # the human arm first
+    plt = _plt()
+    fig, axes = plt.subplots(1, len(arms), figsize=(4.2 * len(arms), 3.4), squeeze=False)
+    for ax, arm in zip(axes[0], arms):
+        for label in _controller_order([r for r in pd if r["arm"] == arm]):
+            sel = sorted([r for r in pd if r["arm"] == arm and r["trajectory"] == traj and r["controller"] == label],
+                         key=lambda r: r["k"])
+            if not sel:
+                continue
+            gains = "K_p = 9, K_d = 1" if label == "pd" else label.replace("pd_kp", "K_p = ").replace("_kd", ", K_d = ")
+            ax.plot([r["k"] for r in sel], [r["l2_error"] for r in sel], "o-", ms=3, label=gains)
+        low = sorted([r for r in pd if r["arm"] == arm and r["trajectory"] == traj and r["controller"] == "pd"],
+                     key=lambda r: r["k"])
+        if low:
+            ax.annotate("", xy=(low[-1]["k"], low[-1]["l2_error"]),
+                        xytext=(low[-1]["k"] - 0.15, low[-1]["l2_error"] * 1.25 + 0.02),
+                        arrowprops=dict(arrowstyle="->"))
+        ax.set_xlabel("bandwidth k")
+        ax.set_ylabel("L2 error (rad)")
+        ax.set_title(f"PD, {arm} arm, {traj}", fontsize=9)
+        ax.legend(fontsize=7)
+    fig.suptitle("Fig. 3.3: L2 error of PD control vs movement bandwidth", fontsize=10)
+    return _save(fig, out / "fig3_3_pd_l2_vs_k.png")
+
+
+def _plain(res) -> set:
+    """Arms without external force elements."""
+    return {a for a, f in res.arm_has_forces.items() if not f}
+
+
+def _fast_sinusoid(rows, res):
+    """(trajectory, k) of the fastest sinusoid task without external forces."""
+    sin = [r for r in rows if res.trajectories.get(r["trajectory"], {}).get("type") == "sinusoid"
+           and not r["gravity"] and r["arm"] in _plain(res)]
+    if not sin:
+        return None
+    trajs = [t for t in ("sanner_slotine",) if any(r["trajectory"] == t for r in sin)] or [sin[0]["trajectory"]]
+    k = max(r["k"] for r in sin if r["trajectory"] == trajs[0])
+    return trajs[0], k
+
+
+def _mixture_label(rows) -> str | None:
+    labels = [r["controller"] for r in rows if r["controller"].startswith("m") and "_kp" not in r["controller"]]
+    if not labels:
+        return None
+    return "m4" if "m4" in labels else labels[0]
+
+
+def _time_and_joint_space(out, rows, res, label, name, title):
+    task = _fast_sinusoid(rows, res)
+    if task is None or label is None:
+        return None
+    traj, k = task
+    eta = _eta_ref(rows)
+    sel = [r for r in rows if r["trajectory"] == traj and r["k"] == k and not r["gravity"]
+           and r["controller"] == label and _eta_ok(r, eta)]
+    runs = [(r, _traces(out, r)) for r in sorted(sel, key=lambda r: r["arm"])]
+    runs = [(r, t) for r, t in runs if t is not None and t["t"].size]
+    if not runs:
+        return None
+    plt = _plt()
+    fig, axes = plt.subplots(len(runs), 2, figsize=(10, 3.3 * len(runs)), squeeze=False)
+    for (r, tr), (ax1, ax2) in zip(runs, axes):
+        t, e = tr["t"], tr["error"]
+        for j in range(e.shape[1]):
+            ax1.plot(t, e[:, j], lw=0.7, label=["shoulder", "elbow", "joint 3", "joint 4"][min(j, 3)])
+        ax1.set_xlabel("t (s)")
+        ax1.set_ylabel("joint angle error (rad)")
+        ax1.legend(fontsize=7, loc="upper right")
+        ax1.set_title(f"a) {r['arm']} arm: errors (L2 over 30–40 s = {r['l2_error']:.3g} rad)", fontsize=9)
+        last = t >= t[-1] - 8.0
+        ax2.plot(tr["desired"][last, 0], tr["desired"][last, 1], "k-", lw=1, label="desired")
+        ax2.plot(tr["q"][last, 0], tr["q"][last, 1], "o", ms=2.5, mfc="none", mec="tab:red", mew=0.6,
+                 label="actual (every 20 ms)")
+        ax2.set_xlabel("shoulder (rad)")
+        ax2.set_ylabel("elbow (rad)")
+        ax2.set_aspect("equal", adjustable="datalim")
+        ax2.legend(fontsize=7, loc="upper right")
+        ax2.set_title(f"b) joint space, t = {t[-1] - 8:.0f}–{t[-1]:.0f} s", fontsize=9)
+    fig.suptitle(f"{title} ({traj}, k = {k:g})", fontsize=10)
+    return _save(fig, out / name)
+
+
+def fig3_4(out, rows, res):
+    return _time_and_joint_space(out, rows, res, "pd", "fig3_4_pd_fast_sinusoid.png",
+                                 "Fig. 3.4: low-gain PD (K_p = 9, K_d = 1) on a fast sinusoid")
+
+
+def fig3_6(out, rows, res):
+    label = _mixture_label(rows)
+    return _time_and_joint_space(out, rows, res, label, "fig3_6_mixture_fast_sinusoid.png",
+                                 f"Fig. 3.6: mixture compensator {display(label) if label else ''} on a fast sinusoid")
+
+
+def _adaptive_rows(rows, res, arms, gravity=False, eta="ref"):
+    eta = _eta_ref(rows) if eta == "ref" else eta
+    return [r for r in rows if r["arm"] in arms and r["gravity"] == gravity and _default_gains(r)
+            and r["k"] > 0 and _eta_ok(r, eta) and r["controller"] not in ("pd",)]
+
+
+def fig3_5(out, rows, res):
+    arms = sorted(_plain(res) & {r["arm"] for r in rows})
+    sel = _adaptive_rows(rows, res, arms)
+    if not sel:
+        return None
+    plt = _plt()
+    fig, axes = plt.subplots(1, len(arms), figsize=(4.5 * len(arms), 3.6), squeeze=False)
+    for ax, arm in zip(axes[0], arms):
+        a = [r for r in sel if r["arm"] == arm]
+        n_tasks = len({(r["trajectory"], r["k"]) for r in a})
+        _bars(ax, a, _controller_order(a), f"{arm} arm ({n_tasks} tasks, η = {_eta_ref(rows):g})")
+    fig.suptitle("Fig. 3.5: normalized L2 errors (L2 / L2 of PD with the same gains), no external forces",
+                 fontsize=10)
+    return _save(fig, out / "fig3_5_normalized_errors.png")
+
+
+def fig3_7(out, rows, res):
+    etas = sorted({r["eta"] for r in rows if r["eta"] is not None}, reverse=True)
+    if len(etas) < 2:
+        return None
+    plain = sorted(_plain(res) & {r["arm"] for r in rows})
+    arm = "uno_kawato" if "uno_kawato" in plain else (plain[0] if plain else None)
+    if arm is None:
+        return None
+    plt = _plt()
+    fig, axes = plt.subplots(1, len(etas), figsize=(3.8 * len(etas), 3.6), squeeze=False, sharey=True)
+    for n, (ax, eta) in enumerate(zip(axes[0], etas)):
+        a = [r for r in _adaptive_rows(rows, res, [arm], eta=eta) if r["eta"] is not None]
+        _bars(ax, a, _controller_order(a), f"{'abcdefgh'[n]}) η = {eta:g}")
+    fig.suptitle(f"Fig. 3.7: normalized L2 errors, {arm} arm, for each adaptation gain\n(unstable trials are "
+                 "left out of the bars and marked with arrows)", fontsize=9)
+    return _save(fig, out / "fig3_7_adaptation_gain.png")
+
+
+def fig3_8(out, rows, res):
+    if {r["gravity"] for r in rows} != {False, True}:
+        return None
+    arms = sorted(_plain(res) & {r["arm"] for r in rows})
+    eta = _eta_ref(rows)
+    plt = _plt()
+    fig, axes = plt.subplots(len(arms), 2, figsize=(10, 3.5 * len(arms)), squeeze=False)
+    for (ax1, ax2), arm in zip(axes, arms):
+        a = [r for r in rows if r["arm"] == arm and _default_gains(r) and r["k"] > 0 and _eta_ok(r, eta)]
+        controllers = _controller_order(a)
+        x = np.arange(len(controllers))
+        for off, grav, colour in ((-0.2, False, "tab:blue"), (0.2, True, "tab:orange")):
+            means = [np.nanmean([r["l2_error"] for r in a if r["controller"] == c and r["gravity"] == grav
+                                 and not r["unstable"]] or [np.nan]) for c in controllers]
+            ax1.bar(x + off, means, width=0.4, color=colour, label="gravity" if grav else "no gravity")
+        ax1.set_xticks(x, [display(c) for c in controllers], rotation=45, ha="right", fontsize=8)
+        ax1.set_ylabel("L2 error (rad)")
+        ax1.legend(fontsize=7)
+        ax1.set_title(f"a) {arm} arm: absolute L2 errors", fontsize=9)
+        g = [r for r in a if r["gravity"] and r["controller"] != "pd"]
+        _bars(ax2, g, _controller_order(g), f"b) {arm} arm: normalized errors with gravity")
+    fig.suptitle("Fig. 3.8: gravity as an unmodelled external force", fontsize=10)
+    return _save(fig, out / "fig3_8_gravity.png")
+
+
+def fig3_9(out, rows, res):
+    arms = sorted({a for a, f in res.arm_has_forces.items() if f} & {r["arm"] for r in rows})
+    if not arms:
+        return None
+    plt = _plt()
+    fig, axes = plt.subplots(1, len(arms), figsize=(4.5 * len(arms), 3.6), squeeze=False)
+    for ax, arm in zip(axes[0], arms):
+        a = _adaptive_rows(rows, res, [arm])
+        _bars(ax, a, _controller_order(a), f"{arm}")
+    fig.suptitle("Fig. 3.9: external forces: nonlinear viscosity, normalized errors", fontsize=10)
+    return _save(fig, out / "fig3_9_viscosity.png")
+
+
+def fig3_10(out, rows, res):
+    label = _mixture_label(rows)
+    task = _fast_sinusoid(rows, res)
+    if label is None or task is None:
+        return None
+    traj, k = task
+    eta = _eta_ref(rows)
+    sel = [r for r in rows if r["controller"] == label and r["trajectory"] == traj and r["k"] == k
+           and not r["gravity"] and _eta_ok(r, eta)]
+    runs = [(r, _traces(out, r)) for r in sorted(sel, key=lambda r: r["arm"])]
+    runs = [(r, t) for r, t in runs if t is not None and t["parameters"].size]
+    if not runs:
+        return None
+    plt = _plt()
+    fig, axes = plt.subplots(1, len(runs), figsize=(5.5 * len(runs), 3.6), squeeze=False)
+    for ax, (r, tr) in zip(axes[0], runs):
+        P = tr["parameters"]
+        n = int(round(math.sqrt(P.shape[1] / 2 / max(1, int(label[1:].split("_")[0])))))   # W is n x 2nN
+        idx = np.argsort(-P.std(axis=0))[:8]
+        for j in idx:
+            row, col = divmod(int(j), P.shape[1] // max(n, 1))
+            expert, part = divmod(col, 2 * n)
+            name = f"{'A' if part < n else 'B'}{expert + 1}[{row},{part % n}]"
+            ax.plot(tr["parameter_t"], P[:, j], lw=0.8, label=name)
+        ax.set_xlabel("t (s)")
+        ax.set_ylabel("parameter value")
+        ax.legend(fontsize=6, ncol=2)
+        ax.set_title(f"{display(label)}, {r['arm']} arm ({traj}, k = {k:g}, η = {r['eta']:g})", fontsize=9)
+    fig.suptitle("Fig. 3.10: adapting parameters of a mixture compensator (the 8 that vary most)", fontsize=10)
+    return _save(fig, out / "fig3_10_parameters.png")
+
+
+def draw_figures(out, rows, res) -> list[Path]:
+    """Every figure the rows support; returns the paths written."""
+    out = Path(out)
+    written = []
+    for f in (fig3_3, fig3_4, fig3_5, fig3_6, fig3_7, fig3_8, fig3_9, fig3_10):
+        p = f(out, rows, res)
+        if p is not None:
+            written.append(p)
+    return written

@@ -1,0 +1,411 @@
+"""The adaptive-control bench as a grid (thesis §3.4): arm × trajectory × bandwidth k × controller × η × gravity
+(× PD gain level), each cell a :class:`~core.control.bench.Trial`, run in parallel on the local cores
+(``concurrent.futures.ProcessPoolExecutor``) or on a Dask cluster, then written as ``results.csv`` with the
+figures of the thesis.
+
+The SPEC file (JSON, or TOML with the same fields)::
+
+    arms          list: a scene file, or the name of one in scenes/ ("slotine_li" → scenes/slotine_li_arm.json,
+                  else scenes/slotine_li.json), or {"name": …, "scene": …}    default ["slotine_li", "uno_kawato"]
+    trajectories  list: "sanner_slotine", "bandwidth", "point_to_point", or {"name": …, <a trajectory of the
+                  scene schema: type sinusoid | point_to_point | set_point, …>}      default ["sanner_slotine"]
+    k             list of bandwidths (time scale of the trajectory, ≥ 0)            default [1.0]
+    controllers   list of "pd", "computed_torque", "idsl", "m<N>", "m<N>_rls"       default ["pd", "idsl", "m4"]
+    eta           list of adaptation gains η > 0 (adaptive controllers only)        default [0.01]
+    gravity       list of booleans (gravity −9.81 along −y when true)               default [false]
+    gains         list of [K_p, K_d]: the PD part of every controller               default [[9, 1]]
+    pd_gains      extra [K_p, K_d] levels run for PD alone (fig. 3.3)                default []
+    sigma         width of the mixture gates (rad)                                  default 0.5
+    adapt, measure  seconds of adaptation, then of measurement                      default 30, 10
+    dt, integrator, tolerance   the largest step (s), "cash_karp" (the thesis's adaptive Runge–Kutta) | "rk4"
+                  | "semi_implicit_euler", the cash_karp error tolerance          default 0.01, "cash_karp", 1e-6
+    unstable_error  a trial is unstable once |e| exceeds this (rad)                 default 30
+    traces        write DIR/traces/<trial>.npz (errors, q, q_d every 20 ms; parameters every 0.05 s)   default true
+    figures       draw the thesis's figures as PNG                                  default true
+
+PD runs once per task (it has no η) and is added when a grid lacks it, since normalized errors need it:
+``normalized_error = L2(controller) / L2(PD with the same gains)`` on the same arm, trajectory, k and gravity.
+Controllers with a non-default gain level are labelled ``<controller>_kp<K_p>_kd<K_d>``.
+``results.csv`` has the columns ``arm, trajectory, k, controller, eta, gravity, l2_error, normalized_error,
+unstable`` (η empty for controllers without adaptation, errors ``nan`` for unstable trials).
+"""
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+import os
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Annotated, Any, Literal, Union
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from ..fileio import atomic_write_bytes, atomic_write_text
+from ..scene.io import Problem
+from .bench import TRAJECTORIES, Trial, TrialResult, adaptive, parse_controller, run_trial
+
+__all__ = ["SweepSpec", "SweepSpecError", "ClusterError", "read_sweep_spec", "parse_sweep_spec", "make_trials", "run_sweep",
+           "write_results", "COLUMNS"]
+
+COLUMNS = ("arm", "trajectory", "k", "controller", "eta", "gravity", "l2_error", "normalized_error", "unstable")
+SCENES = Path(__file__).resolve().parents[2] / "scenes"
+DEFAULT_GAINS = (9.0, 1.0)
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+
+
+class ArmEntry(_Strict):
+    name: str
+    scene: str
+
+
+class SweepSpec(_Strict):
+    """A sweep grid (see the module docstring for every field)."""
+    arms: list[Union[str, ArmEntry]] = Field(default_factory=lambda: ["slotine_li", "uno_kawato"], min_length=1)
+    trajectories: list[Union[str, dict[str, Any]]] = Field(default_factory=lambda: ["sanner_slotine"],
+                                                           min_length=1)
+    k: list[Annotated[float, Field(ge=0)]] = Field(default_factory=lambda: [1.0], min_length=1)
+    controllers: list[str] = Field(default_factory=lambda: ["pd", "idsl", "m4"], min_length=1)
+    eta: list[Annotated[float, Field(gt=0)]] = Field(default_factory=lambda: [0.01], min_length=1)
+    gravity: list[bool] = Field(default_factory=lambda: [False], min_length=1)
+    gains: list[tuple[Annotated[float, Field(gt=0)], Annotated[float, Field(gt=0)]]] = Field(
+        default_factory=lambda: [DEFAULT_GAINS], min_length=1)
+    pd_gains: list[tuple[Annotated[float, Field(gt=0)], Annotated[float, Field(gt=0)]]] = Field(
+        default_factory=list)
+    sigma: Annotated[float, Field(gt=0)] = 0.5
+    adapt: Annotated[float, Field(ge=0)] = 30.0
+    measure: Annotated[float, Field(gt=0)] = 10.0
+    dt: Annotated[float, Field(gt=0, le=0.1)] = 0.01
+    integrator: Literal["rk4", "cash_karp", "semi_implicit_euler"] = "cash_karp"
+    tolerance: Annotated[float, Field(gt=0)] = 1e-6
+    unstable_error: Annotated[float, Field(gt=0)] = 30.0
+    traces: bool = True
+    figures: bool = True
+
+
+class SweepSpecError(ValueError):
+    """A sweep SPEC that cannot be run; ``problems`` lists everything wrong, each with its JSON path."""
+
+    def __init__(self, problems: list[Problem], source: str):
+        self.problems = list(problems)
+        self.source = source
+        lines = "\n".join(f"  {p}" for p in self.problems)
+        super().__init__(f"{source}: {len(self.problems)} problem(s):\n{lines}")
+
+
+@dataclass
+class ResolvedSpec:
+    """A validated spec with its arms loaded (name → scene document) and trajectories resolved
+    (name → trajectory spec)."""
+    spec: SweepSpec
+    arms: dict[str, dict]
+    trajectories: dict[str, dict]
+    source: str = "<sweep>"
+    arm_has_forces: dict[str, bool] = field(default_factory=dict)
+
+
+def _path(loc) -> str:
+    out = "$"
+    for el in loc:
+        if isinstance(el, int):
+            out += f"[{el}]"
+        elif el in ("str", "ArmEntry", "dict[str,any]") or "[" in str(el):
+            continue
+        else:
+            out += f".{el}"
+    return out
+
+
+def _arm_path(entry, base: Path) -> tuple[str, Path]:
+    if isinstance(entry, ArmEntry):
+        p = Path(entry.scene)
+        return entry.name, p if p.is_absolute() else base / p
+    p = Path(entry)
+    if p.suffix == ".json":
+        return p.stem.removesuffix("_arm"), p if p.is_absolute() else base / p
+    p = SCENES / f"{entry}_arm.json"
+    return entry, p if p.exists() else SCENES / f"{entry}.json"
+
+
+def parse_sweep_spec(raw: Any, source: str = "<sweep>", base: Path | None = None) -> ResolvedSpec:
+    """Validate a decoded SPEC and resolve its arms and trajectories, or raise :class:`SweepSpecError` listing
+    every problem (JSON path, what was expected, the value)."""
+    from ..scene import SceneError, compile_scene, read_spec
+    from ..scene.schema import TrajectorySpec
+    from pydantic import TypeAdapter
+
+    base = base or Path.cwd()
+    if not isinstance(raw, dict):
+        raise SweepSpecError([Problem("$", "a sweep spec must be an object (a JSON object or a TOML table)",
+                                      raw, True)], source)
+    try:
+        spec = SweepSpec.model_validate(raw)
+    except ValidationError as exc:
+        problems = []
+        for err in exc.errors(include_url=False):
+            message = err["msg"].removeprefix("Value error, ")
+            if err["type"] == "extra_forbidden":
+                message = "unknown field (check its spelling); fields: " + ", ".join(SweepSpec.model_fields)
+            problems.append(Problem(_path(err["loc"]), message, err.get("input"), err["type"] != "missing"))
+        raise SweepSpecError(problems, source) from None
+    problems: list[Problem] = []
+    for n, label in enumerate(spec.controllers):
+        try:
+            parse_controller(label)
+        except ValueError as exc:
+            problems.append(Problem(f"$.controllers[{n}]", str(exc).split(": ", 1)[1], label, True))
+    arms, has_forces, n_joints = {}, {}, {}
+    for n, entry in enumerate(spec.arms):
+        name, path = _arm_path(entry, base)
+        if name in arms:
+            problems.append(Problem(f"$.arms[{n}]", "duplicate arm name", name, True))
+            continue
+        try:
+            scene = read_spec(path)
+            model = compile_scene(scene, str(path))
+        except SceneError as exc:
+            problems.append(Problem(f"$.arms[{n}]", "not a usable scene: " + "; ".join(str(p) for p in exc.problems),
+                                    str(entry if isinstance(entry, str) else entry.scene), True))
+            continue
+        arms[name] = json.loads(path.read_text(encoding="utf-8"))
+        has_forces[name] = bool(model.forces)
+        n_joints[name] = sum(1 for b in scene.bodies if b.joint.type in ("hinge", "slider"))
+        if model.nv != n_joints[name]:
+            problems.append(Problem(f"$.arms[{n}]", "the bench drives arms of hinge and slider joints only", str(path),
+                                    True))
+    trajectories = {}
+    adapter = TypeAdapter(TrajectorySpec)
+    for n, entry in enumerate(spec.trajectories):
+        if isinstance(entry, str):
+            if entry not in TRAJECTORIES:
+                problems.append(Problem(f"$.trajectories[{n}]", "unknown trajectory; expected one of: "
+                                        + ", ".join(TRAJECTORIES) + ", or an object with a name and a trajectory",
+                                        entry, True))
+                continue
+            name, traj = entry, TRAJECTORIES[entry]
+        else:
+            body = dict(entry)
+            name = body.pop("name", None)
+            if not isinstance(name, str) or not name:
+                problems.append(Problem(f"$.trajectories[{n}].name", "a custom trajectory needs a name", name,
+                                        name is not None))
+                continue
+            try:
+                traj = adapter.validate_python(body).model_dump(mode="json", exclude_defaults=False)
+            except ValidationError as exc:
+                for err in exc.errors(include_url=False):
+                    problems.append(Problem(f"$.trajectories[{n}]" + _path(err["loc"])[1:],
+                                            err["msg"].removeprefix("Value error, "), err.get("input"), True))
+                continue
+            traj.pop("time_scale", None)
+        if name in trajectories:
+            problems.append(Problem(f"$.trajectories[{n}]", "duplicate trajectory name", name, True))
+        trajectories[name] = traj
+        dims = {"sinusoid": lambda t: len(t["alpha"]), "set_point": lambda t: len(t["q"]),
+                "point_to_point": lambda t: len(t["points"][0])}[traj["type"]](traj)
+        for arm, nj in n_joints.items():
+            if dims != nj:
+                problems.append(Problem(f"$.trajectories[{n}]", f"gives {dims} coordinates but arm {arm!r} has {nj} "
+                                        "joints", name, True))
+    if problems:
+        raise SweepSpecError(problems, source)
+    return ResolvedSpec(spec, arms, trajectories, source, has_forces)
+
+
+def read_sweep_spec(path: str | os.PathLike) -> ResolvedSpec:
+    """Read a SPEC file (``.toml``, otherwise JSON) and validate it; paths in it are relative to its folder."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise SweepSpecError([Problem("$", f"cannot read the file: {exc.strerror}")], str(path)) from None
+    if path.suffix.lower() == ".toml":
+        import tomllib
+        try:
+            raw = tomllib.loads(text)
+        except tomllib.TOMLDecodeError as exc:
+            raise SweepSpecError([Problem("$", f"not valid TOML: {exc}")], str(path)) from None
+    else:
+        try:
+            raw = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise SweepSpecError([Problem("$", f"not valid JSON: {exc.msg} at line {exc.lineno}, column "
+                                          f"{exc.colno}")], str(path)) from None
+    return parse_sweep_spec(raw, str(path), path.resolve().parent)
+
+
+def _label(controller: str, gains) -> str:
+    if tuple(gains) == DEFAULT_GAINS:
+        return controller
+    return f"{controller}_kp{gains[0]:g}_kd{gains[1]:g}"
+
+
+def make_trials(res: ResolvedSpec) -> list[Trial]:
+    """Every cell of the grid: PD added where normalization needs it, η only for adaptive controllers, the
+    ``pd_gains`` levels for PD alone."""
+    s = res.spec
+    controllers = list(dict.fromkeys((["pd"] if "pd" not in s.controllers else []) + list(s.controllers)))
+    cells = [(tuple(g), c) for g in s.gains for c in controllers]
+    cells += [(tuple(g), "pd") for g in s.pd_gains if tuple(g) not in {tuple(x) for x in s.gains}]
+    trials = []
+    for arm, scene in res.arms.items():
+        for tname, traj in res.trajectories.items():
+            for k in s.k:
+                for gravity in s.gravity:
+                    for gains, c in cells:
+                        for eta in (s.eta if adaptive(c) else [None]):
+                            trials.append(Trial(
+                                arm=arm, scene=scene, trajectory_name=tname, trajectory=traj, k=float(k),
+                                controller=c, eta=eta, gravity=bool(gravity), kp=float(gains[0]), kd=float(gains[1]),
+                                sigma=s.sigma, adapt=s.adapt, measure=s.measure, dt=s.dt, integrator=s.integrator,
+                                tolerance=s.tolerance, unstable_error=s.unstable_error, label=_label(c, gains)))
+    return trials
+
+
+def trial_id(t: dict) -> str:
+    """The file stem of a trial's traces, from a trial dict or a results row."""
+    eta = "" if t["eta"] is None else f"_eta{t['eta']:g}"
+    traj = t.get("trajectory_name", t.get("trajectory"))
+    label = t.get("label") or t["controller"]
+    return f"{t['arm']}__{traj}__k{t['k']:g}__{label}{eta}__{'gravity' if t['gravity'] else 'nogravity'}"
+
+
+def _rows(results: list[TrialResult]) -> list[dict]:
+    """The CSV rows, with the normalized errors against PD of the same task and gains."""
+    key = lambda t: (t["arm"], t["trajectory_name"], t["k"], t["gravity"], t["kp"], t["kd"])   # noqa: E731
+    pd = {key(r.trial): r.l2_error for r in results if r.trial["controller"] == "pd" and not r.unstable}
+    rows = []
+    for r in results:
+        t = r.trial
+        ref = pd.get(key(t), math.nan)
+        norm = r.l2_error / ref if (ref > 0 and not r.unstable) else (1.0 if t["controller"] == "pd" and
+                                                                      not r.unstable else math.nan)
+        rows.append({"arm": t["arm"], "trajectory": t["trajectory_name"], "k": t["k"], "controller": t["label"],
+                     "eta": t["eta"], "gravity": t["gravity"], "l2_error": r.l2_error, "normalized_error": norm,
+                     "unstable": r.unstable})
+    rows.sort(key=lambda r: (r["arm"], r["trajectory"], r["gravity"], r["k"], controller_key(r["controller"]),
+                             -1 if r["eta"] is None else r["eta"]))
+    return rows
+
+
+def controller_key(label: str) -> tuple:
+    """The order controllers are listed in: PD, computed torque, IDSL, the gradient mixtures by N, then the
+    recursive ones, each at its gain levels by K_p."""
+    base, _, gains = label.partition("_kp")
+    info = parse_controller(base)
+    rank = {"pd": 0, "computed_torque": 1, "idsl": 2, "mixture": 3}[info["kind"]]
+    kp = float(gains.split("_kd")[0]) if gains else DEFAULT_GAINS[0]
+    return rank, info.get("rule", "") == "recursive", info.get("experts", 0), kp
+
+
+def _fmt(v) -> str:
+    if v is None:
+        return ""
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, float):
+        return "nan" if math.isnan(v) else f"{v:.10g}"
+    return str(v)
+
+
+def write_results(out: Path, results: list[TrialResult]) -> list[dict]:
+    """Write ``out/results.csv`` atomically; return its rows."""
+    rows = _rows(results)
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(COLUMNS)
+    for r in rows:
+        w.writerow([_fmt(r[c]) for c in COLUMNS])
+    atomic_write_text(out / "results.csv", buf.getvalue())
+    return rows
+
+
+def _write_traces(out: Path, r: TrialResult) -> None:
+    buf = io.BytesIO()
+    arrays = {k: np.asarray(v, dtype=np.float32) for k, v in r.traces.items()}
+    np.savez_compressed(buf, **arrays)
+    atomic_write_bytes(out / "traces" / f"{trial_id(r.trial)}.npz", buf.getvalue())
+
+
+class ClusterError(RuntimeError):
+    """The Dask scheduler could not be reached."""
+
+
+def _dask_results(address: str, trials: list[dict]):
+    """Yield results as a Dask cluster at ``address`` finishes them (dask.distributed imported here, lazily)."""
+    from dask.distributed import Client, as_completed
+    try:
+        client = Client(address, timeout="20s")
+    except (OSError, TimeoutError) as exc:
+        raise ClusterError(f"cannot reach the Dask scheduler at {address}: {exc}") from exc
+    with client:
+        futures = client.map(run_trial, trials, pure=False)
+        for fut in as_completed(futures):
+            yield fut.result()
+
+
+def _local_results(workers: int, trials: list[dict]):
+    if workers <= 1:
+        for t in trials:
+            yield run_trial(t)
+        return
+    from concurrent.futures import ProcessPoolExecutor, as_completed
+    with ProcessPoolExecutor(max_workers=workers) as ex:
+        futures = [ex.submit(run_trial, t) for t in trials]
+        for fut in as_completed(futures):
+            yield fut.result()
+
+
+def run_sweep(res: ResolvedSpec, out: str | os.PathLike, workers: int | None = None, dask: str | None = None,
+              progress: bool = True) -> dict:
+    """Run every trial, write ``results.csv``, the traces and the figures into ``out``; return a summary."""
+    from dataclasses import asdict
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    if res.spec.traces:
+        (out / "traces").mkdir(exist_ok=True)
+    trials = [asdict(t) for t in make_trials(res)]
+    # slow trials first, so the pool is not left waiting on one long trial at the end
+    cost = {"idsl": 3.0, "pd": 1.0, "computed_torque": 1.2}
+    trials.sort(key=lambda t: -cost.get(t["controller"], 1.5 + 0.1 * len(t["controller"])))
+    workers = workers or os.cpu_count() or 1
+    start = time.perf_counter()
+    source = _dask_results(dask, trials) if dask else _local_results(workers, trials)
+    bar = None
+    if progress:
+        from tqdm import tqdm
+        bar = tqdm(total=len(trials), unit="trial", desc="sweep", dynamic_ncols=True)
+    results = []
+    for r in source:
+        r.trial.pop("scene", None)
+        results.append(r)
+        if res.spec.traces:
+            _write_traces(out, r)
+        if bar is not None:
+            bar.update(1)
+            bar.set_postfix_str(f"{r.trial['arm']} {r.trial['label']} k={r.trial['k']:g}"
+                                + (" UNSTABLE" if r.unstable else ""))
+    if bar is not None:
+        bar.close()
+    wall = time.perf_counter() - start
+    rows = write_results(out, results)
+    figures = []
+    if res.spec.figures:
+        from .figures import draw_figures
+        figures = draw_figures(out, rows, res)
+    summary = {
+        "spec": res.source, "trials": len(results), "unstable": sum(r.unstable for r in results),
+        "wall_time_s": wall, "cpu_time_s": sum(r.wall_time for r in results),
+        "workers": None if dask else workers, "dask": dask,
+        "unstable_trials": [{"trial": trial_id(r.trial), "reason": r.reason} for r in results if r.unstable],
+        "figures": [p.name for p in figures],
+        "spec_resolved": json.loads(res.spec.model_dump_json()),
+    }
+    atomic_write_text(out / "summary.json", json.dumps(summary, indent=2) + "\n")
+    return summary

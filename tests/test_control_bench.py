@@ -1,0 +1,158 @@
+"""The adaptive-control bench (thesis §3.4) and its sweep: the L2 metric (eq. 3.44), the thesis's headline
+results on the Sanner–Slotine task, unstable trials detected and marked, and ``python -m core sweep`` end to
+end (CSV columns, figures, spec errors, the Dask option)."""
+from __future__ import annotations
+
+import csv
+import json
+import math
+import os
+import subprocess
+import sys
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from core.control.bench import TRAJECTORIES, Trial, run_trial
+from core.control.sweep import COLUMNS, SweepSpecError, parse_sweep_spec
+
+ROOT = Path(__file__).resolve().parent.parent
+SCENES = ROOT / "scenes"
+
+
+def trial(arm: str, controller: str, **kw) -> Trial:
+    scene = json.loads((SCENES / f"{arm}_arm.json").read_text())
+    base = dict(arm=arm, scene=scene, trajectory_name="sanner_slotine", trajectory=TRAJECTORIES["sanner_slotine"],
+                k=1.0, controller=controller, eta=None if controller == "pd" else 0.01, gravity=False)
+    return Trial(**{**base, **kw})
+
+
+def test_l2_error_is_eq_3_44_over_the_measured_window():
+    """PD on a set point reached exactly has zero error; a PD run's L2 equals the RMS of its traced errors over
+    [adapt, adapt + measure] (eq. 3.29 by the rectangle rule of eq. 3.44)."""
+    still = run_trial(trial("uno_kawato", "pd", k=0.0, adapt=0.5, measure=0.5))
+    assert still.l2_error == 0.0 and not still.unstable
+    r = run_trial(trial("uno_kawato", "pd", adapt=1.0, measure=1.0, integrator="rk4", dt=0.02, trace_every=0.02))
+    t, e = r.traces["t"], r.traces["error"]
+    window = (t >= 1.0 - 1e-9) & (t < 2.0 - 1e-9)
+    assert r.l2_error == pytest.approx(math.sqrt(np.mean(np.sum(e[window] ** 2, axis=1))), rel=1e-5)
+
+
+def test_unstable_trials_are_detected_not_fatal():
+    """An adaptation gain far too high (η = 50) makes the loop diverge: the trial reports it instead of raising."""
+    r = run_trial(trial("uno_kawato", "idsl", eta=50.0, adapt=2.0, measure=1.0, integrator="rk4", dt=0.01))
+    assert r.unstable and math.isnan(r.l2_error) and r.reason
+
+
+@pytest.mark.slow
+def test_sanner_slotine_task_thesis_results():
+    """Thesis §3.4 on the Sanner–Slotine task (K_p = 9, K_d = 1, η = 0.01, parameters from zero, 30 s adaptation,
+    L2 over the next 10 s): on both arms every adaptive controller beats PD (normalized error < 1), and the
+    model-based IDSL beats every mixture when there are no external forces. The L2 errors do not change
+    materially with the integrator (Cash–Karp with 10 ms steps at most vs RK4 at 2 ms)."""
+    controllers = ["pd", "idsl", "m1", "m2", "m4", "m8"]
+    trials = [trial(arm, c) for arm in ("slotine_li", "uno_kawato") for c in controllers]
+    trials += [trial("uno_kawato", c, integrator="rk4", dt=0.002) for c in ("idsl", "m4")]
+    with ProcessPoolExecutor(max_workers=min(2, os.cpu_count() or 1)) as ex:
+        results = list(ex.map(run_trial, trials))
+    l2 = {(r.trial["arm"], r.trial["controller"], r.trial["integrator"]): r.l2_error for r in results}
+    for arm in ("slotine_li", "uno_kawato"):
+        pd = l2[(arm, "pd", "cash_karp")]
+        normalized = {c: l2[(arm, c, "cash_karp")] / pd for c in controllers[1:]}
+        assert all(v < 1.0 for v in normalized.values()), (arm, normalized)
+        assert normalized["idsl"] < min(v for c, v in normalized.items() if c != "idsl"), (arm, normalized)
+    for c in ("idsl", "m4"):
+        assert l2[("uno_kawato", c, "rk4")] == pytest.approx(l2[("uno_kawato", c, "cash_karp")], rel=0.02)
+
+
+TINY = {"arms": ["uno_kawato"], "trajectories": ["sanner_slotine", "bandwidth"], "k": [0.5, 1.0],
+        "controllers": ["idsl", "m2"], "eta": [0.01, 200.0], "gravity": [False], "pd_gains": [[36, 2]],
+        "adapt": 1.0, "measure": 0.5, "integrator": "rk4", "dt": 0.005}
+
+
+def run_cli(*args, **env) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "core", *args], cwd=ROOT, capture_output=True, text=True,
+                          timeout=600, env={**os.environ, **env})
+
+
+def test_sweep_command_end_to_end(tmp_path):
+    """A tiny grid through the command line on two workers: results.csv with the public columns, PD rows for the
+    normalization (η empty), unstable trials marked (η = 200 with a fixed 5 ms RK4 step: the discretization
+    instability of thesis fig. 3.7), figures written, summary.json."""
+    spec = tmp_path / "tiny.json"
+    spec.write_text(json.dumps(TINY))
+    out = tmp_path / "out"
+    proc = run_cli("sweep", str(spec), "--out", str(out), "--workers", "2")
+    assert proc.returncode == 0, proc.stderr
+    with open(out / "results.csv") as f:
+        reader = csv.reader(f)
+        header = next(reader)
+        rows = [dict(zip(header, r)) for r in reader]
+    assert tuple(header) == COLUMNS
+    # 4 tasks x (pd + pd at the second gain level + 2 controllers x 2 gains η)
+    assert len(rows) == 4 * (2 + 2 * 2)
+    pd = [r for r in rows if r["controller"] == "pd"]
+    assert len(pd) == 4 and all(r["eta"] == "" and r["normalized_error"] == "1" for r in pd)
+    assert {r["controller"] for r in rows} == {"pd", "pd_kp36_kd2", "idsl", "m2"}
+    stable = [r for r in rows if r["eta"] == "0.01"]
+    assert all(r["unstable"] == "false" and 0 < float(r["normalized_error"]) for r in stable)
+    wild = [r for r in rows if r["eta"] == "200"]
+    assert any(r["unstable"] == "true" and r["l2_error"] == "nan" for r in wild)
+    for r in rows:
+        if r["unstable"] == "false" and r["controller"] in ("idsl", "m2"):
+            ref = next(p for p in pd if (p["trajectory"], p["k"]) == (r["trajectory"], r["k"]))
+            assert float(r["normalized_error"]) == pytest.approx(float(r["l2_error"]) / float(ref["l2_error"]),
+                                                                 rel=1e-8)
+    for name in ("fig3_3_pd_l2_vs_k.png", "fig3_4_pd_fast_sinusoid.png", "fig3_5_normalized_errors.png",
+                 "fig3_6_mixture_fast_sinusoid.png", "fig3_7_adaptation_gain.png", "fig3_10_parameters.png"):
+        assert (out / name).stat().st_size > 10_000, name
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["trials"] == len(rows) and summary["unstable"] >= 1 and summary["workers"] == 2
+    assert len(list((out / "traces").glob("*.npz"))) == len(rows)
+
+
+def test_sweep_spec_errors_name_path_value_and_expectation(tmp_path):
+    bad = {"arms": ["uno_kawato", "no_such_arm"], "trajectories": ["sanner_slotine", "zigzag"],
+           "controllers": ["pd", "m0", "lqr"], "eta": [-1.0], "k": [1.0], "gravity": "yes", "colour": 1}
+    with pytest.raises(SweepSpecError) as info:
+        parse_sweep_spec(bad, "bad.json", ROOT)
+    text = str(info.value)
+    assert "$.colour: unknown field" in text and "$.eta[0]" in text and "$.gravity" in text
+    bad.pop("colour"), bad.pop("gravity"), bad.pop("eta")
+    with pytest.raises(SweepSpecError) as info:
+        parse_sweep_spec(bad, "bad.json", ROOT)
+    problems = [str(p) for p in info.value.problems]
+    assert any(p.startswith("$.arms[1]") and "not a usable scene" in p for p in problems)
+    assert any(p.startswith("$.trajectories[1]") and "unknown trajectory" in p and '"zigzag"' in p for p in problems)
+    assert any(p.startswith("$.controllers[1]") for p in problems) and any(p.startswith("$.controllers[2]")
+                                                                           for p in problems)
+    custom = {"arms": ["uno_kawato"], "trajectories": [{"name": "wide", "type": "sinusoid", "alpha": [0, 0, 0],
+                                                         "beta": [1, 1, 1], "omega": [1, 1, 1]}]}
+    with pytest.raises(SweepSpecError) as info:
+        parse_sweep_spec(custom, "bad.json", ROOT)
+    assert "gives 3 coordinates but arm 'uno_kawato' has 2 joints" in str(info.value)
+    spec = tmp_path / "bad.toml"
+    spec.write_text('arms = ["uno_kawato"]\ncontrollers = ["pd", "m0"]\n')
+    proc = run_cli("sweep", str(spec), "--out", str(tmp_path / "o"))
+    assert proc.returncode == 2 and "$.controllers[1]" in proc.stderr and "m0" in proc.stderr
+
+
+def test_dask_option(tmp_path):
+    """--dask runs the grid on a Dask cluster; without dask.distributed installed it says so and exits 2."""
+    spec = tmp_path / "tiny.json"
+    spec.write_text(json.dumps({**TINY, "trajectories": ["sanner_slotine"], "k": [1.0], "eta": [0.01],
+                                "controllers": ["m1"], "pd_gains": [], "figures": False}))
+    try:
+        import dask.distributed  # noqa: F401
+    except ImportError:
+        proc = run_cli("sweep", str(spec), "--out", str(tmp_path / "o"), "--dask", "tcp://127.0.0.1:8786")
+        assert proc.returncode == 2 and "dask.distributed" in proc.stderr and "not installed" in proc.stderr
+        return
+    from dask.distributed import LocalCluster
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True) as cluster:
+        proc = run_cli("sweep", str(spec), "--out", str(tmp_path / "o"), "--dask", cluster.scheduler_address)
+    assert proc.returncode == 0, proc.stderr
+    rows = list(csv.DictReader(open(tmp_path / "o" / "results.csv")))
+    assert {r["controller"] for r in rows} == {"pd", "m1"} and all(r["unstable"] == "false" for r in rows)
