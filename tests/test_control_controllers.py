@@ -5,7 +5,6 @@ dynamics; the recursive rule's P(t) stays symmetric and shrinks; controller powe
 trajectories' derivatives are analytic; bad controller entries are reported with their JSON paths."""
 from __future__ import annotations
 
-import copy
 import json
 import math
 from pathlib import Path

@@ -5,7 +5,6 @@ external force with (G_F + 1) ė_f + G_I e_f = 0 (eq. 51–52), and passive join
 from __future__ import annotations
 
 import json
-import math
 from pathlib import Path
 
 import numpy as np
@@ -59,9 +58,6 @@ def test_motion_torque_is_the_minimum_norm_torque():
     J = sol["rows"].J
     f_perp = (np.eye(2) - P) @ np.array([3.0, -2.0])
     assert np.linalg.norm(f_perp) > 0.1
-    sim_other = core.Simulation(model)
-    sim_other.state = s.copy()
-    sim_other.actuator_values = {}
     d_other = core.dynamics.evaluate(model, s.t, s.q, s.qd, sim.active, tau_control=f + f_perp,
                                      formulation="projection")
     assert np.allclose(d_other.qdd, qdd, atol=1e-9)

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .base import ControlInput, Controller, Tracking
+from .base import Controller, Tracking
 from .regressor import inertial_parameters, regressor
 from .trajectories import Trajectory, region
 

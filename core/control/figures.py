@@ -14,7 +14,6 @@ is drawn only when the grid holds what it needs; :func:`draw_figures` returns th
 from __future__ import annotations
 
 import math
-from collections import defaultdict
 from pathlib import Path
 
 import numpy as np
