@@ -9,6 +9,7 @@ cannot leave it out of step with the arm.
 """
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -89,7 +90,7 @@ class Tracking:
     s: np.ndarray
 
 
-class Controller:
+class Controller(ABC):
     """Base class. ``dofs`` are the controlled entries of q̇ (and τ), ``qidx`` the matching entries of q (hinge and
     slider joints only, so both have one entry per joint). Subclasses implement :meth:`law`."""
     kind = "controller"
@@ -153,9 +154,9 @@ class Controller:
         qdd_r = qdd_d - lam * e_dot                               # q̈_r = q̈_d − λė
         return Tracking(q_d, qd_d, qdd_d, e, e_dot, qd_r, qdd_r, e_dot + lam * e)   # s = ė + λe
 
+    @abstractmethod
     def law(self, inp: ControlInput, z: np.ndarray, tr: Tracking) -> tuple[np.ndarray, np.ndarray]:
-        """``(τ over the controlled coordinates (n,), ż (n_state,))``."""
-        raise NotImplementedError
+        """``(τ over the controlled coordinates (n,), ż (n_state,))``; each controller defines it."""
 
     def output(self, inp: ControlInput, z: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """``(τ (nv,), ż)``: the law's torques clipped to the actuator limits and placed in joint space. A disabled

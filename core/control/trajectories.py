@@ -16,6 +16,7 @@ k²); k is the "movement bandwidth" of the thesis's bench. ``evaluate(t)`` retur
 """
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -24,16 +25,18 @@ __all__ = ["Trajectory", "SetPoint", "Sinusoid", "PointToPoint", "sanner_slotine
            "from_spec", "region"]
 
 
-class Trajectory:
+class Trajectory(ABC):
     """Base of the desired trajectories: ``evaluate(t) -> (q_d, q̇_d, q̈_d)``; ``n`` coordinates."""
     time_scale: float = 1.0
 
     @property
+    @abstractmethod
     def n(self) -> int:
-        raise NotImplementedError
+        """Number of coordinates."""
 
+    @abstractmethod
     def _base(self, t: float):
-        raise NotImplementedError
+        """``(q_d, q̇_d, q̈_d)`` at time t before the time scale is applied."""
 
     def evaluate(self, t: float):
         """``(q_d, q̇_d, q̈_d)`` at time t (s), with the time scale applied: q_d(t) = base(k t)."""
