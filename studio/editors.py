@@ -103,7 +103,8 @@ def field_kind(annotation) -> tuple[str, dict]:
 
 
 class FieldEditor(QWidget):
-    """GUI thread. Base of the editors: the entry widget(s), a unit label and a hidden error label."""
+    """GUI thread. Base of the editors: the entry widget(s), a unit label and a hidden error label. Each editor
+    defines ``_show(value)``, which puts a value into its entry widget(s)."""
 
     committed = Signal(object)
 
@@ -149,9 +150,6 @@ class FieldEditor(QWidget):
     def _commit(self, value) -> None:
         if value != self._value or self.error:
             self.committed.emit(value)
-
-    def _show(self, value) -> None:   # pragma: no cover - overridden
-        raise NotImplementedError
 
 
 class _LineEditor(FieldEditor):
