@@ -20,11 +20,11 @@ def crba_kernel(parent, jtype, axis, R_tree, p_tree, S, q_start, v_start, nv_j, 
     R_WL, p_WL = np.empty((N, 3, 3)), np.empty((N, 3))
     fk_kernel(parent, jtype, axis, R_tree, p_tree, q_start, q, E, r, R_WL, p_WL)
     Ic = inertia.copy()
-    tmp, X, out = np.empty((6, 6)), np.empty((6, 6)), np.empty((6, 6))
+    W, out = np.empty((3, 3)), np.empty((6, 6))
     for i in range(N - 1, -1, -1):                           # I^c_λ += X_iᵀ I^c_i X_i
         lam = parent[i]
         if lam >= 0:
-            inertia_xt(E[i], r[i], Ic[i], out, tmp, X)
+            inertia_xt(E[i], r[i], Ic[i], out, W)
             for a in range(6):
                 for b in range(6):
                     Ic[lam, a, b] += out[a, b]

@@ -15,16 +15,13 @@ from typing import Callable
 
 import numpy as np
 
-from .aba import aba_kernel
-from .jit import njit
 from .kinematics import (configuration_derivative, integrate_configuration, normalize_configuration,
-                         normalize_kernel, qdot_kernel)
+                         normalize_kernel)
 from .model import Model
 
 Deriv = Callable[[float, np.ndarray, np.ndarray], tuple]
 
-__all__ = ["explicit_rk", "rk4_step", "cash_karp_step", "semi_implicit_euler_step", "FIXED_STEP", "ADAPTIVE",
-           "rk4_free_steps", "rk4_free_kernel"]
+__all__ = ["explicit_rk", "rk4_step", "cash_karp_step", "semi_implicit_euler_step", "FIXED_STEP", "ADAPTIVE"]
 
 RK4 = (np.array([0.0, 0.5, 0.5, 1.0]),
        [[], [0.5], [0.0, 0.5], [0.0, 0.0, 1.0]],
@@ -90,49 +87,3 @@ def semi_implicit_euler_step(model: Model, f: Deriv, t, q, qd, dt, k1=None, w=No
 
 FIXED_STEP = {"rk4": rk4_step, "semi_implicit_euler": semi_implicit_euler_step}
 ADAPTIVE = {"cash_karp": cash_karp_step}
-
-
-@njit
-def rk4_free_kernel(parent, jtype, axis, R_tree, p_tree, S, q_start, v_start, nv_j, inertia, gravity, quat_starts,
-                    q, qd, tau, dt, n_steps, q_out, qd_out):
-    """``n_steps`` classical RK4 steps of an unconstrained forest under gravity and constant joint forces τ, in
-    one compiled call: every stage is an ABA evaluation and renormalizes the quaternions (the fast path of
-    :class:`core.Simulation` when a scene has no constraints, force elements or controllers)."""
-    nq, nv = q.shape[0], qd.shape[0]
-    x, v = q.copy(), qd.copy()
-    kq = np.empty((4, nq))
-    kv = np.empty((4, nv))
-    qs, vs = np.empty(nq), np.empty(nv)
-    no_f = np.zeros((0, 6))
-    weights = (0.0, 0.5, 0.5, 1.0)
-    for _ in range(n_steps):
-        for st in range(4):
-            if st == 0:
-                qs[:] = x
-                vs[:] = v
-            else:
-                h = weights[st] * dt
-                for k in range(nq):
-                    qs[k] = x[k] + h * kq[st - 1, k]
-                for k in range(nv):
-                    vs[k] = v[k] + h * kv[st - 1, k]
-                normalize_kernel(quat_starts, qs)
-            qdot_kernel(jtype, q_start, v_start, qs, vs, kq[st])
-            aba_kernel(parent, jtype, axis, R_tree, p_tree, S, q_start, v_start, nv_j, inertia, gravity,
-                       qs, vs, tau, no_f, False, kv[st])
-        for k in range(nq):
-            x[k] += dt / 6.0 * (kq[0, k] + 2.0 * kq[1, k] + 2.0 * kq[2, k] + kq[3, k])
-        for k in range(nv):
-            v[k] += dt / 6.0 * (kv[0, k] + 2.0 * kv[1, k] + 2.0 * kv[2, k] + kv[3, k])
-        normalize_kernel(quat_starts, x)
-    q_out[:] = x
-    qd_out[:] = v
-
-
-def rk4_free_steps(model: Model, q: np.ndarray, qd: np.ndarray, tau: np.ndarray, dt: float, n_steps: int = 1):
-    """``(q, qd)`` after ``n_steps`` compiled RK4 steps of the unconstrained model (see :func:`rk4_free_kernel`)."""
-    q_out, qd_out = np.empty(model.nq), np.empty(model.nv)
-    rk4_free_kernel(*model.kernel_args, model.quat_starts, np.ascontiguousarray(q, dtype=float),
-                    np.ascontiguousarray(qd, dtype=float), np.ascontiguousarray(tau, dtype=float), float(dt),
-                    int(n_steps), q_out, qd_out)
-    return q_out, qd_out

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .jit import motion_x, njit, quat_rot
+from .jit import inline, motion_x, njit, quat_rot
 from .model import BALL, FREE, HINGE, SLIDER, Model
 from .spatial import motion_transform, quat_multiply
 
@@ -23,7 +23,7 @@ __all__ = ["joint_transform", "forward_kinematics", "link_velocities", "configur
            "subspace_times", "kinematics_with_forces"]
 
 
-@njit
+@inline
 def _joint_motion(jt, axis, q, qs, Rj, pj):
     """Rj, pj ← the joint's own motion of C relative to J (table in core.model)."""
     for a in range(3):
@@ -88,7 +88,7 @@ def fk_kernel(parent, jtype, axis, R_tree, p_tree, q_start, q, E, r, R_WL, p_WL)
                 p_WL[i, a] = s
 
 
-@njit
+@inline
 def subspace_times(S, i, nv, x, offset, out):
     """out ← S_i x[offset:offset+nv] (6,), a joint's spatial velocity or acceleration from its coordinates."""
     for c in range(6):
@@ -162,7 +162,8 @@ def _E_r(model: Model, q: np.ndarray):
     N = model.n_links
     E, r = np.empty((N, 3, 3)), np.empty((N, 3))
     R_WL, p_WL = np.empty((N, 3, 3)), np.empty((N, 3))
-    fk_kernel(model.parent, model.joint_type, model.axis, model.R_tree, model.p_tree, model.q_start,
+    ka = model.kernel_args
+    fk_kernel(ka.parent, ka.joint_type, ka.axis, ka.R_tree, ka.p_tree, ka.q_start,
               np.ascontiguousarray(q, dtype=float), E, r, R_WL, p_WL)
     return E, r, R_WL, p_WL
 
@@ -201,7 +202,8 @@ def configuration_derivative(model: Model, q: np.ndarray, qd: np.ndarray) -> np.
     """``q̇`` (nq) from ``qd`` (nv): identity for hinges and sliders; ``½ q ⊗ (0, ω_C)`` for quaternions and
     ``ṗ = R_JC v_C`` for the translation of a free joint."""
     out = np.zeros(model.nq)
-    qdot_kernel(model.joint_type, model.q_start, model.v_start, np.ascontiguousarray(q, dtype=float),
+    ka = model.kernel_args
+    qdot_kernel(ka.joint_type, ka.q_start, ka.v_start, np.ascontiguousarray(q, dtype=float),
                 np.ascontiguousarray(qd, dtype=float), out)
     return out
 
@@ -244,7 +246,7 @@ def configuration_difference(model: Model, q0: np.ndarray, q1: np.ndarray) -> np
 def normalize_configuration(model: Model, q: np.ndarray) -> np.ndarray:
     """Renormalize every quaternion of q in place and return q."""
     if model.quat_starts.size:
-        normalize_kernel(model.quat_starts, q)
+        normalize_kernel(model.kernel_quat_starts, q)
     return q
 
 

@@ -22,8 +22,9 @@ ball and free joints in the *parent* frame; :mod:`core.scene.compile` converts t
 """
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -39,6 +40,20 @@ def _frozen(a, dtype=float) -> np.ndarray:
     a = np.array(a, dtype=dtype)
     a.setflags(write=False)
     return a
+
+
+class KernelArgs(NamedTuple):
+    parent: np.ndarray
+    joint_type: np.ndarray
+    axis: np.ndarray
+    R_tree: np.ndarray
+    p_tree: np.ndarray
+    S: np.ndarray
+    q_start: np.ndarray
+    v_start: np.ndarray
+    nv_j: np.ndarray
+    inertia: np.ndarray
+    gravity: np.ndarray
 
 
 @dataclass(frozen=True)
@@ -102,15 +117,15 @@ class Model:
     spec: Any = None                           # the editable scene spec this model was compiled from, if any
 
     # ---- sizes -------------------------------------------------------------------------------------------
-    @property
+    @functools.cached_property
     def n_links(self) -> int:
         return len(self.link_names)
 
-    @property
+    @functools.cached_property
     def nq(self) -> int:
         return int(self.nq_j.sum())
 
-    @property
+    @functools.cached_property
     def nv(self) -> int:
         return int(self.nv_j.sum())
 
@@ -119,11 +134,24 @@ class Model:
         """Joints that have coordinates, in the order of their coordinates."""
         return [self.joint_link_names[i] for i in range(self.n_links) if self.nv_j[i] > 0]
 
-    @property
-    def kernel_args(self) -> tuple:
-        """The arrays every compiled dynamics kernel takes, in its argument order."""
-        return (self.parent, self.joint_type, self.axis, self.R_tree, self.p_tree, self.S, self.q_start,
-                self.v_start, self.nv_j, self.inertia, self.gravity)
+    @functools.cached_property
+    def kernel_args(self) -> "KernelArgs":
+        """The arrays every compiled dynamics kernel takes, in its argument order (a named tuple): writable
+        private copies of the frozen arrays (numba's dispatcher types a read-only array ~250 ns slower per
+        argument, which is most of a small kernel's cost)."""
+        return KernelArgs(*(np.array(getattr(self, name)) for name in KernelArgs._fields))
+
+    @functools.cached_property
+    def kernel_pack(self) -> tuple[np.ndarray, np.ndarray]:
+        """``(ints, floats)``: :attr:`kernel_args` packed into two arrays for the entry points that Python calls
+        often (:mod:`core.layout`)."""
+        from .layout import pack_model
+        return pack_model(self.kernel_args)
+
+    @functools.cached_property
+    def kernel_quat_starts(self) -> np.ndarray:
+        """``quat_starts`` as a writable array for the kernels (see :attr:`kernel_args`)."""
+        return np.array(self.quat_starts)
 
     # ---- look-ups ----------------------------------------------------------------------------------------
     def _joint_link(self, name: str) -> int:

@@ -60,12 +60,13 @@ def link_kinematics(model: Model, q: np.ndarray, qd: np.ndarray | None = None) -
     N = model.n_links
     E, r = np.empty((N, 3, 3)), np.empty((N, 3))
     R_WL, p_WL = np.empty((N, 3, 3)), np.empty((N, 3))
-    fk_kernel(model.parent, model.joint_type, model.axis, model.R_tree, model.p_tree, model.q_start,
+    ka = model.kernel_args
+    fk_kernel(ka.parent, ka.joint_type, ka.axis, ka.R_tree, ka.p_tree, ka.q_start,
               np.ascontiguousarray(q, dtype=float), E, r, R_WL, p_WL)
     if qd is None:
         return LinkKinematics(R_WL, p_WL, E, r)
     v, a = np.empty((N, 6)), np.empty((N, 6))
-    velocity_product_kernel(model.parent, model.S, model.v_start, model.nv_j, E, r,
+    velocity_product_kernel(ka.parent, ka.S, ka.v_start, ka.nv_j, E, r,
                             np.ascontiguousarray(qd, dtype=float), v, a)
     return LinkKinematics(R_WL, p_WL, E, r, v, a)
 
@@ -148,7 +149,8 @@ def jacobian_at(model: Model, kin: LinkKinematics, k: int, r: np.ndarray) -> np.
     ``v = R_j S_v`` (at j's origin), the point moves at ``v + ω × (x - p_j)``.
     """
     J = np.empty((3, model.nv))
-    jacobian_kernel(model.parent, model.S, model.v_start, model.nv_j, kin.R_WL, kin.p_WL, int(k),
+    ka = model.kernel_args
+    jacobian_kernel(ka.parent, ka.S, ka.v_start, ka.nv_j, kin.R_WL, kin.p_WL, int(k),
                     np.asarray(r, dtype=float), J)
     return J
 

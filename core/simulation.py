@@ -27,9 +27,10 @@ from .dynamics import Data, evaluate, total_energy
 from .formulations import FORMULATIONS, project_state
 from .control import ControlInput, control_stage, state_slices
 from .forces import POWER_SOURCES, applied_forces, pull_force
-from .integrators import ADAPTIVE, FIXED_STEP, rk4_free_steps
+from .integrators import ADAPTIVE, FIXED_STEP
 from .model import Model, State
 from .points import link_kinematics
+from .stepper import CompiledScene, eligible
 
 __all__ = ["Simulation", "Records", "DivergenceError", "INTEGRATOR_NAMES"]
 
@@ -58,11 +59,17 @@ class Simulation:
 
     ``dt`` and ``integrator`` default to the scene's ``simulation`` settings (1 ms, RK4). With ``cash_karp`` the
     step size adapts to ``tolerance`` and ``dt`` is the largest step taken.
+
+    Scenes with point constraints and force elements under the dynamic-constraints formulation (no controllers,
+    no joint-space constraints) are evaluated by the compiled kernels of :mod:`core.stepper`, and with RK4 whole
+    steps (batches of steps in :meth:`run`) run in one compiled call. ``compiled=False`` forces the Python
+    assembly of :func:`core.dynamics.evaluate` (the reference the tests compare the compiled path with).
     """
 
     def __init__(self, model: Model, dt: float | None = None, integrator: str | None = None,
-                 tolerance: float | None = None):
+                 tolerance: float | None = None, compiled: bool = True):
         self.model = model
+        self.compiled = bool(compiled)
         self.dt = float(dt if dt is not None else model.settings.get("dt", 1e-3))
         name = integrator or model.settings.get("integrator", "rk4")
         if name not in INTEGRATOR_NAMES:
@@ -95,6 +102,43 @@ class Simulation:
         self._energy0 = None
         self.steps_taken = 0
         self.wall_time = 0.0
+        self._scene: CompiledScene | None = None
+        self._scene_key = None
+        self._max_deviation = np.array([c.max_deviation for c in self.model.constraints], dtype=float)
+        self._raw, self._raw_state = None, None     # the compiled evaluation at _raw_state
+
+    # ---- the compiled path ---------------------------------------------------------------------------------
+    def _inputs_key(self) -> tuple:
+        """Everything the compiled tables depend on that may change between steps (set through the methods
+        below or directly on the attributes, as the studio does)."""
+        return (self.active.tobytes(), self.formulation, id(self.pull), tuple(sorted(self.solver.items())),
+                tuple(sorted(self.actuator_values.items())),
+                tuple((k, v[0], v[1].tobytes(), v[2].tobytes()) for k, v in self.nail_overrides.items()))
+
+    def compiled_scene(self) -> CompiledScene | None:
+        """The tables of the compiled evaluation (:mod:`core.stepper`), current with the inputs, when this
+        simulation's scene can use it (dynamic constraints formulation, point constraints, no controllers)."""
+        if not (self.compiled and eligible(self.model, self.formulation, self.controllers)):
+            return None
+        key = self._inputs_key()
+        if self._scene is None:
+            self._scene = CompiledScene(self.model)
+        if key != self._scene_key:
+            self._scene.set_inputs(self.active, self.nail_overrides, self.actuator_values, self.pull, self.solver)
+            self._scene_key = key
+            self._raw = None
+        return self._scene
+
+    def _raw_now(self, scene: CompiledScene):
+        """The compiled evaluation at the current state (computed once per state)."""
+        if self._raw is None or self._raw_state is not self.state:
+            s = self.state
+            raw = scene.evaluate(s.t, s.q, s.qd)
+            if not raw[-1]:
+                raise DivergenceError(f"the dynamics could not be evaluated near t = {s.t:.6g} s (non-finite "
+                                      f"accelerations); the state is diverging")
+            self._raw, self._raw_state = raw, s
+        return self._raw
 
     def move_nail(self, name: str, position, velocity=(0.0, 0.0, 0.0)) -> None:
         """Put nail ``name`` at ``position`` moving with ``velocity`` (world) from now on (the studio's drag)."""
@@ -165,6 +209,9 @@ class Simulation:
                  z: np.ndarray | None = None) -> Data:
         """Accelerations and diagnostics at (t, q, qd) under the current inputs and active constraints; the
         controllers (if any) act with their state ``z`` (default: the current ``state.z``)."""
+        scene = self.compiled_scene()
+        if scene is not None:
+            return scene.data(scene.evaluate(t, q, qd))
         tau_c, z_rate = None, np.zeros(0)
         if self.controllers:
             z = self.state.z if z is None else z
@@ -186,7 +233,8 @@ class Simulation:
         """Everything derived at the current state (computed once, reused as the first stage of the next step)."""
         if self._data is None:
             s = self.state
-            self._data = self.evaluate(s.t, s.q, s.qd)
+            scene = self.compiled_scene()
+            self._data = scene.data(self._raw_now(scene)) if scene is not None else self.evaluate(s.t, s.q, s.qd)
             if self._energy0 is None:
                 self._energy0 = self._energy(self._data)
         return self._data
@@ -220,30 +268,44 @@ class Simulation:
         with np.errstate(all="ignore"):                         # divergence is detected below, not warned about
             saved = (self.state, self.work, self._data)
             try:
-                return self._step(dt_max)
+                self._step(dt_max)
+                return self.state
             except (ValueError, ArithmeticError, np.linalg.LinAlgError) as exc:
                 # a state that is finite but so large that the next evaluation overflows is divergence too
                 self.state, self.work, self._data = saved
                 raise DivergenceError(f"the dynamics could not be evaluated near t = {self.state.t:.6g} s "
                                       f"({type(exc).__name__}: {exc}); the state is diverging") from exc
 
-    def _free_fast_path(self) -> bool:
-        """True when a step is plain RK4 of the unconstrained forest under gravity (no constraints, force
-        elements, pull or controllers): then whole steps run in one compiled call."""
-        return (self.integrator == "rk4" and not self.model.forces and not self.active.any()
-                and self.pull is None and not getattr(self, "controllers", None))
+    def _compiled_step(self) -> CompiledScene | None:
+        """The compiled scene when whole RK4 steps run compiled (see :meth:`compiled_scene`)."""
+        return self.compiled_scene() if self.integrator == "rk4" else None
 
-    def _step(self, dt_max, n_steps: int = 1):
-        if self._free_fast_path():
+    def _step(self, dt_max, n_steps: int = 1) -> int:
+        """Advance up to ``n_steps`` steps (more than one only on the compiled path, which stops early at events);
+        returns the number taken."""
+        scene = self._compiled_step()
+        if scene is not None:
+            raw = self._raw_now(scene)
+            if np.any(self.active & (raw[5] > self._max_deviation)) or scene.deficient(raw) != self._rank_deficient:
+                self._break_constraints()                       # events: logged from the Data at this state
+                self._log_rank()
+                scene = self._compiled_step()
+                raw = self._raw_now(scene)
             s = self.state
             h = self.dt if dt_max is None else min(self.dt, dt_max)
-            q, qd = rk4_free_steps(self.model, s.q, s.qd, np.zeros(self.model.nv), h, n_steps)
-            if not (np.all(np.isfinite(q)) and np.all(np.isfinite(qd))):
+            q, qd, work, steps, status, raw = scene.step(s.t, s.q, s.qd, self.work, h, n_steps, raw,
+                                                         self._rank_deficient)
+            if steps == 0:
                 raise DivergenceError(f"non-finite state after the step from t = {s.t:.6g} s (dt = {h:g} s)")
-            self.state = State(s.t + n_steps * h, q, qd, s.z)
+            t = s.t
+            for _ in range(steps):
+                t += h
+            self.state = State(t, q, qd, s.z)
+            self.work = work
             self._data = None
-            self.steps_taken += n_steps
-            return self.state
+            self._raw, self._raw_state = (raw if status != 2 else None), self.state
+            self.steps_taken += steps
+            return steps
         self._break_constraints()
         self._log_rank()
         s, d = self.state, self.data
@@ -264,7 +326,7 @@ class Simulation:
         self._data = None
         self.data                                               # evaluate now, so an overflow counts as this step's
         self.steps_taken += 1
-        return self.state
+        return 1
 
     def _project(self) -> None:
         """Aghili's drift removal after a step; its energy change is booked as ``work_corrections``."""
@@ -359,12 +421,11 @@ class Simulation:
         shown = self.state.t
         while self.state.t < t_end - 1e-12 * max(1.0, abs(t_end)):
             batch = record_every - n % record_every
-            if batch > 1 and self._free_fast_path():           # whole batches in one compiled call
+            if batch > 1 and self._compiled_step() is not None:  # whole batches in one compiled call
                 batch = min(batch, int((t_end - self.state.t) / self.dt + 1e-9) - 1)
-            if batch > 1 and self._free_fast_path():
+            if batch > 1 and self._compiled_step() is not None:
                 with np.errstate(all="ignore"):
-                    self._step(None, batch)
-                n += batch
+                    n += self._step(None, batch)
             else:
                 self.step(dt_max=t_end - self.state.t)
                 n += 1

@@ -225,8 +225,9 @@ def regressor(model: Model, q: np.ndarray, qd: np.ndarray, qdr: np.ndarray, qddr
     g = model.gravity if gravity is None else np.asarray(gravity, dtype=float)
     Y = np.zeros((model.nv, 10 * model.n_links))
     f = lambda x: np.ascontiguousarray(x, dtype=float)       # noqa: E731
-    regressor_kernel(model.parent, model.joint_type, model.axis, model.R_tree, model.p_tree, model.S,
-                     model.q_start, model.v_start, model.nv_j, f(g), f(q), f(qd), f(qdr), f(qddr), Y)
+    ka = model.kernel_args
+    regressor_kernel(ka.parent, ka.joint_type, ka.axis, ka.R_tree, ka.p_tree, ka.S, ka.q_start, ka.v_start,
+                     ka.nv_j, f(g), f(q), f(qd), f(qdr), f(qddr), Y)
     return Y
 
 

@@ -1,0 +1,833 @@
+"""The compiled constrained step: applied forces, dynamics, point-constraint rows, the bounded constraint solve
+and all four RK4 stages in one call into compiled code (DESIGN.md's pipeline, thesis §2.4.3).
+
+One evaluation at (t, q, q̇), the "dynamic constraints" formulation of :mod:`core.formulations`::
+
+    τ            applied forces of the force elements (springs, joint springs, drag, actuators, point forces,
+                 the studio's pull), as generalized forces Jᵀf  ("apply point force", §2.4.3)
+    q̈_free      = M⁻¹(τ − b)                  articulated-body algorithm, O(N)
+    J, γ, D, Ḋ   rows of the active point constraints (eq. 2.37–2.39, 2.59; :mod:`core.constraints`)
+    Y            = M⁻¹Jᵀ, one O(N) ABA solve per row from the same factorization (no mass matrix is formed)
+    A F = −B,    A = J Y,  B = J q̈_free + γ + 2κḊ + κ²D             (eq. 2.21–2.24, 2.41)
+    q̈          = q̈_free + Y F
+
+A F = −B is solved group by group (constraints that share no tree are independent, eq. 2.41) by the symmetric
+eigen-decomposition of A (for a symmetric positive semi-definite A it is its SVD, σ = |λ|), dropping the
+smallest kept singular value while a force exceeds its bound (Mitchell's iteration; :mod:`core.solver` holds the
+rules and calls the same kernel). The work of every constraint and power source is integrated with the state,
+as :class:`core.Simulation` does on its Python path.
+
+Scenes with joint-space constraints, controllers or another formulation take the Python path of
+:func:`core.dynamics.evaluate`; everything else steps here (:meth:`core.Simulation.step` chooses).
+
+Tables (built by :class:`CompiledScene` from the model's compiled constraints and force elements; one row each):
+
+- constraints ``ci`` (K x 4) int: kind, link a, link b (−1 world), rows m; ``cf`` (K x 32) float: r_a [0:3],
+  r_b [3:6], the basis E (3 x m, row-major in a 3 x 3 block) [6:15], stabilization κ [15], force bound [16],
+  deviation bound [17], moving-nail flag [18], path velocity [19:22], amplitude [22:25], frequency [25], phase
+  [26], target velocity of a velocity constraint [27:30]; ``ov`` (K x 8): a dragged nail's override (flag, t0,
+  position, velocity); ``row_of`` (K,): first row of each active constraint, −1 if inactive; ``group_of`` (K,).
+- forces ``fi`` (F x 4) int: kind, link a, link b, dof; ``ff`` (F x 24) float: r_a [0:3], r_b [3:6],
+  stiffness, damping, rest, linear, quadratic, value (actuator command), limit [6:13], force [13:16], start,
+  stop [16:18], the joint's q index [18].
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .aba import aba_accelerations, aba_inertias, aba_solve, aba_velocities, aba_workspace
+from .constraints import NAIL, POINT_ON_LINE, POINT_ON_PLANE, POINT_TO_POINT, POINT_VELOCITY  # noqa: F401
+from .forces import ACTUATOR, DRAG, JOINT_SPRING, POINT_FORCE, PULL, SPRING
+from .jit import as_f64, cross_motion, inline, motion_x, njit
+from .kinematics import fk_kernel, normalize_kernel, qdot_kernel
+from .layout import unpack_model
+
+__all__ = ["CompiledScene", "evaluate_kernel", "rk4_kernel", "symmetric_eigen", "solve_groups",
+           "point_rows_kernel", "forces_kernel", "eligible"]
+
+# ---- geometry of points on links ------------------------------------------------------------------------
+
+
+@inline
+def _point(R_WL, p_WL, v, k, r, x, xd):
+    """World position x and velocity ẋ of body point r of link k (v: link velocities in link coordinates)."""
+    w0, w1, w2 = v[k, 0], v[k, 1], v[k, 2]
+    t0 = v[k, 3] + w1 * r[2] - w2 * r[1]                      # v_O + ω × r (link coordinates)
+    t1 = v[k, 4] + w2 * r[0] - w0 * r[2]
+    t2 = v[k, 5] + w0 * r[1] - w1 * r[0]
+    for a in range(3):
+        x[a] = p_WL[k, a] + R_WL[k, a, 0] * r[0] + R_WL[k, a, 1] * r[1] + R_WL[k, a, 2] * r[2]
+        xd[a] = R_WL[k, a, 0] * t0 + R_WL[k, a, 1] * t1 + R_WL[k, a, 2] * t2
+
+
+@inline
+def _point_bias(R_WL, v, a_vp, k, r, out):
+    """J̇q̇ of body point r of link k: R (a_O + α × r + ω × (v_O + ω × r))   (thesis eq. 2.66–2.67)."""
+    w0, w1, w2 = v[k, 0], v[k, 1], v[k, 2]
+    t0 = v[k, 3] + w1 * r[2] - w2 * r[1]
+    t1 = v[k, 4] + w2 * r[0] - w0 * r[2]
+    t2 = v[k, 5] + w0 * r[1] - w1 * r[0]
+    b0 = a_vp[k, 3] + a_vp[k, 1] * r[2] - a_vp[k, 2] * r[1] + w1 * t2 - w2 * t1
+    b1 = a_vp[k, 4] + a_vp[k, 2] * r[0] - a_vp[k, 0] * r[2] + w2 * t0 - w0 * t2
+    b2 = a_vp[k, 5] + a_vp[k, 0] * r[1] - a_vp[k, 1] * r[0] + w0 * t1 - w1 * t0
+    for a in range(3):
+        out[a] = R_WL[k, a, 0] * b0 + R_WL[k, a, 1] * b1 + R_WL[k, a, 2] * b2
+
+
+@inline
+def _jacobian_columns(parent, S, v_start, nv_j, R_WL, p_WL, k, x, E, m, sign, J, row0):
+    """J[row0:row0+m] += sign · Eᵀ J(x, k): the point Jacobian of world point x moving with link k (eq. 2.37:
+    column of joint j's dof = R_j S_v + R_j S_ω × (x − p_j)), projected on the m basis columns of E (3 x 3)."""
+    j = k
+    while j >= 0:
+        d0, d1, d2 = x[0] - p_WL[j, 0], x[1] - p_WL[j, 1], x[2] - p_WL[j, 2]
+        for mm in range(nv_j[j]):
+            col = v_start[j] + mm
+            w = np.empty(3)
+            c = np.empty(3)
+            for a in range(3):
+                w[a] = R_WL[j, a, 0] * S[j, 0, mm] + R_WL[j, a, 1] * S[j, 1, mm] + R_WL[j, a, 2] * S[j, 2, mm]
+                c[a] = R_WL[j, a, 0] * S[j, 3, mm] + R_WL[j, a, 1] * S[j, 4, mm] + R_WL[j, a, 2] * S[j, 5, mm]
+            c[0] += w[1] * d2 - w[2] * d1
+            c[1] += w[2] * d0 - w[0] * d2
+            c[2] += w[0] * d1 - w[1] * d0
+            for b in range(m):
+                J[row0 + b, col] += sign * (E[0, b] * c[0] + E[1, b] * c[1] + E[2, b] * c[2])
+        j = parent[j]
+
+
+@njit
+def _add_point_force(parent, S, v_start, nv_j, R_WL, p_WL, k, x, f, tau):
+    """τ += J(x, k)ᵀ f: the generalized force of world force f at world point x moving with link k."""
+    j = k
+    while j >= 0:
+        d0, d1, d2 = x[0] - p_WL[j, 0], x[1] - p_WL[j, 1], x[2] - p_WL[j, 2]
+        for mm in range(nv_j[j]):
+            s = 0.0
+            for a in range(3):
+                w_a = R_WL[j, a, 0] * S[j, 0, mm] + R_WL[j, a, 1] * S[j, 1, mm] + R_WL[j, a, 2] * S[j, 2, mm]
+                c_a = R_WL[j, a, 0] * S[j, 3, mm] + R_WL[j, a, 1] * S[j, 4, mm] + R_WL[j, a, 2] * S[j, 5, mm]
+                s += c_a * f[a]
+                # (ω × d) · f = ω · (d × f)
+                if a == 0:
+                    s += w_a * (d1 * f[2] - d2 * f[1])
+                elif a == 1:
+                    s += w_a * (d2 * f[0] - d0 * f[2])
+                else:
+                    s += w_a * (d0 * f[1] - d1 * f[0])
+            tau[v_start[j] + mm] += s
+        j = parent[j]
+
+
+# ---- point-constraint rows ------------------------------------------------------------------------------
+
+@njit
+def nail_target_kernel(cf, ov, c, t, x, xd, xdd):
+    """World position, velocity and acceleration of constraint c's world end at time t (see
+    :func:`core.constraints.nail_target`: a dragged nail's override, a prescribed path, or fixed)."""
+    if ov[c, 0] != 0.0:
+        dt = t - ov[c, 1]
+        for a in range(3):
+            x[a] = ov[c, 2 + a] + ov[c, 5 + a] * dt
+            xd[a] = ov[c, 5 + a]
+            xdd[a] = 0.0
+    elif cf[c, 18] != 0.0:                                    # n(t) = n0 + v t + a ∘ sin(2π f t + φ)
+        w = 2.0 * np.pi * cf[c, 25]
+        s, co = np.sin(w * t + cf[c, 26]), np.cos(w * t + cf[c, 26])
+        for a in range(3):
+            x[a] = cf[c, 3 + a] + cf[c, 19 + a] * t + cf[c, 22 + a] * s
+            xd[a] = cf[c, 19 + a] + cf[c, 22 + a] * w * co
+            xdd[a] = -cf[c, 22 + a] * w * w * s
+    else:
+        for a in range(3):
+            x[a] = cf[c, 3 + a]
+            xd[a] = 0.0
+            xdd[a] = 0.0
+
+
+@njit
+def point_rows_kernel(parent, S, v_start, nv_j, R_WL, p_WL, v, a_vp, ci, cf, ov, row_of, t,
+                      J, gamma, D, D_rate, stab, deviation, deviation_rate):
+    """Rows of the point constraints (:mod:`core.constraints`): for every constraint its deviation norms, and
+    for the active ones (``row_of[c] ≥ 0``) their rows of J, γ, D, Ḋ and the stabilization term::
+
+        D = Eᵀ(x_a − x_b),  Ḋ = Eᵀ(ẋ_a − ẋ_b),  J = Eᵀ(J_a − J_b),  γ = Eᵀ(J̇_a q̇ − J̇_b q̇ or n̈)
+        stab = 2κḊ + κ²D  (D̈ + 2κḊ + κ²D = 0, eq. 2.21);   velocity constraint: D = Eᵀ(ẋ_a − v), stab = κD
+
+    J's rows must be zero on entry (they are accumulated)."""
+    E = np.empty((3, 3))
+    xa, va, xb, vb, ba, bb = np.empty(3), np.empty(3), np.empty(3), np.empty(3), np.empty(3), np.empty(3)
+    for c in range(ci.shape[0]):
+        kind, ka, kb, m = ci[c, 0], ci[c, 1], ci[c, 2], ci[c, 3]
+        for a in range(3):
+            for b in range(3):
+                E[a, b] = cf[c, 6 + 3 * a + b]
+        ra, rb = cf[c, 0:3], cf[c, 3:6]
+        _point(R_WL, p_WL, v, ka, ra, xa, va)
+        if kb >= 0:
+            _point(R_WL, p_WL, v, kb, rb, xb, vb)
+        else:
+            nail_target_kernel(cf, ov, c, t, xb, vb, bb)
+        row = row_of[c]
+        d2 = 0.0
+        dr2 = 0.0
+        for b in range(m):
+            if kind == POINT_VELOCITY:
+                d = E[0, b] * (va[0] - cf[c, 27]) + E[1, b] * (va[1] - cf[c, 28]) + E[2, b] * (va[2] - cf[c, 29])
+                dr = 0.0
+            else:
+                d = E[0, b] * (xa[0] - xb[0]) + E[1, b] * (xa[1] - xb[1]) + E[2, b] * (xa[2] - xb[2])
+                dr = E[0, b] * (va[0] - vb[0]) + E[1, b] * (va[1] - vb[1]) + E[2, b] * (va[2] - vb[2])
+            d2 += d * d
+            dr2 += dr * dr
+            if row >= 0:
+                D[row + b] = d
+                D_rate[row + b] = dr
+                lam = cf[c, 15]
+                stab[row + b] = lam * d if kind == POINT_VELOCITY else 2.0 * lam * dr + lam * lam * d
+        deviation[c] = np.sqrt(d2)
+        deviation_rate[c] = np.sqrt(dr2)
+        if row < 0:
+            continue
+        _point_bias(R_WL, v, a_vp, ka, ra, ba)
+        if kb >= 0:
+            _point_bias(R_WL, v, a_vp, kb, rb, bb)              # (the world end's n̈ is already in bb)
+        for b in range(m):
+            gamma[row + b] = E[0, b] * (ba[0] - bb[0]) + E[1, b] * (ba[1] - bb[1]) + E[2, b] * (ba[2] - bb[2])
+        _jacobian_columns(parent, S, v_start, nv_j, R_WL, p_WL, ka, xa, E, m, 1.0, J, row)
+        if kb >= 0:
+            _jacobian_columns(parent, S, v_start, nv_j, R_WL, p_WL, kb, xb, E, m, -1.0, J, row)
+
+
+# ---- applied forces -------------------------------------------------------------------------------------
+
+@njit
+def forces_kernel(parent, S, v_start, nv_j, R_WL, p_WL, v, q, qd, t, fi, ff, tau, power):
+    """τ += the generalized forces of the force elements (:mod:`core.forces`); ``power`` (4,) += the power of
+    dampers, drag, actuators, external; returns the elastic potential energy."""
+    potential = 0.0
+    xa, va, xb, vb, f = np.empty(3), np.empty(3), np.empty(3), np.empty(3), np.empty(3)
+    for e in range(fi.shape[0]):
+        kind, ka, kb, dof = fi[e, 0], fi[e, 1], fi[e, 2], fi[e, 3]
+        k, c = ff[e, 6], ff[e, 7]
+        if kind == SPRING:
+            _point(R_WL, p_WL, v, ka, ff[e, 0:3], xa, va)
+            if kb >= 0:
+                _point(R_WL, p_WL, v, kb, ff[e, 3:6], xb, vb)
+            else:
+                for a in range(3):
+                    xb[a] = ff[e, 3 + a]
+                    vb[a] = 0.0
+            d0, d1, d2 = xa[0] - xb[0], xa[1] - xb[1], xa[2] - xb[2]
+            e0, e1, e2 = va[0] - vb[0], va[1] - vb[1], va[2] - vb[2]
+            rest = ff[e, 8]
+            pd = 0.0
+            if rest == 0.0:                                   # zero rest length: f = −k d − c ḋ
+                f[0], f[1], f[2] = -k * d0 - c * e0, -k * d1 - c * e1, -k * d2 - c * e2
+                potential += 0.5 * k * (d0 * d0 + d1 * d1 + d2 * d2)
+                pd = -c * (e0 * e0 + e1 * e1 + e2 * e2)
+            else:                                             # f = −(k(ℓ − ℓ0) + c ℓ̇) u
+                length = np.sqrt(d0 * d0 + d1 * d1 + d2 * d2)
+                u0, u1, u2 = 0.0, 0.0, 0.0
+                if length > 0:
+                    u0, u1, u2 = d0 / length, d1 / length, d2 / length
+                ld = e0 * u0 + e1 * u1 + e2 * u2
+                s = -k * (length - rest) - c * ld
+                f[0], f[1], f[2] = s * u0, s * u1, s * u2
+                potential += 0.5 * k * (length - rest) ** 2
+                pd = -c * ld * ld
+            _add_point_force(parent, S, v_start, nv_j, R_WL, p_WL, ka, xa, f, tau)
+            if kb >= 0:
+                for a in range(3):
+                    f[a] = -f[a]
+                _add_point_force(parent, S, v_start, nv_j, R_WL, p_WL, kb, xb, f, tau)
+            power[0] += pd
+        elif kind == JOINT_SPRING:
+            x, w = q[int(ff[e, 18])], qd[dof]
+            tau[dof] += -k * (x - ff[e, 8]) - c * w
+            potential += 0.5 * k * (x - ff[e, 8]) ** 2
+            power[0] += -c * w * w
+        elif kind == DRAG:
+            _point(R_WL, p_WL, v, ka, ff[e, 0:3], xa, va)
+            speed = np.sqrt(va[0] ** 2 + va[1] ** 2 + va[2] ** 2)
+            s = -(ff[e, 9] + ff[e, 10] * speed)
+            for a in range(3):
+                f[a] = s * va[a]
+            _add_point_force(parent, S, v_start, nv_j, R_WL, p_WL, ka, xa, f, tau)
+            power[1] += s * speed * speed
+        elif kind == ACTUATOR:
+            u = min(max(ff[e, 11], -ff[e, 12]), ff[e, 12])
+            tau[dof] += u
+            power[2] += u * qd[dof]
+        elif kind == POINT_FORCE:
+            if ff[e, 16] <= t < ff[e, 17]:
+                _point(R_WL, p_WL, v, ka, ff[e, 0:3], xa, va)
+                for a in range(3):
+                    f[a] = ff[e, 13 + a]
+                _add_point_force(parent, S, v_start, nv_j, R_WL, p_WL, ka, xa, f, tau)
+                power[3] += f[0] * va[0] + f[1] * va[1] + f[2] * va[2]
+        elif kind == PULL:                                    # the user's mouse spring: external work
+            _point(R_WL, p_WL, v, ka, ff[e, 0:3], xa, va)
+            for a in range(3):
+                f[a] = k * (ff[e, 3 + a] - xa[a]) - c * va[a]
+            _add_point_force(parent, S, v_start, nv_j, R_WL, p_WL, ka, xa, f, tau)
+            power[3] += f[0] * va[0] + f[1] * va[1] + f[2] * va[2]
+    return potential
+
+
+# ---- the constraint solve ---------------------------------------------------------------------------------
+
+@njit
+def symmetric_eigen(A, n, lam, Q):
+    """A[:n, :n] = Q diag(λ) Qᵀ by cyclic Jacobi rotations (A is overwritten; eigenpairs sorted by |λ|,
+    largest first). Jacobi's small eigenvalues are accurate to ~ε‖A‖, as an SVD's are."""
+    for a in range(n):
+        for b in range(n):
+            Q[a, b] = 1.0 if a == b else 0.0
+    norm2 = 0.0
+    for a in range(n):
+        for b in range(n):
+            norm2 += A[a, b] * A[a, b]
+    for _ in range(100):
+        off = 0.0
+        for p in range(n):
+            for r in range(p + 1, n):
+                off += A[p, r] * A[p, r]
+        if off <= 1e-32 * norm2 or off == 0.0:
+            break
+        for p in range(n - 1):
+            for r in range(p + 1, n):
+                apr = A[p, r]
+                if apr == 0.0:
+                    continue
+                theta = (A[r, r] - A[p, p]) / (2.0 * apr)
+                if abs(theta) > 1e150:
+                    tt = 0.5 / theta
+                else:
+                    tt = (1.0 if theta >= 0 else -1.0) / (abs(theta) + np.sqrt(theta * theta + 1.0))
+                cs = 1.0 / np.sqrt(tt * tt + 1.0)
+                sn = tt * cs
+                for k in range(n):
+                    if k != p and k != r:
+                        akp, akr = A[k, p], A[k, r]
+                        A[k, p] = cs * akp - sn * akr
+                        A[p, k] = A[k, p]
+                        A[k, r] = sn * akp + cs * akr
+                        A[r, k] = A[k, r]
+                A[p, p] -= tt * apr
+                A[r, r] += tt * apr
+                A[p, r] = 0.0
+                A[r, p] = 0.0
+                for k in range(n):
+                    qkp, qkr = Q[k, p], Q[k, r]
+                    Q[k, p] = cs * qkp - sn * qkr
+                    Q[k, r] = sn * qkp + cs * qkr
+    for a in range(n):
+        lam[a] = A[a, a]
+    for a in range(n):                                        # selection sort by |λ|, descending
+        best = a
+        for b in range(a + 1, n):
+            if abs(lam[b]) > abs(lam[best]):
+                best = b
+        if best != a:
+            lam[a], lam[best] = lam[best], lam[a]
+            for k in range(n):
+                Q[k, a], Q[k, best] = Q[k, best], Q[k, a]
+
+
+@njit
+def solve_groups(A, B, ci, cf, row_of, group_of, n_groups, dls, rcond, rho, F, svals):
+    """A F = −B group by group with force bounds (:mod:`core.solver`). Returns ``(rank, dropped, min_kept,
+    n_svals)``; ``svals[:n_svals]`` are the singular values of A (all groups, sorted descending)."""
+    m = B.shape[0]
+    idx = np.empty(m, np.int64)
+    Ag = np.empty((m, m))
+    Q = np.empty((m, m))
+    lam = np.empty(m)
+    QtB = np.empty(m)
+    Fg = np.empty(m)
+    rank_total, dropped_total, min_kept, ns = 0, 0, np.inf, 0
+    for g in range(n_groups):
+        n = 0
+        for c in range(ci.shape[0]):                          # rows of the group, in constraint order
+            if group_of[c] == g and row_of[c] >= 0:
+                for b in range(ci[c, 3]):
+                    idx[n] = row_of[c] + b
+                    n += 1
+        if n == 0:
+            continue
+        for a in range(n):
+            for b in range(n):
+                Ag[a, b] = A[idx[a], idx[b]]
+        symmetric_eigen(Ag, n, lam, Q)
+        smax = abs(lam[0])
+        k = 0
+        if smax > 0:
+            for a in range(n):
+                if abs(lam[a]) > rcond * smax:
+                    k += 1
+        rank = k
+        for a in range(n):
+            s = 0.0
+            for b in range(n):
+                s += Q[b, a] * B[idx[b]]
+            QtB[a] = s
+        while True:
+            for a in range(n):                                # F = −Q Λ_k⁺ Qᵀ B  (or damped: λ/(λ² + ρ²))
+                s = 0.0
+                for b in range(k):
+                    inv = lam[b] / (lam[b] * lam[b] + rho * rho) if dls else 1.0 / lam[b]
+                    s += Q[a, b] * inv * QtB[b]
+                Fg[a] = -s
+            over = False
+            pos = 0
+            for c in range(ci.shape[0]):                      # Mitchell: a force beyond its bound?
+                if group_of[c] != g or row_of[c] < 0:
+                    continue
+                mc = ci[c, 3]
+                f2 = 0.0
+                for a in range(3):
+                    fa = 0.0
+                    for b in range(mc):
+                        fa += cf[c, 6 + 3 * a + b] * Fg[pos + b]
+                    f2 += fa * fa
+                if np.sqrt(f2) > cf[c, 16]:
+                    over = True
+                pos += mc
+            if not over or k == 0:
+                break
+            k -= 1                                            # drop the smallest kept singular value
+        for a in range(n):
+            F[idx[a]] = Fg[a]
+            svals[ns + a] = abs(lam[a])
+        ns += n
+        rank_total += rank
+        dropped_total += rank - k
+        if k > 0:
+            min_kept = min(min_kept, abs(lam[k - 1]))
+    svals[:ns] = np.sort(svals[:ns])[::-1]
+    return rank_total, dropped_total, (min_kept if np.isfinite(min_kept) else np.nan), ns
+
+
+# ---- one evaluation ---------------------------------------------------------------------------------------
+
+@njit
+def evaluate_workspace(N, nv, m):
+    """Scratch of :func:`evaluate_kernel` for N links, nv dofs and m active constraint rows."""
+    return (aba_workspace(N), np.empty((N, 6)), np.zeros((m, nv)), np.empty((nv, m)), np.empty((m, m)),
+            np.empty(m), np.empty(m), np.empty(m), np.empty(m), np.empty(m), np.empty(nv), np.empty(nv),
+            np.empty((N, 6)), np.empty((N, 6)), np.empty(nv), np.empty(m), np.empty(max(m, 1)), np.empty((m, m)))
+
+
+@njit
+def evaluate_kernel(ints, floats, ws, ci, cf, ov, row_of, group_of, n_groups, fi, ff, solver, t, q, qd, full,
+                    qdd, power, out_F, out_residual, out_svals, out_dev, out_devrate, out_tau, out_scalars):
+    """One evaluation (module docstring). Writes q̈ and the powers (K constraint powers F·(J q̇), then dampers,
+    drag, actuators, external); with ``full`` also the diagnostics: F and η = A F + B (m), singular values of A
+    (m), deviation norms (K), the applied τ (nv) and ``out_scalars`` = (rank, dropped, cutoff, jacobian rank,
+    kinetic, gravity, elastic energy, number of singular values). ``solver`` = (dls, rcond, rho,
+    rank_tolerance, scale). Returns False if the result is not finite."""
+    parent, jtype, axis, R_tree, p_tree, S, q_start, v_start, nv_j, inertia, gravity = unpack_model(ints, floats)
+    (aw, a_vp, J, Y, A, B, gamma, D, D_rate, stab, tau, qdd_free, fx, tmp6, col, eta, sv, Qm) = ws
+    E, r, R_WL, p_WL, _fx, v, c, pA, IA, U, W, Dinv, u, Ia, G, T3 = aw
+    N, nv, K, m = parent.shape[0], qd.shape[0], ci.shape[0], B.shape[0]
+    fk_kernel(parent, jtype, axis, R_tree, p_tree, q_start, q, E, r, R_WL, p_WL)
+    fx[:, :] = 0.0
+    aba_velocities(parent, S, v_start, nv_j, E, r, inertia, qd, fx, v, c, pA)
+    tau[:] = 0.0
+    pw = power[K:]
+    pw[:] = 0.0
+    elastic = forces_kernel(parent, S, v_start, nv_j, R_WL, p_WL, v, q, qd, t, fi, ff, tau, pw)
+    aba_inertias(parent, S, v_start, nv_j, E, r, inertia, tau, c, pA, IA, U, W, Dinv, u, Ia, G, T3)
+    a0 = tmp6[0]
+    a0[0], a0[1], a0[2] = 0.0, 0.0, 0.0
+    a0[3], a0[4], a0[5] = -gravity[0], -gravity[1], -gravity[2]
+    aba_accelerations(parent, S, v_start, nv_j, E, r, a0, c, W, Dinv, u, qdd_free, pA)
+    for k in range(nv):
+        qdd[k] = qdd_free[k]
+    for k in range(K):
+        power[k] = 0.0
+    rank, dropped, cutoff, jrank, ns = 0, 0, np.nan, 0, 0
+    if m > 0:
+        for i in range(N):                                    # velocity-product accelerations (eq. 2.65)
+            lam = parent[i]
+            if lam < 0:
+                for a in range(6):
+                    a_vp[i, a] = c[i, a]
+            else:
+                motion_x(E[i], r[i], a_vp[lam], a_vp[i])
+                for a in range(6):
+                    a_vp[i, a] += c[i, a]
+        J[:, :] = 0.0
+        point_rows_kernel(parent, S, v_start, nv_j, R_WL, p_WL, v, a_vp, ci, cf, ov, row_of, t,
+                          J, gamma, D, D_rate, stab, out_dev, out_devrate)
+        zero6 = tmp6[1]
+        zero6[:] = 0.0
+        for j in range(m):                                    # Y = M⁻¹Jᵀ, one O(N) solve per row
+            aba_solve(parent, S, v_start, nv_j, E, r, W, Dinv, J[j], col, pA, u, fx, zero6)
+            for k in range(nv):
+                Y[k, j] = col[k]
+        for a in range(m):                                    # A = J M⁻¹ Jᵀ,  B = J q̈_free + γ + stab
+            s = gamma[a] + stab[a]
+            for k in range(nv):
+                s += J[a, k] * qdd_free[k]
+            B[a] = s
+            for b in range(a, m):
+                s = 0.0
+                for k in range(nv):
+                    s += J[a, k] * Y[k, b]
+                A[a, b] = s
+                A[b, a] = s
+        rank, dropped, cutoff, ns = solve_groups(A, B, ci, cf, row_of, group_of, n_groups, solver[0] != 0.0,
+                                                 solver[1], solver[2], out_F, sv)
+        for k in range(nv):                                   # q̈ = q̈_free + M⁻¹Jᵀ F
+            s = qdd[k]
+            for j in range(m):
+                s += Y[k, j] * out_F[j]
+            qdd[k] = s
+        for cc in range(K):                                   # constraint power F·(J q̇)
+            row = row_of[cc]
+            if row < 0:
+                continue
+            s = 0.0
+            for b in range(ci[cc, 3]):
+                jq = 0.0
+                for k in range(nv):
+                    jq += J[row + b, k] * qd[k]
+                s += out_F[row + b] * jq
+            power[cc] = s
+        if full:
+            for a in range(m):                                # η = A F + B
+                s = B[a]
+                for b in range(m):
+                    s += A[a, b] * out_F[b]
+                out_residual[a] = s
+            for a in range(ns):
+                out_svals[a] = sv[a]
+            for cc in range(K):                               # velocity constraints: Ḋ = J q̈ + γ
+                row = row_of[cc]
+                if row >= 0 and ci[cc, 0] == POINT_VELOCITY:
+                    s2 = 0.0
+                    for b in range(ci[cc, 3]):
+                        s = gamma[row + b]
+                        for k in range(nv):
+                            s += J[row + b, k] * qdd[k]
+                        s2 += s * s
+                    out_devrate[cc] = np.sqrt(s2)
+            for a in range(m):                                # J's rank from J Jᵀ = U Σ² Uᵀ
+                for b in range(a, m):
+                    s = 0.0
+                    for k in range(nv):
+                        s += J[a, k] * J[b, k]
+                    A[a, b] = s
+                    A[b, a] = s
+            symmetric_eigen(A, m, eta, Qm)
+            ref = max(np.sqrt(max(eta[0], 0.0)), solver[4])
+            if ref > 0:
+                for a in range(m):
+                    if np.sqrt(max(eta[a], 0.0)) > solver[3] * ref:
+                        jrank += 1
+    elif full and K > 0:
+        point_rows_kernel(parent, S, v_start, nv_j, R_WL, p_WL, v, a_vp, ci, cf, ov, row_of, t,
+                          J, gamma, D, D_rate, stab, out_dev, out_devrate)
+    if full:
+        for k in range(nv):
+            out_tau[k] = tau[k]
+        ke = 0.0
+        pe = 0.0
+        for i in range(N):                                    # ½ vᵀ I v and −m g·c
+            for a in range(6):
+                s = 0.0
+                for b in range(6):
+                    s += inertia[i, a, b] * v[i, b]
+                ke += 0.5 * v[i, a] * s
+            mass = inertia[i, 3, 3]
+            if mass > 0:
+                # centre of mass from the inertia's coupling block m c^ (upper right, [0:3, 3:6])
+                cx, cy, cz = inertia[i, 2, 4] / mass, inertia[i, 0, 5] / mass, inertia[i, 1, 3] / mass
+                for a in range(3):
+                    wa = p_WL[i, a] + R_WL[i, a, 0] * cx + R_WL[i, a, 1] * cy + R_WL[i, a, 2] * cz
+                    pe -= mass * gravity[a] * wa
+        out_scalars[0], out_scalars[1], out_scalars[2], out_scalars[3] = rank, dropped, cutoff, jrank
+        out_scalars[4], out_scalars[5], out_scalars[6], out_scalars[7] = ke, pe, elastic, ns
+    ok = True
+    for k in range(nv):
+        if not np.isfinite(qdd[k]):
+            ok = False
+    return ok
+
+
+# ---- the whole step ------------------------------------------------------------------------------------------
+
+@njit
+def rk4_kernel(ints, floats, quat_starts, ci, cf, ov, row_of, group_of, n_groups, fi, ff, solver,
+               t, q, qd, work, dt, n_steps, have_k1, deficient0, k1_qdd, k1_power,
+               q_out, qd_out, work_out, out_F, out_residual, out_svals, out_dev, out_devrate, out_tau, out_scalars):
+    """Up to ``n_steps`` classical RK4 steps with the work integrals (``work``: K constraints, then the four
+    sources) integrated alongside, every stage an :func:`evaluate_kernel` call and the quaternions renormalized.
+    ``k1_*`` is the evaluation at the start (reused when ``have_k1``); on return they hold the evaluation at the
+    end, with its diagnostics in ``out_*``; ``*_out`` hold the state after the last good step. Stops early after a step that ends with a constraint beyond its
+    deviation bound or a change of the Jacobian's rank deficiency from ``deficient0`` (events
+    :class:`core.Simulation` logs), or
+    with a non-finite state or evaluation. Returns ``(good steps taken, status)``: status 0 ok, 1 event, 2 not
+    finite (the step after the good ones; the ``k1``/``out_*`` arrays are then not valid)."""
+    N, nq, nv, K = ints.shape[1], q.shape[0], qd.shape[0], ci.shape[0]
+    m = 0
+    for c in range(K):
+        if row_of[c] >= 0:
+            m += ci[c, 3]
+    ws = evaluate_workspace(N, nv, m)
+    nw = work.shape[0]
+    x, v, w = q.copy(), qd.copy(), work.copy()
+    kq, kv, kw = np.empty((4, nq)), np.empty((4, nv)), np.empty((4, nw))
+    qs, vs = np.empty(nq), np.empty(nv)
+    F_stage, res, sv, dev, devr, tau_s, sc = (np.empty(m), np.empty(m), np.empty(m), np.empty(K), np.empty(K),
+                                             np.empty(nv), np.empty(8))
+    weights = (0.0, 0.5, 0.5, 1.0)
+    taken, status = 0, 0
+    tt = t
+    for _ in range(n_steps):
+        for st in range(4):
+            if st == 0:
+                qs[:] = x
+                vs[:] = v
+                if have_k1:
+                    kv[0, :] = k1_qdd
+                    kw[0, :] = k1_power
+                else:
+                    if not evaluate_kernel(ints, floats, ws, ci, cf, ov, row_of, group_of, n_groups, fi, ff, solver,
+                                           tt, qs, vs, False, kv[0], kw[0], F_stage, res, sv, dev, devr, tau_s, sc):
+                        return taken, 2
+            else:
+                h = weights[st] * dt
+                for k in range(nq):
+                    qs[k] = x[k] + h * kq[st - 1, k]
+                for k in range(nv):
+                    vs[k] = v[k] + h * kv[st - 1, k]
+                normalize_kernel(quat_starts, qs)
+                if not evaluate_kernel(ints, floats, ws, ci, cf, ov, row_of, group_of, n_groups, fi, ff, solver,
+                                       tt + h, qs, vs, False, kv[st], kw[st], F_stage, res, sv, dev, devr, tau_s,
+                                       sc):
+                    return taken, 2
+            qdot_kernel(ints[1], ints[2], ints[3], qs, vs, kq[st])
+        for k in range(nq):
+            x[k] += dt / 6.0 * (kq[0, k] + 2.0 * kq[1, k] + 2.0 * kq[2, k] + kq[3, k])
+        for k in range(nv):
+            v[k] += dt / 6.0 * (kv[0, k] + 2.0 * kv[1, k] + 2.0 * kv[2, k] + kv[3, k])
+        for k in range(nw):
+            w[k] += dt / 6.0 * (kw[0, k] + 2.0 * kw[1, k] + 2.0 * kw[2, k] + kw[3, k])
+        normalize_kernel(quat_starts, x)
+        tt += dt
+        finite = True
+        for k in range(nq):
+            if not np.isfinite(x[k]):
+                finite = False
+        for k in range(nv):
+            if not np.isfinite(v[k]):
+                finite = False
+        for k in range(nw):
+            if not np.isfinite(w[k]):
+                finite = False
+        if not finite:
+            return taken, 2
+        if not evaluate_kernel(ints, floats, ws, ci, cf, ov, row_of, group_of, n_groups, fi, ff, solver, tt, x, v,
+                               True, k1_qdd, k1_power, out_F, out_residual, out_svals, out_dev, out_devrate, out_tau,
+                               out_scalars):
+            return taken, 2                                   # a finite state whose evaluation overflows
+        q_out[:] = x
+        qd_out[:] = v
+        work_out[:] = w
+        taken += 1
+        have_k1 = True
+        for c in range(K):                                    # events at the step boundary
+            if row_of[c] >= 0 and out_dev[c] > cf[c, 17]:
+                status = 1
+        if m > 0 and (out_scalars[3] < m) != deficient0:
+            status = 1
+        if status:
+            return taken, status
+    return taken, status
+
+
+def eligible(model, formulation: str, controllers) -> bool:
+    """Whether a simulation's evaluations can run here: the dynamic-constraints formulation, point constraints
+    only (no joint-space constraint), no controllers."""
+    from .constraints import JOINT_SPACE
+    return (formulation == "dynamic_constraints" and not controllers
+            and not any(c.kind == JOINT_SPACE for c in model.constraints))
+
+
+# ---- tables ---------------------------------------------------------------------------------------------------
+
+def constraint_table(constraints) -> tuple[np.ndarray, np.ndarray]:
+    """``(ci, cf)`` of point constraints (module docstring)."""
+    K = len(constraints)
+    ci = np.zeros((K, 4), np.int64)
+    cf = np.zeros((K, 32))
+    for k, c in enumerate(constraints):
+        m = c.rows
+        ci[k] = (c.kind, c.link_a, c.link_b, m)
+        cf[k, 0:3] = c.r_a
+        cf[k, 3:6] = c.r_b
+        E = np.zeros((3, 3))
+        E[:, :m] = c.basis
+        cf[k, 6:15] = E.ravel()
+        cf[k, 15], cf[k, 16], cf[k, 17] = c.stabilization, c.max_force, c.max_deviation
+        if c.path is not None:
+            vel, amp, freq, phase = c.path
+            cf[k, 18] = 1.0
+            cf[k, 19:22], cf[k, 22:25], cf[k, 25], cf[k, 26] = vel, amp, freq, phase
+        cf[k, 27:30] = c.target_velocity
+    return ci, cf
+
+
+def override_table(constraints, overrides: dict) -> np.ndarray:
+    """``ov`` (K x 8): the dragged nails (``Simulation.nail_overrides``: name → (t0, position, velocity))."""
+    ov = np.zeros((len(constraints), 8))
+    for k, c in enumerate(constraints):
+        if c.name in overrides:
+            t0, p, v = overrides[c.name]
+            ov[k, 0], ov[k, 1], ov[k, 2:5], ov[k, 5:8] = 1.0, t0, p, v
+    return ov
+
+
+def force_table(elements, actuator_values: dict | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """``(fi, ff)`` of force elements (module docstring); actuators carry their current command."""
+    F = len(elements)
+    fi = np.zeros((F, 4), np.int64)
+    ff = np.zeros((F, 24))
+    for k, e in enumerate(elements):
+        fi[k] = (e.kind, e.link_a, e.link_b, e.dof)
+        if e.r_a is not None:
+            ff[k, 0:3] = e.r_a
+        if e.r_b is not None:
+            ff[k, 3:6] = e.r_b
+        value = (actuator_values or {}).get(e.name, e.torque)
+        ff[k, 6:13] = (e.stiffness, e.damping, e.rest, e.linear, e.quadratic, value, e.limit)
+        if e.force is not None:
+            ff[k, 13:16] = e.force
+        ff[k, 16], ff[k, 17], ff[k, 18] = e.start, e.stop, e.qdof
+    return fi, ff
+
+
+def active_layout(model, active) -> tuple[np.ndarray, np.ndarray, int, int, float]:
+    """``(row_of, group_of, n_groups, m, scale)`` for the active constraints: each one's first row (−1 if
+    inactive), its group (constraints that share a tree, union–find as :func:`core.solver.constraint_groups`),
+    the number of rows and the largest Jacobian scale (the rank test's floor, :mod:`core.formulations`)."""
+    from .constraints import constraint_links
+    K = len(model.constraints)
+    row_of = np.full(K, -1, np.int64)
+    group_of = np.full(K, -1, np.int64)
+    parent = list(range(K))
+
+    def find(i):
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
+    owner: dict[int, int] = {}
+    m, scale = 0, 0.0
+    for k, c in enumerate(model.constraints):
+        if not active[k]:
+            continue
+        row_of[k] = m
+        m += c.rows
+        scale = max(scale, c.jacobian_scale)
+        for tree in {model.root_of(link) for link in constraint_links(c)}:
+            if tree in owner:
+                parent[find(k)] = find(owner[tree])
+            else:
+                owner[tree] = k
+    ids: dict[int, int] = {}
+    for k in range(K):
+        if active[k]:
+            group_of[k] = ids.setdefault(find(k), len(ids))
+    return row_of, group_of, len(ids), m, scale
+
+
+class CompiledScene:
+    """A model's tables for the compiled step, and the run-time inputs they carry (active constraints, dragged
+    nails, actuator commands, the pull). :class:`core.Simulation` keeps one and calls :meth:`step`."""
+
+    def __init__(self, model):
+        self.model = model
+        self.ints, self.floats = model.kernel_pack
+        self.quat_starts = model.kernel_quat_starts
+        self.ci, self.cf = constraint_table(model.constraints)
+        self.K = len(model.constraints)
+        self.total_rows = sum(c.rows for c in model.constraints)
+        self.set_inputs(np.array([c.enabled for c in model.constraints], bool), {}, {}, None,
+                        model.settings.get("solver", {}))
+
+    def set_inputs(self, active, overrides: dict, actuator_values: dict, pull, solver: dict) -> None:
+        """Rebuild the run-time tables (after any change of the active set, nails, actuators, pull or solver)."""
+        model = self.model
+        self.active = np.array(active, bool)
+        self.ov = override_table(model.constraints, overrides)
+        elements = model.forces + ((pull,) if pull is not None else ())
+        self.fi, self.ff = force_table(elements, actuator_values)
+        self.row_of, self.group_of, self.n_groups, self.m, scale = active_layout(model, self.active)
+        s = solver
+        self.solver = np.array([1.0 if s.get("method", "svd") == "damped_least_squares" else 0.0,
+                                s.get("rcond", 1e-12), s.get("rho", 1e-3),
+                                model.settings.get("rank_tolerance", 1e-3), scale])
+
+    def data(self, raw) -> "Data":
+        """A :class:`core.dynamics.Data` from an evaluation's raw output (:meth:`evaluate`, :meth:`step`)."""
+        from .dynamics import Data
+        qdd, power, F, residual, svals, dev, devrate, tau, sc = raw[:9]
+        K = self.K
+        force = np.zeros((K, 3))
+        res = np.full(K, np.nan)
+        for k, c in enumerate(self.model.constraints):
+            r = self.row_of[k]
+            if r >= 0:
+                force[k] = c.basis @ F[r:r + c.rows]
+                res[k] = np.linalg.norm(residual[r:r + c.rows])
+        sv = np.full(self.total_rows, np.nan)
+        ns = int(sc[7])
+        sv[:ns] = svals[:ns]
+        return Data(qdd=qdd.copy(), tau_applied=tau.copy(), constraint_force=force,
+                    constraint_force_magnitude=np.linalg.norm(force, axis=1), deviation=dev.copy(),
+                    deviation_rate=devrate.copy(), residual=res, singular_values=sv, rank=int(sc[0]),
+                    dropped=int(sc[1]), singular_value_cutoff=float(sc[2]), jacobian_rank=int(sc[3]),
+                    rank_deficient=self.deficient(raw), power_constraints=power[:K].copy(),
+                    power_sources=power[K:].copy(), energy_kinetic=float(sc[4]), energy_gravity=float(sc[5]),
+                    energy_elastic=float(sc[6]), tau_control=None, controller_rate=np.zeros(0))
+
+    def deficient(self, raw) -> bool:
+        """Whether the active constraints' Jacobian lost row rank at an evaluation (raw output)."""
+        return bool(self.m > 0 and raw[8][3] < self.m)
+
+    def outputs(self):
+        """Fresh arrays for one evaluation's results (see :func:`evaluate_kernel`)."""
+        m, K, nv = self.m, self.K, self.model.nv
+        return (np.empty(nv), np.empty(K + 4), np.zeros(m), np.zeros(m), np.zeros(m), np.zeros(K), np.zeros(K),
+                np.empty(nv), np.zeros(8))
+
+    def evaluate(self, t: float, q, qd):
+        """One full evaluation: ``(qdd, power, F, residual, svals, deviation, deviation_rate, tau, scalars, ok)``."""
+        out = self.outputs()
+        ws = evaluate_workspace(self.model.n_links, self.model.nv, self.m)
+        ok = evaluate_kernel(self.ints, self.floats, ws, self.ci, self.cf, self.ov, self.row_of, self.group_of,
+                             self.n_groups, self.fi, self.ff, self.solver, float(t), as_f64(q), as_f64(qd), True,
+                             *out)
+        return (*out, ok)
+
+    def step(self, t: float, q, qd, work, dt: float, n_steps: int, k1, deficient: bool):
+        """Up to ``n_steps`` RK4 steps (:func:`rk4_kernel`). ``k1`` is the last full evaluation's output tuple (as
+        :meth:`evaluate` returns, at (t, q, qd)) or None. Returns ``(q, qd, work, steps, status, k1)`` with the
+        new state's evaluation as ``k1``."""
+        nq, nv = q.shape[0], qd.shape[0]
+        q_out, qd_out, work_out = np.empty(nq), np.empty(nv), np.empty(work.shape[0])
+        if k1 is None:
+            out, have = self.outputs(), False
+        else:
+            out, have = tuple(a.copy() for a in k1[:9]), True
+        qdd, power, F, residual, svals, dev, devrate, tau, scalars = out
+        steps, status = rk4_kernel(self.ints, self.floats, self.quat_starts, self.ci, self.cf, self.ov, self.row_of,
+                                   self.group_of, self.n_groups, self.fi, self.ff, self.solver, float(t), as_f64(q),
+                                   as_f64(qd), as_f64(work), float(dt), int(n_steps), have, bool(deficient), qdd, power,
+                                   q_out, qd_out, work_out, F, residual, svals, dev, devrate, tau, scalars)
+        return q_out, qd_out, work_out, steps, status, (qdd, power, F, residual, svals, dev, devrate, tau, scalars,
+                                                        status != 2)
