@@ -104,8 +104,10 @@ class Simulation:
         self.wall_time = 0.0
         self._scene: CompiledScene | None = None
         self._scene_key = None
+        self._eligible: dict[str, bool] = {}
         self._max_deviation = np.array([c.max_deviation for c in self.model.constraints], dtype=float)
         self._raw, self._raw_state = None, None     # the compiled evaluation at _raw_state
+        self._raw_checked = False                   # whether its events (breaks, rank changes) were handled
 
     # ---- the compiled path ---------------------------------------------------------------------------------
     def _inputs_key(self) -> tuple:
@@ -118,7 +120,12 @@ class Simulation:
     def compiled_scene(self) -> CompiledScene | None:
         """The tables of the compiled evaluation (:mod:`core.stepper`), current with the inputs, when this
         simulation's scene can use it (dynamic constraints formulation, point constraints, no controllers)."""
-        if not (self.compiled and eligible(self.model, self.formulation, self.controllers)):
+        if not self.compiled:
+            return None
+        ok = self._eligible.get(self.formulation)
+        if ok is None:
+            ok = self._eligible[self.formulation] = eligible(self.model, self.formulation, self.controllers)
+        if not ok:
             return None
         key = self._inputs_key()
         if self._scene is None:
@@ -133,11 +140,11 @@ class Simulation:
         """The compiled evaluation at the current state (computed once per state)."""
         if self._raw is None or self._raw_state is not self.state:
             s = self.state
-            raw = scene.evaluate(s.t, s.q, s.qd)
-            if not raw[-1]:
+            raw, ok = scene.evaluate(s.t, s.q, s.qd)
+            if not ok:
                 raise DivergenceError(f"the dynamics could not be evaluated near t = {s.t:.6g} s (non-finite "
                                       f"accelerations); the state is diverging")
-            self._raw, self._raw_state = raw, s
+            self._raw, self._raw_state, self._raw_checked = raw, s, False
         return self._raw
 
     def move_nail(self, name: str, position, velocity=(0.0, 0.0, 0.0)) -> None:
@@ -211,7 +218,7 @@ class Simulation:
         controllers (if any) act with their state ``z`` (default: the current ``state.z``)."""
         scene = self.compiled_scene()
         if scene is not None:
-            return scene.data(scene.evaluate(t, q, qd))
+            return scene.data(scene.evaluate(t, q, qd)[0])
         tau_c, z_rate = None, np.zeros(0)
         if self.controllers:
             z = self.state.z if z is None else z
@@ -286,11 +293,13 @@ class Simulation:
         scene = self._compiled_step()
         if scene is not None:
             raw = self._raw_now(scene)
-            if np.any(self.active & (raw[5] > self._max_deviation)) or scene.deficient(raw) != self._rank_deficient:
+            if not self._raw_checked and (np.any(self.active & (scene.deviation(raw) > self._max_deviation))
+                                          or scene.deficient(raw) != self._rank_deficient):
                 self._break_constraints()                       # events: logged from the Data at this state
                 self._log_rank()
                 scene = self._compiled_step()
                 raw = self._raw_now(scene)
+            self._raw_checked = True
             s = self.state
             h = self.dt if dt_max is None else min(self.dt, dt_max)
             q, qd, work, steps, status, raw = scene.step(s.t, s.q, s.qd, self.work, h, n_steps, raw,
@@ -304,6 +313,7 @@ class Simulation:
             self.work = work
             self._data = None
             self._raw, self._raw_state = (raw if status != 2 else None), self.state
+            self._raw_checked = status == 0                     # the kernel saw no event at the new state
             self.steps_taken += steps
             return steps
         self._break_constraints()

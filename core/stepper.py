@@ -22,11 +22,12 @@ Scenes with joint-space constraints, controllers or another formulation take the
 
 Tables (built by :class:`CompiledScene` from the model's compiled constraints and force elements; one row each):
 
-- constraints ``ci`` (K x 4) int: kind, link a, link b (−1 world), rows m; ``cf`` (K x 32) float: r_a [0:3],
-  r_b [3:6], the basis E (3 x m, row-major in a 3 x 3 block) [6:15], stabilization κ [15], force bound [16],
-  deviation bound [17], moving-nail flag [18], path velocity [19:22], amplitude [22:25], frequency [25], phase
-  [26], target velocity of a velocity constraint [27:30]; ``ov`` (K x 8): a dragged nail's override (flag, t0,
-  position, velocity); ``row_of`` (K,): first row of each active constraint, −1 if inactive; ``group_of`` (K,).
+- constraints ``ci`` (K x 6) int: kind, link a, link b (−1 world), rows m, first row (−1 if inactive), group;
+  ``cf`` (K x 40) float: r_a [0:3], r_b [3:6], the basis E (3 x m, row-major in a 3 x 3 block) [6:15],
+  stabilization κ [15], force bound [16], deviation bound [17], moving-nail flag [18], path velocity [19:22],
+  amplitude [22:25], frequency [25], phase [26], target velocity of a velocity constraint [27:30]; a dragged
+  nail's override (flag, t0, position, velocity) [32:40]. The last two columns of ``ci`` and the override
+  change at run time (:meth:`CompiledScene.set_inputs`).
 - forces ``fi`` (F x 4) int: kind, link a, link b, dof; ``ff`` (F x 24) float: r_a [0:3], r_b [3:6],
   stiffness, damping, rest, linear, quadratic, value (actuator command), limit [6:13], force [13:16], start,
   stop [16:18], the joint's q index [18].
@@ -122,14 +123,14 @@ def _add_point_force(parent, S, v_start, nv_j, R_WL, p_WL, k, x, f, tau):
 # ---- point-constraint rows ------------------------------------------------------------------------------
 
 @njit
-def nail_target_kernel(cf, ov, c, t, x, xd, xdd):
+def nail_target_kernel(cf, c, t, x, xd, xdd):
     """World position, velocity and acceleration of constraint c's world end at time t (see
     :func:`core.constraints.nail_target`: a dragged nail's override, a prescribed path, or fixed)."""
-    if ov[c, 0] != 0.0:
-        dt = t - ov[c, 1]
+    if cf[c, 32] != 0.0:
+        dt = t - cf[c, 33]
         for a in range(3):
-            x[a] = ov[c, 2 + a] + ov[c, 5 + a] * dt
-            xd[a] = ov[c, 5 + a]
+            x[a] = cf[c, 34 + a] + cf[c, 37 + a] * dt
+            xd[a] = cf[c, 37 + a]
             xdd[a] = 0.0
     elif cf[c, 18] != 0.0:                                    # n(t) = n0 + v t + a ∘ sin(2π f t + φ)
         w = 2.0 * np.pi * cf[c, 25]
@@ -146,10 +147,10 @@ def nail_target_kernel(cf, ov, c, t, x, xd, xdd):
 
 
 @njit
-def point_rows_kernel(parent, S, v_start, nv_j, R_WL, p_WL, v, a_vp, ci, cf, ov, row_of, t,
+def point_rows_kernel(parent, S, v_start, nv_j, R_WL, p_WL, v, a_vp, ci, cf, t,
                       J, gamma, D, D_rate, stab, deviation, deviation_rate):
     """Rows of the point constraints (:mod:`core.constraints`): for every constraint its deviation norms, and
-    for the active ones (``row_of[c] ≥ 0``) their rows of J, γ, D, Ḋ and the stabilization term::
+    for the active ones (first row ``ci[c, 4] ≥ 0``) their rows of J, γ, D, Ḋ and the stabilization term::
 
         D = Eᵀ(x_a − x_b),  Ḋ = Eᵀ(ẋ_a − ẋ_b),  J = Eᵀ(J_a − J_b),  γ = Eᵀ(J̇_a q̇ − J̇_b q̇ or n̈)
         stab = 2κḊ + κ²D  (D̈ + 2κḊ + κ²D = 0, eq. 2.21);   velocity constraint: D = Eᵀ(ẋ_a − v), stab = κD
@@ -167,8 +168,8 @@ def point_rows_kernel(parent, S, v_start, nv_j, R_WL, p_WL, v, a_vp, ci, cf, ov,
         if kb >= 0:
             _point(R_WL, p_WL, v, kb, rb, xb, vb)
         else:
-            nail_target_kernel(cf, ov, c, t, xb, vb, bb)
-        row = row_of[c]
+            nail_target_kernel(cf, c, t, xb, vb, bb)
+        row = ci[c, 4]
         d2 = 0.0
         dr2 = 0.0
         for b in range(m):
@@ -336,7 +337,7 @@ def symmetric_eigen(A, n, lam, Q):
 
 
 @njit
-def solve_groups(A, B, ci, cf, row_of, group_of, n_groups, dls, rcond, rho, F, svals):
+def solve_groups(A, B, ci, cf, n_groups, dls, rcond, rho, F, svals):
     """A F = −B group by group with force bounds (:mod:`core.solver`). Returns ``(rank, dropped, min_kept,
     n_svals)``; ``svals[:n_svals]`` are the singular values of A (all groups, sorted descending)."""
     m = B.shape[0]
@@ -350,9 +351,9 @@ def solve_groups(A, B, ci, cf, row_of, group_of, n_groups, dls, rcond, rho, F, s
     for g in range(n_groups):
         n = 0
         for c in range(ci.shape[0]):                          # rows of the group, in constraint order
-            if group_of[c] == g and row_of[c] >= 0:
+            if ci[c, 5] == g and ci[c, 4] >= 0:
                 for b in range(ci[c, 3]):
-                    idx[n] = row_of[c] + b
+                    idx[n] = ci[c, 4] + b
                     n += 1
         if n == 0:
             continue
@@ -382,7 +383,7 @@ def solve_groups(A, B, ci, cf, row_of, group_of, n_groups, dls, rcond, rho, F, s
             over = False
             pos = 0
             for c in range(ci.shape[0]):                      # Mitchell: a force beyond its bound?
-                if group_of[c] != g or row_of[c] < 0:
+                if ci[c, 5] != g or ci[c, 4] < 0:
                     continue
                 mc = ci[c, 3]
                 f2 = 0.0
@@ -420,9 +421,8 @@ def evaluate_workspace(N, nv, m):
 
 
 @njit
-def evaluate_kernel(ints, floats, ws, ci, cf, ov, row_of, group_of, n_groups, fi, ff, solver, t, q, qd, full,
-                    qdd, power, out_F, out_residual, out_svals, out_dev, out_devrate, out_tau, out_scalars):
-    """One evaluation (module docstring). Writes q̈ and the powers (K constraint powers F·(J q̇), then dampers,
+def evaluate_kernel(ints, floats, ws, ci, cf, n_groups, fi, ff, solver, t, q, qd, full, raw):
+    """One evaluation (module docstring) into ``raw`` (:func:`raw_views`). Writes q̈ and the powers (K constraint powers F·(J q̇), then dampers,
     drag, actuators, external); with ``full`` also the diagnostics: F and η = A F + B (m), singular values of A
     (m), deviation norms (K), the applied τ (nv) and ``out_scalars`` = (rank, dropped, cutoff, jacobian rank,
     kinetic, gravity, elastic energy, number of singular values). ``solver`` = (dls, rcond, rho,
@@ -431,6 +431,7 @@ def evaluate_kernel(ints, floats, ws, ci, cf, ov, row_of, group_of, n_groups, fi
     (aw, a_vp, J, Y, A, B, gamma, D, D_rate, stab, tau, qdd_free, fx, tmp6, col, eta, sv, Qm) = ws
     E, r, R_WL, p_WL, _fx, v, c, pA, IA, U, W, Dinv, u, Ia, G, T3 = aw
     N, nv, K, m = parent.shape[0], qd.shape[0], ci.shape[0], B.shape[0]
+    qdd, power, out_F, out_residual, out_svals, out_dev, out_devrate, out_tau, out_scalars = raw_views(raw, nv, K, m)
     fk_kernel(parent, jtype, axis, R_tree, p_tree, q_start, q, E, r, R_WL, p_WL)
     fx[:, :] = 0.0
     aba_velocities(parent, S, v_start, nv_j, E, r, inertia, qd, fx, v, c, pA)
@@ -459,7 +460,7 @@ def evaluate_kernel(ints, floats, ws, ci, cf, ov, row_of, group_of, n_groups, fi
                 for a in range(6):
                     a_vp[i, a] += c[i, a]
         J[:, :] = 0.0
-        point_rows_kernel(parent, S, v_start, nv_j, R_WL, p_WL, v, a_vp, ci, cf, ov, row_of, t,
+        point_rows_kernel(parent, S, v_start, nv_j, R_WL, p_WL, v, a_vp, ci, cf, t,
                           J, gamma, D, D_rate, stab, out_dev, out_devrate)
         zero6 = tmp6[1]
         zero6[:] = 0.0
@@ -478,15 +479,15 @@ def evaluate_kernel(ints, floats, ws, ci, cf, ov, row_of, group_of, n_groups, fi
                     s += J[a, k] * Y[k, b]
                 A[a, b] = s
                 A[b, a] = s
-        rank, dropped, cutoff, ns = solve_groups(A, B, ci, cf, row_of, group_of, n_groups, solver[0] != 0.0,
-                                                 solver[1], solver[2], out_F, sv)
+        rank, dropped, cutoff, ns = solve_groups(A, B, ci, cf, n_groups, solver[0] != 0.0, solver[1], solver[2],
+                                                 out_F, sv)
         for k in range(nv):                                   # q̈ = q̈_free + M⁻¹Jᵀ F
             s = qdd[k]
             for j in range(m):
                 s += Y[k, j] * out_F[j]
             qdd[k] = s
         for cc in range(K):                                   # constraint power F·(J q̇)
-            row = row_of[cc]
+            row = ci[cc, 4]
             if row < 0:
                 continue
             s = 0.0
@@ -505,7 +506,7 @@ def evaluate_kernel(ints, floats, ws, ci, cf, ov, row_of, group_of, n_groups, fi
             for a in range(ns):
                 out_svals[a] = sv[a]
             for cc in range(K):                               # velocity constraints: Ḋ = J q̈ + γ
-                row = row_of[cc]
+                row = ci[cc, 4]
                 if row >= 0 and ci[cc, 0] == POINT_VELOCITY:
                     s2 = 0.0
                     for b in range(ci[cc, 3]):
@@ -528,7 +529,7 @@ def evaluate_kernel(ints, floats, ws, ci, cf, ov, row_of, group_of, n_groups, fi
                     if np.sqrt(max(eta[a], 0.0)) > solver[3] * ref:
                         jrank += 1
     elif full and K > 0:
-        point_rows_kernel(parent, S, v_start, nv_j, R_WL, p_WL, v, a_vp, ci, cf, ov, row_of, t,
+        point_rows_kernel(parent, S, v_start, nv_j, R_WL, p_WL, v, a_vp, ci, cf, t,
                           J, gamma, D, D_rate, stab, out_dev, out_devrate)
     if full:
         for k in range(nv):
@@ -559,30 +560,48 @@ def evaluate_kernel(ints, floats, ws, ci, cf, ov, row_of, group_of, n_groups, fi
 
 # ---- the whole step ------------------------------------------------------------------------------------------
 
+@inline
+def raw_views(raw, nv, K, m):
+    """The parts of an evaluation's output buffer (length 2nv + 3K + 3m + 12): ``(q̈ (nv), power (K + 4),
+    F (m), residual η (m), singular values (m), deviation (K), deviation rate (K), applied τ (nv), scalars (8))``
+    with scalars = (rank, dropped, cutoff, Jacobian rank, kinetic, gravity, elastic energy, number of singular
+    values)."""
+    o1 = nv + K + 4
+    o2 = o1 + 3 * m
+    o3 = o2 + 2 * K
+    o4 = o3 + nv
+    return (raw[0:nv], raw[nv:o1], raw[o1:o1 + m], raw[o1 + m:o1 + 2 * m], raw[o1 + 2 * m:o2], raw[o2:o2 + K],
+            raw[o2 + K:o3], raw[o3:o4], raw[o4:o4 + 8])
+
+
+def raw_size(nv: int, K: int, m: int) -> int:
+    return 2 * nv + 3 * K + 3 * m + 12
+
+
 @njit
-def rk4_kernel(ints, floats, quat_starts, ci, cf, ov, row_of, group_of, n_groups, fi, ff, solver,
-               t, q, qd, work, dt, n_steps, have_k1, deficient0, k1_qdd, k1_power,
-               q_out, qd_out, work_out, out_F, out_residual, out_svals, out_dev, out_devrate, out_tau, out_scalars):
+def rk4_kernel(ints, floats, quat_starts, ci, cf, n_groups, fi, ff, solver, t, q, qd, work, dt, n_steps, have_k1,
+               deficient0, raw, state_out):
     """Up to ``n_steps`` classical RK4 steps with the work integrals (``work``: K constraints, then the four
     sources) integrated alongside, every stage an :func:`evaluate_kernel` call and the quaternions renormalized.
-    ``k1_*`` is the evaluation at the start (reused when ``have_k1``); on return they hold the evaluation at the
-    end, with its diagnostics in ``out_*``; ``*_out`` hold the state after the last good step. Stops early after a step that ends with a constraint beyond its
+    ``raw`` is the evaluation at the start (reused when ``have_k1``); on return it holds the evaluation at the
+    end, with its diagnostics; ``state_out`` = (q, q̇, work) after the last good step. Stops early after a step that ends with a constraint beyond its
     deviation bound or a change of the Jacobian's rank deficiency from ``deficient0`` (events
     :class:`core.Simulation` logs), or
     with a non-finite state or evaluation. Returns ``(good steps taken, status)``: status 0 ok, 1 event, 2 not
-    finite (the step after the good ones; the ``k1``/``out_*`` arrays are then not valid)."""
+    finite (the step after the good ones; ``raw`` is then not valid)."""
     N, nq, nv, K = ints.shape[1], q.shape[0], qd.shape[0], ci.shape[0]
     m = 0
     for c in range(K):
-        if row_of[c] >= 0:
+        if ci[c, 4] >= 0:
             m += ci[c, 3]
     ws = evaluate_workspace(N, nv, m)
+    stage = np.empty(raw.shape[0])
+    k1_qdd, k1_power, _, _, _, out_dev, _, _, out_scalars = raw_views(raw, nv, K, m)
+    s_qdd, s_power, _, _, _, _, _, _, _ = raw_views(stage, nv, K, m)
     nw = work.shape[0]
     x, v, w = q.copy(), qd.copy(), work.copy()
     kq, kv, kw = np.empty((4, nq)), np.empty((4, nv)), np.empty((4, nw))
     qs, vs = np.empty(nq), np.empty(nv)
-    F_stage, res, sv, dev, devr, tau_s, sc = (np.empty(m), np.empty(m), np.empty(m), np.empty(K), np.empty(K),
-                                             np.empty(nv), np.empty(8))
     weights = (0.0, 0.5, 0.5, 1.0)
     taken, status = 0, 0
     tt = t
@@ -595,9 +614,11 @@ def rk4_kernel(ints, floats, quat_starts, ci, cf, ov, row_of, group_of, n_groups
                     kv[0, :] = k1_qdd
                     kw[0, :] = k1_power
                 else:
-                    if not evaluate_kernel(ints, floats, ws, ci, cf, ov, row_of, group_of, n_groups, fi, ff, solver,
-                                           tt, qs, vs, False, kv[0], kw[0], F_stage, res, sv, dev, devr, tau_s, sc):
+                    if not evaluate_kernel(ints, floats, ws, ci, cf, n_groups, fi, ff, solver, tt, qs, vs, False,
+                                           stage):
                         return taken, 2
+                    kv[0, :] = s_qdd
+                    kw[0, :] = s_power
             else:
                 h = weights[st] * dt
                 for k in range(nq):
@@ -605,10 +626,11 @@ def rk4_kernel(ints, floats, quat_starts, ci, cf, ov, row_of, group_of, n_groups
                 for k in range(nv):
                     vs[k] = v[k] + h * kv[st - 1, k]
                 normalize_kernel(quat_starts, qs)
-                if not evaluate_kernel(ints, floats, ws, ci, cf, ov, row_of, group_of, n_groups, fi, ff, solver,
-                                       tt + h, qs, vs, False, kv[st], kw[st], F_stage, res, sv, dev, devr, tau_s,
-                                       sc):
+                if not evaluate_kernel(ints, floats, ws, ci, cf, n_groups, fi, ff, solver, tt + h, qs, vs, False,
+                                       stage):
                     return taken, 2
+                kv[st, :] = s_qdd
+                kw[st, :] = s_power
             qdot_kernel(ints[1], ints[2], ints[3], qs, vs, kq[st])
         for k in range(nq):
             x[k] += dt / 6.0 * (kq[0, k] + 2.0 * kq[1, k] + 2.0 * kq[2, k] + kq[3, k])
@@ -630,17 +652,15 @@ def rk4_kernel(ints, floats, quat_starts, ci, cf, ov, row_of, group_of, n_groups
                 finite = False
         if not finite:
             return taken, 2
-        if not evaluate_kernel(ints, floats, ws, ci, cf, ov, row_of, group_of, n_groups, fi, ff, solver, tt, x, v,
-                               True, k1_qdd, k1_power, out_F, out_residual, out_svals, out_dev, out_devrate, out_tau,
-                               out_scalars):
+        if not evaluate_kernel(ints, floats, ws, ci, cf, n_groups, fi, ff, solver, tt, x, v, True, raw):
             return taken, 2                                   # a finite state whose evaluation overflows
-        q_out[:] = x
-        qd_out[:] = v
-        work_out[:] = w
+        state_out[:nq] = x
+        state_out[nq:nq + nv] = v
+        state_out[nq + nv:] = w
         taken += 1
         have_k1 = True
         for c in range(K):                                    # events at the step boundary
-            if row_of[c] >= 0 and out_dev[c] > cf[c, 17]:
+            if ci[c, 4] >= 0 and out_dev[c] > cf[c, 17]:
                 status = 1
         if m > 0 and (out_scalars[3] < m) != deficient0:
             status = 1
@@ -659,14 +679,15 @@ def eligible(model, formulation: str, controllers) -> bool:
 
 # ---- tables ---------------------------------------------------------------------------------------------------
 
-def constraint_table(constraints) -> tuple[np.ndarray, np.ndarray]:
-    """``(ci, cf)`` of point constraints (module docstring)."""
+def constraint_table(constraints, overrides: dict | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """``(ci, cf)`` of point constraints (module docstring), all inactive; ``overrides`` are the dragged nails
+    (``Simulation.nail_overrides``: name → (t0, position, velocity))."""
     K = len(constraints)
-    ci = np.zeros((K, 4), np.int64)
-    cf = np.zeros((K, 32))
+    ci = np.zeros((K, 6), np.int64)
+    cf = np.zeros((K, 40))
     for k, c in enumerate(constraints):
         m = c.rows
-        ci[k] = (c.kind, c.link_a, c.link_b, m)
+        ci[k] = (c.kind, c.link_a, c.link_b, m, -1, -1)
         cf[k, 0:3] = c.r_a
         cf[k, 3:6] = c.r_b
         E = np.zeros((3, 3))
@@ -678,17 +699,10 @@ def constraint_table(constraints) -> tuple[np.ndarray, np.ndarray]:
             cf[k, 18] = 1.0
             cf[k, 19:22], cf[k, 22:25], cf[k, 25], cf[k, 26] = vel, amp, freq, phase
         cf[k, 27:30] = c.target_velocity
-    return ci, cf
-
-
-def override_table(constraints, overrides: dict) -> np.ndarray:
-    """``ov`` (K x 8): the dragged nails (``Simulation.nail_overrides``: name → (t0, position, velocity))."""
-    ov = np.zeros((len(constraints), 8))
-    for k, c in enumerate(constraints):
-        if c.name in overrides:
+        if overrides and c.name in overrides:
             t0, p, v = overrides[c.name]
-            ov[k, 0], ov[k, 1], ov[k, 2:5], ov[k, 5:8] = 1.0, t0, p, v
-    return ov
+            cf[k, 32], cf[k, 33], cf[k, 34:37], cf[k, 37:40] = 1.0, t0, p, v
+    return ci, cf
 
 
 def force_table(elements, actuator_values: dict | None = None) -> tuple[np.ndarray, np.ndarray]:
@@ -746,14 +760,15 @@ def active_layout(model, active) -> tuple[np.ndarray, np.ndarray, int, int, floa
 
 
 class CompiledScene:
-    """A model's tables for the compiled step, and the run-time inputs they carry (active constraints, dragged
-    nails, actuator commands, the pull). :class:`core.Simulation` keeps one and calls :meth:`step`."""
+    """A model's tables for the compiled evaluation and step, and the run-time inputs they carry (active
+    constraints, dragged nails, actuator commands, the pull, solver settings). :class:`core.Simulation` keeps one
+    and calls :meth:`evaluate` and :meth:`step`; an evaluation's result is one flat ``raw`` buffer
+    (:func:`raw_views`), turned into a :class:`core.dynamics.Data` by :meth:`data` only when asked for."""
 
     def __init__(self, model):
         self.model = model
         self.ints, self.floats = model.kernel_pack
         self.quat_starts = model.kernel_quat_starts
-        self.ci, self.cf = constraint_table(model.constraints)
         self.K = len(model.constraints)
         self.total_rows = sum(c.rows for c in model.constraints)
         self.set_inputs(np.array([c.enabled for c in model.constraints], bool), {}, {}, None,
@@ -763,24 +778,35 @@ class CompiledScene:
         """Rebuild the run-time tables (after any change of the active set, nails, actuators, pull or solver)."""
         model = self.model
         self.active = np.array(active, bool)
-        self.ov = override_table(model.constraints, overrides)
+        self.ci, self.cf = constraint_table(model.constraints, overrides)
+        row_of, group_of, self.n_groups, self.m, scale = active_layout(model, self.active)
+        self.ci[:, 4], self.ci[:, 5] = row_of, group_of
         elements = model.forces + ((pull,) if pull is not None else ())
         self.fi, self.ff = force_table(elements, actuator_values)
-        self.row_of, self.group_of, self.n_groups, self.m, scale = active_layout(model, self.active)
-        s = solver
-        self.solver = np.array([1.0 if s.get("method", "svd") == "damped_least_squares" else 0.0,
-                                s.get("rcond", 1e-12), s.get("rho", 1e-3),
+        self.solver = np.array([1.0 if solver.get("method", "svd") == "damped_least_squares" else 0.0,
+                                solver.get("rcond", 1e-12), solver.get("rho", 1e-3),
                                 model.settings.get("rank_tolerance", 1e-3), scale])
+        self.raw_size = raw_size(model.nv, self.K, self.m)
+
+    def views(self, raw):
+        """``raw_views`` in Python: (q̈, power, F, η, σ, deviation, deviation rate, τ, scalars)."""
+        nv, K, m = self.model.nv, self.K, self.m
+        o1 = nv + K + 4
+        o2 = o1 + 3 * m
+        o3 = o2 + 2 * K
+        o4 = o3 + nv
+        return (raw[0:nv], raw[nv:o1], raw[o1:o1 + m], raw[o1 + m:o1 + 2 * m], raw[o1 + 2 * m:o2], raw[o2:o2 + K],
+                raw[o2 + K:o3], raw[o3:o4], raw[o4:o4 + 8])
 
     def data(self, raw) -> "Data":
-        """A :class:`core.dynamics.Data` from an evaluation's raw output (:meth:`evaluate`, :meth:`step`)."""
+        """A :class:`core.dynamics.Data` (copies) from an evaluation's raw output."""
         from .dynamics import Data
-        qdd, power, F, residual, svals, dev, devrate, tau, sc = raw[:9]
+        qdd, power, F, residual, svals, dev, devrate, tau, sc = self.views(raw)
         K = self.K
         force = np.zeros((K, 3))
         res = np.full(K, np.nan)
         for k, c in enumerate(self.model.constraints):
-            r = self.row_of[k]
+            r = self.ci[k, 4]
             if r >= 0:
                 force[k] = c.basis @ F[r:r + c.rows]
                 res[k] = np.linalg.norm(residual[r:r + c.rows])
@@ -796,38 +822,30 @@ class CompiledScene:
                     energy_elastic=float(sc[6]), tau_control=None, controller_rate=np.zeros(0))
 
     def deficient(self, raw) -> bool:
-        """Whether the active constraints' Jacobian lost row rank at an evaluation (raw output)."""
-        return bool(self.m > 0 and raw[8][3] < self.m)
+        """Whether the active constraints' Jacobian lost row rank at an evaluation."""
+        return bool(self.m > 0 and raw[self.raw_size - 5] < self.m)
 
-    def outputs(self):
-        """Fresh arrays for one evaluation's results (see :func:`evaluate_kernel`)."""
-        m, K, nv = self.m, self.K, self.model.nv
-        return (np.empty(nv), np.empty(K + 4), np.zeros(m), np.zeros(m), np.zeros(m), np.zeros(K), np.zeros(K),
-                np.empty(nv), np.zeros(8))
+    def deviation(self, raw) -> np.ndarray:
+        return self.views(raw)[5]
 
     def evaluate(self, t: float, q, qd):
-        """One full evaluation: ``(qdd, power, F, residual, svals, deviation, deviation_rate, tau, scalars, ok)``."""
-        out = self.outputs()
+        """One full evaluation at (t, q, q̇): ``(raw, ok)``."""
+        raw = np.zeros(self.raw_size)
         ws = evaluate_workspace(self.model.n_links, self.model.nv, self.m)
-        ok = evaluate_kernel(self.ints, self.floats, ws, self.ci, self.cf, self.ov, self.row_of, self.group_of,
-                             self.n_groups, self.fi, self.ff, self.solver, float(t), as_f64(q), as_f64(qd), True,
-                             *out)
-        return (*out, ok)
+        ok = evaluate_kernel(self.ints, self.floats, ws, self.ci, self.cf, self.n_groups, self.fi, self.ff,
+                             self.solver, float(t), as_f64(q), as_f64(qd), True, raw)
+        return raw, ok
 
-    def step(self, t: float, q, qd, work, dt: float, n_steps: int, k1, deficient: bool):
-        """Up to ``n_steps`` RK4 steps (:func:`rk4_kernel`). ``k1`` is the last full evaluation's output tuple (as
-        :meth:`evaluate` returns, at (t, q, qd)) or None. Returns ``(q, qd, work, steps, status, k1)`` with the
-        new state's evaluation as ``k1``."""
+    def step(self, t: float, q, qd, work, dt: float, n_steps: int, raw, deficient: bool):
+        """Up to ``n_steps`` RK4 steps (:func:`rk4_kernel`) from (t, q, q̇) with the work integrals ``work``.
+        ``raw``: the full evaluation at the start (overwritten with the one at the end), or None. Returns
+        ``(q, qd, work, steps, status, raw)``."""
         nq, nv = q.shape[0], qd.shape[0]
-        q_out, qd_out, work_out = np.empty(nq), np.empty(nv), np.empty(work.shape[0])
-        if k1 is None:
-            out, have = self.outputs(), False
-        else:
-            out, have = tuple(a.copy() for a in k1[:9]), True
-        qdd, power, F, residual, svals, dev, devrate, tau, scalars = out
-        steps, status = rk4_kernel(self.ints, self.floats, self.quat_starts, self.ci, self.cf, self.ov, self.row_of,
-                                   self.group_of, self.n_groups, self.fi, self.ff, self.solver, float(t), as_f64(q),
-                                   as_f64(qd), as_f64(work), float(dt), int(n_steps), have, bool(deficient), qdd, power,
-                                   q_out, qd_out, work_out, F, residual, svals, dev, devrate, tau, scalars)
-        return q_out, qd_out, work_out, steps, status, (qdd, power, F, residual, svals, dev, devrate, tau, scalars,
-                                                        status != 2)
+        state_out = np.empty(nq + nv + work.shape[0])
+        have = raw is not None
+        if not have:
+            raw = np.zeros(self.raw_size)
+        steps, status = rk4_kernel(self.ints, self.floats, self.quat_starts, self.ci, self.cf, self.n_groups,
+                                   self.fi, self.ff, self.solver, float(t), as_f64(q), as_f64(qd), as_f64(work),
+                                   float(dt), int(n_steps), have, bool(deficient), raw, state_out)
+        return state_out[:nq], state_out[nq:nq + nv], state_out[nq + nv:], steps, status, raw
