@@ -13,14 +13,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from .jit import as_f64, cross_force, cross_motion, force_xt, inertia_xt, matvec6, motion_x, njit
+from .jit import as_f64, cross_force, cross_motion, inline, force_xt, inertia_xt, matvec6, motion_x, njit
 from .kinematics import fk_kernel, link_forces_kernel, subspace_times
 from .layout import carve, unpack_model
 from .model import Model
 from .rnea import _f_ext
 
-__all__ = ["forward_dynamics", "aba_kernel", "aba_eval", "aba_workspace", "aba_velocities", "aba_inertias", "aba_accelerations",
-           "aba_solve"]
+__all__ = ["forward_dynamics", "aba_kernel", "aba_eval", "aba_workspace", "aba_velocities", "aba_inertias",
+           "aba_accelerations", "aba_solve"]
 
 
 @njit
@@ -57,10 +57,9 @@ def _invert_small(D, n, out, A):
 
 
 @njit
-def aba_velocities(parent, S, v_start, nv_j, E, r, inertia, qd, fx, v, c, pA):
+def aba_velocities(parent, S, v_start, nv_j, E, r, inertia, qd, fx, v, c, pA, vJ, tmp):
     """Pass 1, root to leaves: v_i = X_i v_λ + S_i q̇_i, c_i = v_i × S_i q̇_i and the bias force
-    p^A_i = v_i ×* I_i v_i − f^x_i (``fx``: external forces in link coordinates)."""
-    vJ, tmp = np.empty(6), np.empty(6)
+    p^A_i = v_i ×* I_i v_i − f^x_i (``fx``: external forces in link coordinates; ``vJ``, ``tmp``: scratch 6)."""
     for i in range(parent.shape[0]):
         lam = parent[i]
         subspace_times(S, i, nv_j[i], qd, v_start[i], vJ)
@@ -81,8 +80,8 @@ def aba_velocities(parent, S, v_start, nv_j, E, r, inertia, qd, fx, v, c, pA):
 @njit
 def aba_workspace(N):
     """The arrays of one ABA evaluation, cut from one allocation: ``(E, r, R_WL, p_WL, fx, v, c, pA, IA, U, W,
-    Dinv, u, Ia, G, T3)`` (see :func:`aba_eval`)."""
-    buf = np.empty(198 * N + 36 + 72 + 9)
+    Dinv, u, Ia, G, T3, D, out, s6)`` (see :func:`aba_eval`; the last six are scratch)."""
+    buf = np.empty(198 * N + 36 + 72 + 9 + 72 + 48)
     E, o = carve(buf, 0, 9 * N, (N, 3, 3))
     r, o = carve(buf, o, 3 * N, (N, 3))
     R_WL, o = carve(buf, o, 9 * N, (N, 3, 3))
@@ -99,11 +98,15 @@ def aba_workspace(N):
     Ia, o = carve(buf, o, 36, (6, 6))
     G, o = carve(buf, o, 72, (6, 12))
     T3, o = carve(buf, o, 9, (3, 3))
-    return E, r, R_WL, p_WL, fx, v, c, pA, IA, U, W, Dinv, u, Ia, G, T3
+    D, o = carve(buf, o, 36, (6, 6))
+    out, o = carve(buf, o, 36, (6, 6))
+    s6, o = carve(buf, o, 48, (8, 6))
+    return E, r, R_WL, p_WL, fx, v, c, pA, IA, U, W, Dinv, u, Ia, G, T3, D, out, s6
 
 
 @njit
-def aba_inertias(parent, S, v_start, nv_j, E, r, inertia, tau, c, pA, IA, U, W, Dinv, u, Ia, G, T3):
+def aba_inertias(parent, S, v_start, nv_j, E, r, inertia, tau, c, pA, IA, U, W, Dinv, u, Ia, G, T3, D, out, pa,
+                 tmp):
     """Pass 2, leaves to root: articulated inertias and bias forces (thesis eq. 2.77; RBDA Table 7.1)::
 
         U_i = I^A_i S_i,  D_i = S_iᵀ U_i,  W_i = U_i D_i⁻¹,  u_i = τ_i − S_iᵀ p^A_i
@@ -111,38 +114,52 @@ def aba_inertias(parent, S, v_start, nv_j, E, r, inertia, tau, c, pA, IA, U, W, 
         I^A_λ += X_iᵀ I^a_i X_i,   p^A_λ += X_iᵀ p^a_i
 
     On entry ``pA`` holds pass 1's bias forces; ``IA`` is filled from ``inertia`` here. ``U``, ``W``, ``Dinv``
-    depend on q only (the factorization :func:`aba_solve` reuses); ``u`` on τ and q̇ too. ``Ia`` (6x6),
-    ``G`` (6x12), ``T3`` (3x3) are scratch."""
+    depend on q only (the factorization :func:`aba_solve` reuses); ``u`` on τ and q̇ too. ``Ia``, ``D``,
+    ``out`` (6x6), ``G`` (6x12), ``T3`` (3x3), ``pa``, ``tmp`` (6) are scratch."""
     N = parent.shape[0]
     IA[:, :, :] = inertia
-    D = np.empty((6, 6))
-    pa, tmp, out = np.empty(6), np.empty(6), np.empty((6, 6))
     for i in range(N - 1, -1, -1):
         vs, nv, lam = v_start[i], nv_j[i], parent[i]
-        for k in range(nv):
-            for a in range(6):                                # U_i = I^A_i S_i
+        if nv == 1:                                           # hinges and sliders: D is a scalar
+            su = tau[vs]
+            d = 0.0
+            for a in range(6):
                 s = 0.0
                 for b in range(6):
-                    s += IA[i, a, b] * S[i, b, k]
-                U[i, a, k] = s
-            s = tau[vs + k]                                   # u_i = τ_i − S_iᵀ p^A_i
+                    s += IA[i, a, b] * S[i, b, 0]
+                U[i, a, 0] = s
+                su -= S[i, a, 0] * pA[i, a]
             for a in range(6):
-                s -= S[i, a, k] * pA[i, a]
-            u[i, k] = s
-        for k in range(nv):
-            for m in range(nv):                               # D_i = S_iᵀ U_i
-                s = 0.0
-                for a in range(6):
-                    s += S[i, a, k] * U[i, a, m]
-                D[k, m] = s
-        if nv > 0:
-            _invert_small(D, nv, Dinv[i], G)
-            for a in range(6):                                # W_i = U_i D_i⁻¹
-                for k in range(nv):
+                d += S[i, a, 0] * U[i, a, 0]
+            u[i, 0] = su
+            Dinv[i, 0, 0] = 1.0 / d
+            for a in range(6):
+                W[i, a, 0] = U[i, a, 0] / d
+        else:
+            for k in range(nv):
+                for a in range(6):                                # U_i = I^A_i S_i
                     s = 0.0
-                    for m in range(nv):
-                        s += U[i, a, m] * Dinv[i, m, k]
-                    W[i, a, k] = s
+                    for b in range(6):
+                        s += IA[i, a, b] * S[i, b, k]
+                    U[i, a, k] = s
+                s = tau[vs + k]                                   # u_i = τ_i − S_iᵀ p^A_i
+                for a in range(6):
+                    s -= S[i, a, k] * pA[i, a]
+                u[i, k] = s
+            for k in range(nv):
+                for m in range(nv):                               # D_i = S_iᵀ U_i
+                    s = 0.0
+                    for a in range(6):
+                        s += S[i, a, k] * U[i, a, m]
+                    D[k, m] = s
+            if nv > 0:
+                _invert_small(D, nv, Dinv[i], G)
+                for a in range(6):                                # W_i = U_i D_i⁻¹
+                    for k in range(nv):
+                        s = 0.0
+                        for m in range(nv):
+                            s += U[i, a, m] * Dinv[i, m, k]
+                        W[i, a, k] = s
         if lam < 0:
             continue
         for a in range(6):                                    # I^a = I^A − W Uᵀ (symmetric)
@@ -167,10 +184,9 @@ def aba_inertias(parent, S, v_start, nv_j, E, r, inertia, tau, c, pA, IA, U, W, 
 
 
 @njit
-def aba_accelerations(parent, S, v_start, nv_j, E, r, a0, c, W, Dinv, u, qdd, acc):
+def aba_accelerations(parent, S, v_start, nv_j, E, r, a0, c, W, Dinv, u, qdd, acc, ap):
     """Pass 3, root to leaves: a'_i = X_i a_λ + c_i, q̈_i = D_i⁻¹u_i − W_iᵀ a'_i, a_i = a'_i + S_i q̈_i
-    (``a0``: the base acceleration, −g for gravity; ``c`` may be all zero, see :func:`aba_solve`)."""
-    ap = np.empty(6)
+    (``a0``: the base acceleration, −g for gravity; ``ap``: scratch 6)."""
     for i in range(parent.shape[0]):
         vs, nv, lam = v_start[i], nv_j[i], parent[i]
         motion_x(E[i], r[i], a0 if lam < 0 else acc[lam], ap)
@@ -191,12 +207,11 @@ def aba_accelerations(parent, S, v_start, nv_j, E, r, a0, c, W, Dinv, u, qdd, ac
 
 
 @njit
-def aba_solve(parent, S, v_start, nv_j, E, r, W, Dinv, tau, x, pA, u, acc, zero6):
+def aba_solve(parent, S, v_start, nv_j, E, r, W, Dinv, tau, x, pA, u, acc, pa, tmp, ap):
     """x ← M(q)⁻¹ τ in O(N) from pass 2's factorization at the same q: the articulated-body algorithm with no
     velocity, gravity or external force, so only u and p^A change (p^a_i = p^A_i + W_i u_i; RBDA §7.3).
-    ``pA``, ``u``, ``acc`` are scratch (N x 6); ``zero6`` six zeros (the base acceleration and every c_i)."""
+    ``pA``, ``u``, ``acc`` (N x 6) and ``pa``, ``tmp``, ``ap`` (6) are scratch."""
     N = parent.shape[0]
-    pa, tmp = np.empty(6), np.empty(6)
     for i in range(N):
         for a in range(6):
             pA[i, a] = 0.0
@@ -217,7 +232,6 @@ def aba_solve(parent, S, v_start, nv_j, E, r, W, Dinv, tau, x, pA, u, acc, zero6
         force_xt(E[i], r[i], pa, tmp)
         for a in range(6):
             pA[lam, a] += tmp[a]
-    ap = np.empty(6)
     for i in range(N):
         vs, nv, lam = v_start[i], nv_j[i], parent[i]
         if lam < 0:
@@ -245,18 +259,19 @@ def aba_eval(parent, jtype, axis, R_tree, p_tree, S, q_start, v_start, nv_j, ine
     """q̈ ← H⁻¹(τ − b) by the articulated-body algorithm, in the arrays of ``ws`` (:func:`aba_workspace`), which
     then hold the kinematics (E, r, R_WL, p_WL), the velocities and the factorization for :func:`aba_solve`.
     ``f_ext``: world forces about the world origin, used when ``use_f_ext``."""
-    E, r, R_WL, p_WL, fx, v, c, pA, IA, U, W, Dinv, u, Ia, G, T3 = ws
+    E, r, R_WL, p_WL, fx, v, c, pA, IA, U, W, Dinv, u, Ia, G, T3, D, out, s6 = ws
     fk_kernel(parent, jtype, axis, R_tree, p_tree, q_start, q, E, r, R_WL, p_WL)
     if use_f_ext:
         link_forces_kernel(R_WL, p_WL, f_ext, fx)
     else:
         fx[:, :] = 0.0
-    aba_velocities(parent, S, v_start, nv_j, E, r, inertia, qd, fx, v, c, pA)
-    aba_inertias(parent, S, v_start, nv_j, E, r, inertia, tau, c, pA, IA, U, W, Dinv, u, Ia, G, T3)
-    a0 = Ia[0]                                                # gravity as a base acceleration (scratch row)
+    aba_velocities(parent, S, v_start, nv_j, E, r, inertia, qd, fx, v, c, pA, s6[0], s6[1])
+    aba_inertias(parent, S, v_start, nv_j, E, r, inertia, tau, c, pA, IA, U, W, Dinv, u, Ia, G, T3, D, out,
+                 s6[0], s6[1])
+    a0 = s6[2]                                                # gravity as a base acceleration
     a0[0], a0[1], a0[2] = 0.0, 0.0, 0.0
     a0[3], a0[4], a0[5] = -gravity[0], -gravity[1], -gravity[2]
-    aba_accelerations(parent, S, v_start, nv_j, E, r, a0, c, W, Dinv, u, qdd, pA)   # pA reused for a_i
+    aba_accelerations(parent, S, v_start, nv_j, E, r, a0, c, W, Dinv, u, qdd, pA, s6[0])   # pA reused for a_i
 
 
 @njit

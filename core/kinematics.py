@@ -58,34 +58,28 @@ def _joint_motion(jt, axis, q, qs, Rj, pj):
 def fk_kernel(parent, jtype, axis, R_tree, p_tree, q_start, q, E, r, R_WL, p_WL):
     """Per link: ``E[i] = R_PCᵀ``, ``r[i] = p_PC`` (parent → child transform) and the world pose ``R_WL``, ``p_WL``.
 
-    ``R_PC = R_PJ R_J(q)``, ``p_PC = p_PJ + R_PJ p_J(q)``; ``R_WC = R_WP R_PC``, ``p_WC = p_WP + R_WP p_PC``."""
-    Rj = np.empty((3, 3))
-    pj = np.empty(3)
-    Rpc = np.empty((3, 3))
+    ``R_PC = R_PJ R_J(q)``, ``p_PC = p_PJ + R_PJ p_J(q)``; ``R_WC = R_WP R_PC``, ``p_WC = p_WP + R_WP p_PC``.
+    (The joint's own motion R_J, p_J is held in link i's world-pose rows until they are written.)"""
     for i in range(parent.shape[0]):
+        Rj, pj = R_WL[i], p_WL[i]
         _joint_motion(jtype[i], axis[i], q, q_start[i], Rj, pj)
         for a in range(3):
-            s = p_tree[i, a]
+            r[i, a] = p_tree[i, a] + R_tree[i, a, 0] * pj[0] + R_tree[i, a, 1] * pj[1] + R_tree[i, a, 2] * pj[2]
             for b in range(3):
-                Rpc[a, b] = R_tree[i, a, 0] * Rj[0, b] + R_tree[i, a, 1] * Rj[1, b] + R_tree[i, a, 2] * Rj[2, b]
-                s += R_tree[i, a, b] * pj[b]
-            r[i, a] = s
-        for a in range(3):
-            for b in range(3):
-                E[i, a, b] = Rpc[b, a]
+                E[i, b, a] = R_tree[i, a, 0] * Rj[0, b] + R_tree[i, a, 1] * Rj[1, b] + R_tree[i, a, 2] * Rj[2, b]
         lam = parent[i]
         if lam < 0:
             for a in range(3):
                 p_WL[i, a] = r[i, a]
                 for b in range(3):
-                    R_WL[i, a, b] = Rpc[a, b]
+                    R_WL[i, a, b] = E[i, b, a]
         else:
             for a in range(3):
-                s = p_WL[lam, a]
+                p_WL[i, a] = p_WL[lam, a] + R_WL[lam, a, 0] * r[i, 0] + R_WL[lam, a, 1] * r[i, 1] + \
+                    R_WL[lam, a, 2] * r[i, 2]
                 for b in range(3):
-                    R_WL[i, a, b] = R_WL[lam, a, 0] * Rpc[0, b] + R_WL[lam, a, 1] * Rpc[1, b] + R_WL[lam, a, 2] * Rpc[2, b]
-                    s += R_WL[lam, a, b] * r[i, b]
-                p_WL[i, a] = s
+                    R_WL[i, a, b] = R_WL[lam, a, 0] * E[i, b, 0] + R_WL[lam, a, 1] * E[i, b, 1] + \
+                        R_WL[lam, a, 2] * E[i, b, 2]
 
 
 @inline

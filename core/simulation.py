@@ -113,9 +113,11 @@ class Simulation:
     def _inputs_key(self) -> tuple:
         """Everything the compiled tables depend on that may change between steps (set through the methods
         below or directly on the attributes, as the studio does)."""
-        return (self.active.tobytes(), self.formulation, id(self.pull), tuple(sorted(self.solver.items())),
-                tuple(sorted(self.actuator_values.items())),
-                tuple((k, v[0], v[1].tobytes(), v[2].tobytes()) for k, v in self.nail_overrides.items()))
+        return (self.active.tobytes(), self.formulation, id(self.pull),
+                tuple(self.solver.items()) if self.solver else (),
+                tuple(self.actuator_values.items()) if self.actuator_values else (),
+                tuple((k, v[0], v[1].tobytes(), v[2].tobytes()) for k, v in self.nail_overrides.items())
+                if self.nail_overrides else ())
 
     def compiled_scene(self) -> CompiledScene | None:
         """The tables of the compiled evaluation (:mod:`core.stepper`), current with the inputs, when this
@@ -272,6 +274,10 @@ class Simulation:
     def step(self, dt_max: float | None = None) -> State:
         """Advance one step (``dt``, or one accepted adaptive step no longer than ``dt_max``); raises
         :class:`DivergenceError` with the state unchanged if the result is not finite."""
+        scene = self._compiled_step()
+        if scene is not None:
+            self._compiled_steps(scene, dt_max, 1)              # compiled: no NumPy warnings to silence
+            return self.state
         with np.errstate(all="ignore"):                         # divergence is detected below, not warned about
             saved = (self.state, self.work, self._data)
             try:
@@ -287,35 +293,36 @@ class Simulation:
         """The compiled scene when whole RK4 steps run compiled (see :meth:`compiled_scene`)."""
         return self.compiled_scene() if self.integrator == "rk4" else None
 
-    def _step(self, dt_max, n_steps: int = 1) -> int:
-        """Advance up to ``n_steps`` steps (more than one only on the compiled path, which stops early at events);
-        returns the number taken."""
-        scene = self._compiled_step()
-        if scene is not None:
+    def _compiled_steps(self, scene: CompiledScene, dt_max, n_steps: int) -> int:
+        """Up to ``n_steps`` compiled RK4 steps (fewer when an event or divergence stops the kernel); returns the
+        number taken."""
+        raw = self._raw_now(scene)
+        if not self._raw_checked and (np.any(self.active & (scene.deviation(raw) > self._max_deviation))
+                                      or scene.deficient(raw) != self._rank_deficient):
+            self._break_constraints()                       # events: logged from the Data at this state
+            self._log_rank()
+            scene = self._compiled_step()
             raw = self._raw_now(scene)
-            if not self._raw_checked and (np.any(self.active & (scene.deviation(raw) > self._max_deviation))
-                                          or scene.deficient(raw) != self._rank_deficient):
-                self._break_constraints()                       # events: logged from the Data at this state
-                self._log_rank()
-                scene = self._compiled_step()
-                raw = self._raw_now(scene)
-            self._raw_checked = True
-            s = self.state
-            h = self.dt if dt_max is None else min(self.dt, dt_max)
-            q, qd, work, steps, status, raw = scene.step(s.t, s.q, s.qd, self.work, h, n_steps, raw,
-                                                         self._rank_deficient)
-            if steps == 0:
-                raise DivergenceError(f"non-finite state after the step from t = {s.t:.6g} s (dt = {h:g} s)")
-            t = s.t
-            for _ in range(steps):
-                t += h
-            self.state = State(t, q, qd, s.z)
-            self.work = work
-            self._data = None
-            self._raw, self._raw_state = (raw if status != 2 else None), self.state
-            self._raw_checked = status == 0                     # the kernel saw no event at the new state
-            self.steps_taken += steps
-            return steps
+        self._raw_checked = True
+        s = self.state
+        h = self.dt if dt_max is None else min(self.dt, dt_max)
+        q, qd, work, steps, status, raw = scene.step(s.t, s.q, s.qd, self.work, h, n_steps, raw,
+                                                     self._rank_deficient)
+        if steps == 0:
+            raise DivergenceError(f"non-finite state after the step from t = {s.t:.6g} s (dt = {h:g} s)")
+        t = s.t
+        for _ in range(steps):
+            t += h
+        self.state = State(t, q, qd, s.z)
+        self.work = work
+        self._data = None
+        self._raw, self._raw_state = (raw if status != 2 else None), self.state
+        self._raw_checked = status == 0                     # the kernel saw no event at the new state
+        self.steps_taken += steps
+        return steps
+
+    def _step(self, dt_max) -> None:
+        """One step on the Python path (any integrator and formulation)."""
         self._break_constraints()
         self._log_rank()
         s, d = self.state, self.data
@@ -336,7 +343,6 @@ class Simulation:
         self._data = None
         self.data                                               # evaluate now, so an overflow counts as this step's
         self.steps_taken += 1
-        return 1
 
     def _project(self) -> None:
         """Aghili's drift removal after a step; its energy change is booked as ``work_corrections``."""
@@ -431,11 +437,11 @@ class Simulation:
         shown = self.state.t
         while self.state.t < t_end - 1e-12 * max(1.0, abs(t_end)):
             batch = record_every - n % record_every
-            if batch > 1 and self._compiled_step() is not None:  # whole batches in one compiled call
+            scene = self._compiled_step() if batch > 1 else None
+            if scene is not None:                               # whole batches in one compiled call
                 batch = min(batch, int((t_end - self.state.t) / self.dt + 1e-9) - 1)
-            if batch > 1 and self._compiled_step() is not None:
-                with np.errstate(all="ignore"):
-                    n += self._step(None, batch)
+            if scene is not None and batch > 1:
+                n += self._compiled_steps(scene, None, batch)
             else:
                 self.step(dt_max=t_end - self.state.t)
                 n += 1

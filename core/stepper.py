@@ -43,7 +43,7 @@ from .jit import as_f64, cross_motion, inline, motion_x, njit
 from .kinematics import fk_kernel, normalize_kernel, qdot_kernel
 from .layout import unpack_model
 
-__all__ = ["CompiledScene", "evaluate_kernel", "rk4_kernel", "symmetric_eigen", "solve_groups",
+__all__ = ["CompiledScene", "evaluate_kernel", "evaluate_entry", "rk4_kernel", "symmetric_eigen", "solve_groups",
            "point_rows_kernel", "forces_kernel", "eligible"]
 
 # ---- geometry of points on links ------------------------------------------------------------------------
@@ -84,16 +84,17 @@ def _jacobian_columns(parent, S, v_start, nv_j, R_WL, p_WL, k, x, E, m, sign, J,
         d0, d1, d2 = x[0] - p_WL[j, 0], x[1] - p_WL[j, 1], x[2] - p_WL[j, 2]
         for mm in range(nv_j[j]):
             col = v_start[j] + mm
-            w = np.empty(3)
-            c = np.empty(3)
-            for a in range(3):
-                w[a] = R_WL[j, a, 0] * S[j, 0, mm] + R_WL[j, a, 1] * S[j, 1, mm] + R_WL[j, a, 2] * S[j, 2, mm]
-                c[a] = R_WL[j, a, 0] * S[j, 3, mm] + R_WL[j, a, 1] * S[j, 4, mm] + R_WL[j, a, 2] * S[j, 5, mm]
-            c[0] += w[1] * d2 - w[2] * d1
-            c[1] += w[2] * d0 - w[0] * d2
-            c[2] += w[0] * d1 - w[1] * d0
+            w0 = R_WL[j, 0, 0] * S[j, 0, mm] + R_WL[j, 0, 1] * S[j, 1, mm] + R_WL[j, 0, 2] * S[j, 2, mm]
+            w1 = R_WL[j, 1, 0] * S[j, 0, mm] + R_WL[j, 1, 1] * S[j, 1, mm] + R_WL[j, 1, 2] * S[j, 2, mm]
+            w2 = R_WL[j, 2, 0] * S[j, 0, mm] + R_WL[j, 2, 1] * S[j, 1, mm] + R_WL[j, 2, 2] * S[j, 2, mm]
+            c0 = R_WL[j, 0, 0] * S[j, 3, mm] + R_WL[j, 0, 1] * S[j, 4, mm] + R_WL[j, 0, 2] * S[j, 5, mm]
+            c1 = R_WL[j, 1, 0] * S[j, 3, mm] + R_WL[j, 1, 1] * S[j, 4, mm] + R_WL[j, 1, 2] * S[j, 5, mm]
+            c2 = R_WL[j, 2, 0] * S[j, 3, mm] + R_WL[j, 2, 1] * S[j, 4, mm] + R_WL[j, 2, 2] * S[j, 5, mm]
+            c0 += w1 * d2 - w2 * d1
+            c1 += w2 * d0 - w0 * d2
+            c2 += w0 * d1 - w1 * d0
             for b in range(m):
-                J[row0 + b, col] += sign * (E[0, b] * c[0] + E[1, b] * c[1] + E[2, b] * c[2])
+                J[row0 + b, col] += sign * (E[0, b] * c0 + E[1, b] * c1 + E[2, b] * c2)
         j = parent[j]
 
 
@@ -148,16 +149,15 @@ def nail_target_kernel(cf, c, t, x, xd, xdd):
 
 @njit
 def point_rows_kernel(parent, S, v_start, nv_j, R_WL, p_WL, v, a_vp, ci, cf, t,
-                      J, gamma, D, D_rate, stab, deviation, deviation_rate):
+                      J, gamma, D, D_rate, stab, deviation, deviation_rate, E, P3):
     """Rows of the point constraints (:mod:`core.constraints`): for every constraint its deviation norms, and
     for the active ones (first row ``ci[c, 4] ≥ 0``) their rows of J, γ, D, Ḋ and the stabilization term::
 
         D = Eᵀ(x_a − x_b),  Ḋ = Eᵀ(ẋ_a − ẋ_b),  J = Eᵀ(J_a − J_b),  γ = Eᵀ(J̇_a q̇ − J̇_b q̇ or n̈)
         stab = 2κḊ + κ²D  (D̈ + 2κḊ + κ²D = 0, eq. 2.21);   velocity constraint: D = Eᵀ(ẋ_a − v), stab = κD
 
-    J's rows must be zero on entry (they are accumulated)."""
-    E = np.empty((3, 3))
-    xa, va, xb, vb, ba, bb = np.empty(3), np.empty(3), np.empty(3), np.empty(3), np.empty(3), np.empty(3)
+    J's rows must be zero on entry (they are accumulated). ``E`` (3 x 3) and ``P3`` (≥ 6 x 3) are scratch."""
+    xa, va, xb, vb, ba, bb = P3[0], P3[1], P3[2], P3[3], P3[4], P3[5]
     for c in range(ci.shape[0]):
         kind, ka, kb, m = ci[c, 0], ci[c, 1], ci[c, 2], ci[c, 3]
         for a in range(3):
@@ -203,11 +203,11 @@ def point_rows_kernel(parent, S, v_start, nv_j, R_WL, p_WL, v, a_vp, ci, cf, t,
 # ---- applied forces -------------------------------------------------------------------------------------
 
 @njit
-def forces_kernel(parent, S, v_start, nv_j, R_WL, p_WL, v, q, qd, t, fi, ff, tau, power):
+def forces_kernel(parent, S, v_start, nv_j, R_WL, p_WL, v, q, qd, t, fi, ff, tau, power, P3):
     """τ += the generalized forces of the force elements (:mod:`core.forces`); ``power`` (4,) += the power of
-    dampers, drag, actuators, external; returns the elastic potential energy."""
+    dampers, drag, actuators, external; returns the elastic potential energy (``P3``: ≥ 5 x 3 scratch)."""
     potential = 0.0
-    xa, va, xb, vb, f = np.empty(3), np.empty(3), np.empty(3), np.empty(3), np.empty(3)
+    xa, va, xb, vb, f = P3[0], P3[1], P3[2], P3[3], P3[4]
     for e in range(fi.shape[0]):
         kind, ka, kb, dof = fi[e, 0], fi[e, 1], fi[e, 2], fi[e, 3]
         k, c = ff[e, 6], ff[e, 7]
@@ -337,16 +337,10 @@ def symmetric_eigen(A, n, lam, Q):
 
 
 @njit
-def solve_groups(A, B, ci, cf, n_groups, dls, rcond, rho, F, svals):
+def solve_groups(A, B, ci, cf, n_groups, dls, rcond, rho, F, svals, idx, Ag, Q, lam, QtB, Fg):
     """A F = −B group by group with force bounds (:mod:`core.solver`). Returns ``(rank, dropped, min_kept,
-    n_svals)``; ``svals[:n_svals]`` are the singular values of A (all groups, sorted descending)."""
-    m = B.shape[0]
-    idx = np.empty(m, np.int64)
-    Ag = np.empty((m, m))
-    Q = np.empty((m, m))
-    lam = np.empty(m)
-    QtB = np.empty(m)
-    Fg = np.empty(m)
+    n_svals)``; ``svals[:n_svals]`` are the singular values of A (all groups, sorted descending). ``idx`` (int),
+    ``lam``, ``QtB``, ``Fg`` (m) and ``Ag``, ``Q`` (m x m) are scratch."""
     rank_total, dropped_total, min_kept, ns = 0, 0, np.inf, 0
     for g in range(n_groups):
         n = 0
@@ -414,36 +408,40 @@ def solve_groups(A, B, ci, cf, n_groups, dls, rcond, rho, F, svals):
 
 @njit
 def evaluate_workspace(N, nv, m):
-    """Scratch of :func:`evaluate_kernel` for N links, nv dofs and m active constraint rows."""
+    """Scratch of :func:`evaluate_kernel` for N links, nv dofs and m active constraint rows (allocated once per
+    compiled call; an evaluation allocates nothing)."""
     return (aba_workspace(N), np.empty((N, 6)), np.zeros((m, nv)), np.empty((nv, m)), np.empty((m, m)),
             np.empty(m), np.empty(m), np.empty(m), np.empty(m), np.empty(m), np.empty(nv), np.empty(nv),
-            np.empty((N, 6)), np.empty((N, 6)), np.empty(nv), np.empty(m), np.empty(max(m, 1)), np.empty((m, m)))
+            np.empty((N, 6)), np.empty(nv), np.empty(m), np.empty(max(m, 1)), np.empty((m, m)), np.empty((8, 3)),
+            np.empty((3, 3)), np.empty(m, np.int64), np.empty((m, m)), np.empty(m), np.empty(m))
 
 
 @njit
-def evaluate_kernel(ints, floats, ws, ci, cf, n_groups, fi, ff, solver, t, q, qd, full, raw):
-    """One evaluation (module docstring) into ``raw`` (:func:`raw_views`). Writes q̈ and the powers (K constraint powers F·(J q̇), then dampers,
+def evaluate_kernel(parent, jtype, axis, R_tree, p_tree, S, q_start, v_start, nv_j, inertia, gravity, ws,
+                    ci, cf, n_groups, fi, ff, solver, t, q, qd, full,
+                    qdd, power, out_F, out_residual, out_svals, out_dev, out_devrate, out_tau, out_scalars):
+    """One evaluation (module docstring). Writes q̈ and the powers (K constraint powers F·(J q̇), then dampers,
     drag, actuators, external); with ``full`` also the diagnostics: F and η = A F + B (m), singular values of A
     (m), deviation norms (K), the applied τ (nv) and ``out_scalars`` = (rank, dropped, cutoff, jacobian rank,
     kinetic, gravity, elastic energy, number of singular values). ``solver`` = (dls, rcond, rho,
     rank_tolerance, scale). Returns False if the result is not finite."""
-    parent, jtype, axis, R_tree, p_tree, S, q_start, v_start, nv_j, inertia, gravity = unpack_model(ints, floats)
-    (aw, a_vp, J, Y, A, B, gamma, D, D_rate, stab, tau, qdd_free, fx, tmp6, col, eta, sv, Qm) = ws
-    E, r, R_WL, p_WL, _fx, v, c, pA, IA, U, W, Dinv, u, Ia, G, T3 = aw
+    (aw, a_vp, J, Y, A, B, gamma, D, D_rate, stab, tau, qdd_free, fx, col, eta, sv, Qm, P3, E3, idx, Ag, QtB,
+     Fg) = ws
+    E, r, R_WL, p_WL, _fx, v, c, pA, IA, U, W, Dinv, u, Ia, G, T3, D6, out6, s6 = aw
     N, nv, K, m = parent.shape[0], qd.shape[0], ci.shape[0], B.shape[0]
-    qdd, power, out_F, out_residual, out_svals, out_dev, out_devrate, out_tau, out_scalars = raw_views(raw, nv, K, m)
     fk_kernel(parent, jtype, axis, R_tree, p_tree, q_start, q, E, r, R_WL, p_WL)
     fx[:, :] = 0.0
-    aba_velocities(parent, S, v_start, nv_j, E, r, inertia, qd, fx, v, c, pA)
+    aba_velocities(parent, S, v_start, nv_j, E, r, inertia, qd, fx, v, c, pA, s6[0], s6[1])
     tau[:] = 0.0
     pw = power[K:]
     pw[:] = 0.0
-    elastic = forces_kernel(parent, S, v_start, nv_j, R_WL, p_WL, v, q, qd, t, fi, ff, tau, pw)
-    aba_inertias(parent, S, v_start, nv_j, E, r, inertia, tau, c, pA, IA, U, W, Dinv, u, Ia, G, T3)
-    a0 = tmp6[0]
+    elastic = forces_kernel(parent, S, v_start, nv_j, R_WL, p_WL, v, q, qd, t, fi, ff, tau, pw, P3)
+    aba_inertias(parent, S, v_start, nv_j, E, r, inertia, tau, c, pA, IA, U, W, Dinv, u, Ia, G, T3, D6, out6,
+                 s6[0], s6[1])
+    a0 = s6[2]
     a0[0], a0[1], a0[2] = 0.0, 0.0, 0.0
     a0[3], a0[4], a0[5] = -gravity[0], -gravity[1], -gravity[2]
-    aba_accelerations(parent, S, v_start, nv_j, E, r, a0, c, W, Dinv, u, qdd_free, pA)
+    aba_accelerations(parent, S, v_start, nv_j, E, r, a0, c, W, Dinv, u, qdd_free, pA, s6[0])
     for k in range(nv):
         qdd[k] = qdd_free[k]
     for k in range(K):
@@ -461,11 +459,9 @@ def evaluate_kernel(ints, floats, ws, ci, cf, n_groups, fi, ff, solver, t, q, qd
                     a_vp[i, a] += c[i, a]
         J[:, :] = 0.0
         point_rows_kernel(parent, S, v_start, nv_j, R_WL, p_WL, v, a_vp, ci, cf, t,
-                          J, gamma, D, D_rate, stab, out_dev, out_devrate)
-        zero6 = tmp6[1]
-        zero6[:] = 0.0
+                          J, gamma, D, D_rate, stab, out_dev, out_devrate, E3, P3)
         for j in range(m):                                    # Y = M⁻¹Jᵀ, one O(N) solve per row
-            aba_solve(parent, S, v_start, nv_j, E, r, W, Dinv, J[j], col, pA, u, fx, zero6)
+            aba_solve(parent, S, v_start, nv_j, E, r, W, Dinv, J[j], col, pA, u, fx, s6[0], s6[1], s6[2])
             for k in range(nv):
                 Y[k, j] = col[k]
         for a in range(m):                                    # A = J M⁻¹ Jᵀ,  B = J q̈_free + γ + stab
@@ -480,7 +476,7 @@ def evaluate_kernel(ints, floats, ws, ci, cf, n_groups, fi, ff, solver, t, q, qd
                 A[a, b] = s
                 A[b, a] = s
         rank, dropped, cutoff, ns = solve_groups(A, B, ci, cf, n_groups, solver[0] != 0.0, solver[1], solver[2],
-                                                 out_F, sv)
+                                                 out_F, sv, idx, Ag, Qm, eta, QtB, Fg)
         for k in range(nv):                                   # q̈ = q̈_free + M⁻¹Jᵀ F
             s = qdd[k]
             for j in range(m):
@@ -530,7 +526,7 @@ def evaluate_kernel(ints, floats, ws, ci, cf, n_groups, fi, ff, solver, t, q, qd
                         jrank += 1
     elif full and K > 0:
         point_rows_kernel(parent, S, v_start, nv_j, R_WL, p_WL, v, a_vp, ci, cf, t,
-                          J, gamma, D, D_rate, stab, out_dev, out_devrate)
+                          J, gamma, D, D_rate, stab, out_dev, out_devrate, E3, P3)
     if full:
         for k in range(nv):
             out_tau[k] = tau[k]
@@ -558,8 +554,6 @@ def evaluate_kernel(ints, floats, ws, ci, cf, n_groups, fi, ff, solver, t, q, qd
     return ok
 
 
-# ---- the whole step ------------------------------------------------------------------------------------------
-
 @inline
 def raw_views(raw, nv, K, m):
     """The parts of an evaluation's output buffer (length 2nv + 3K + 3m + 12): ``(q̈ (nv), power (K + 4),
@@ -578,31 +572,53 @@ def raw_size(nv: int, K: int, m: int) -> int:
     return 2 * nv + 3 * K + 3 * m + 12
 
 
+@inline
+def _active_rows(ci):
+    m = 0
+    for c in range(ci.shape[0]):
+        if ci[c, 4] >= 0:
+            m += ci[c, 3]
+    return m
+
+
+@njit
+def evaluate_entry(ints, floats, ci, cf, n_groups, fi, ff, solver, t, q, qd, raw):
+    """One full :func:`evaluate_kernel` call from Python, into ``raw`` (:func:`raw_views`)."""
+    parent, jtype, axis, R_tree, p_tree, S, q_start, v_start, nv_j, inertia, gravity = unpack_model(ints, floats)
+    nv, K, m = qd.shape[0], ci.shape[0], _active_rows(ci)
+    ws = evaluate_workspace(parent.shape[0], nv, m)
+    qdd, power, F, res, sv, dev, devr, tau, sc = raw_views(raw, nv, K, m)
+    full = np.array([True])[0]                                # a runtime bool, as in rk4_kernel
+    return evaluate_kernel(parent, jtype, axis, R_tree, p_tree, S, q_start, v_start, nv_j, inertia, gravity, ws,
+                           ci, cf, n_groups, fi, ff, solver, t, q, qd, full, qdd, power, F, res, sv, dev, devr, tau,
+                           sc)
+
+
 @njit
 def rk4_kernel(ints, floats, quat_starts, ci, cf, n_groups, fi, ff, solver, t, q, qd, work, dt, n_steps, have_k1,
                deficient0, raw, state_out):
     """Up to ``n_steps`` classical RK4 steps with the work integrals (``work``: K constraints, then the four
     sources) integrated alongside, every stage an :func:`evaluate_kernel` call and the quaternions renormalized.
     ``raw`` is the evaluation at the start (reused when ``have_k1``); on return it holds the evaluation at the
-    end, with its diagnostics; ``state_out`` = (q, q̇, work) after the last good step. Stops early after a step that ends with a constraint beyond its
-    deviation bound or a change of the Jacobian's rank deficiency from ``deficient0`` (events
-    :class:`core.Simulation` logs), or
-    with a non-finite state or evaluation. Returns ``(good steps taken, status)``: status 0 ok, 1 event, 2 not
-    finite (the step after the good ones; ``raw`` is then not valid)."""
-    N, nq, nv, K = ints.shape[1], q.shape[0], qd.shape[0], ci.shape[0]
-    m = 0
-    for c in range(K):
-        if ci[c, 4] >= 0:
-            m += ci[c, 3]
+    end, with its diagnostics; ``state_out`` = (q, q̇, work) after the last good step. Stops early after a step
+    that ends with a constraint beyond its deviation bound or a change of the Jacobian's rank deficiency from
+    ``deficient0`` (events :class:`core.Simulation` logs), or with a non-finite state or evaluation. Returns
+    ``(good steps taken, status)``: status 0 ok, 1 event, 2 not finite (the step after the good ones; ``raw``
+    is then not valid)."""
+    parent, jtype, axis, R_tree, p_tree, S, q_start, v_start, nv_j, inertia, gravity = unpack_model(ints, floats)
+    N, nq, nv, K = parent.shape[0], q.shape[0], qd.shape[0], ci.shape[0]
+    m = _active_rows(ci)
     ws = evaluate_workspace(N, nv, m)
-    stage = np.empty(raw.shape[0])
-    k1_qdd, k1_power, _, _, _, out_dev, _, _, out_scalars = raw_views(raw, nv, K, m)
-    s_qdd, s_power, _, _, _, _, _, _, _ = raw_views(stage, nv, K, m)
     nw = work.shape[0]
+    stage = np.empty(raw.shape[0])
+    qdd, power, F, res, sv, dev, devr, tau, sc = raw_views(raw, nv, K, m)
+    s_qdd, s_power, s_F, s_res, s_sv, s_dev, s_devr, s_tau, s_sc = raw_views(stage, nv, K, m)
     x, v, w = q.copy(), qd.copy(), work.copy()
     kq, kv, kw = np.empty((4, nq)), np.empty((4, nv)), np.empty((4, nw))
     qs, vs = np.empty(nq), np.empty(nv)
     weights = (0.0, 0.5, 0.5, 1.0)
+    flags = np.array([False, True])                           # runtime bools: one compiled evaluate_kernel
+    stage_only, full = flags[0], flags[1]                     # (literal True/False would compile two)
     taken, status = 0, 0
     tt = t
     for _ in range(n_steps):
@@ -610,15 +626,13 @@ def rk4_kernel(ints, floats, quat_starts, ci, cf, n_groups, fi, ff, solver, t, q
             if st == 0:
                 qs[:] = x
                 vs[:] = v
-                if have_k1:
-                    kv[0, :] = k1_qdd
-                    kw[0, :] = k1_power
-                else:
-                    if not evaluate_kernel(ints, floats, ws, ci, cf, n_groups, fi, ff, solver, tt, qs, vs, False,
-                                           stage):
+                if not have_k1:
+                    if not evaluate_kernel(parent, jtype, axis, R_tree, p_tree, S, q_start, v_start, nv_j, inertia,
+                                           gravity, ws, ci, cf, n_groups, fi, ff, solver, tt, qs, vs, stage_only,
+                                           qdd, power, s_F, s_res, s_sv, s_dev, s_devr, s_tau, s_sc):
                         return taken, 2
-                    kv[0, :] = s_qdd
-                    kw[0, :] = s_power
+                kv[0, :] = qdd
+                kw[0, :] = power
             else:
                 h = weights[st] * dt
                 for k in range(nq):
@@ -626,12 +640,11 @@ def rk4_kernel(ints, floats, quat_starts, ci, cf, n_groups, fi, ff, solver, t, q
                 for k in range(nv):
                     vs[k] = v[k] + h * kv[st - 1, k]
                 normalize_kernel(quat_starts, qs)
-                if not evaluate_kernel(ints, floats, ws, ci, cf, n_groups, fi, ff, solver, tt + h, qs, vs, False,
-                                       stage):
+                if not evaluate_kernel(parent, jtype, axis, R_tree, p_tree, S, q_start, v_start, nv_j, inertia,
+                                       gravity, ws, ci, cf, n_groups, fi, ff, solver, tt + h, qs, vs, stage_only,
+                                       kv[st], kw[st], s_F, s_res, s_sv, s_dev, s_devr, s_tau, s_sc):
                     return taken, 2
-                kv[st, :] = s_qdd
-                kw[st, :] = s_power
-            qdot_kernel(ints[1], ints[2], ints[3], qs, vs, kq[st])
+            qdot_kernel(jtype, q_start, v_start, qs, vs, kq[st])
         for k in range(nq):
             x[k] += dt / 6.0 * (kq[0, k] + 2.0 * kq[1, k] + 2.0 * kq[2, k] + kq[3, k])
         for k in range(nv):
@@ -652,7 +665,9 @@ def rk4_kernel(ints, floats, quat_starts, ci, cf, n_groups, fi, ff, solver, t, q
                 finite = False
         if not finite:
             return taken, 2
-        if not evaluate_kernel(ints, floats, ws, ci, cf, n_groups, fi, ff, solver, tt, x, v, True, raw):
+        if not evaluate_kernel(parent, jtype, axis, R_tree, p_tree, S, q_start, v_start, nv_j, inertia, gravity, ws,
+                               ci, cf, n_groups, fi, ff, solver, tt, x, v, full,
+                               qdd, power, F, res, sv, dev, devr, tau, sc):
             return taken, 2                                   # a finite state whose evaluation overflows
         state_out[:nq] = x
         state_out[nq:nq + nv] = v
@@ -660,9 +675,9 @@ def rk4_kernel(ints, floats, quat_starts, ci, cf, n_groups, fi, ff, solver, t, q
         taken += 1
         have_k1 = True
         for c in range(K):                                    # events at the step boundary
-            if ci[c, 4] >= 0 and out_dev[c] > cf[c, 17]:
+            if ci[c, 4] >= 0 and dev[c] > cf[c, 17]:
                 status = 1
-        if m > 0 and (out_scalars[3] < m) != deficient0:
+        if m > 0 and (sc[3] < m) != deficient0:
             status = 1
         if status:
             return taken, status
@@ -831,9 +846,8 @@ class CompiledScene:
     def evaluate(self, t: float, q, qd):
         """One full evaluation at (t, q, q̇): ``(raw, ok)``."""
         raw = np.zeros(self.raw_size)
-        ws = evaluate_workspace(self.model.n_links, self.model.nv, self.m)
-        ok = evaluate_kernel(self.ints, self.floats, ws, self.ci, self.cf, self.n_groups, self.fi, self.ff,
-                             self.solver, float(t), as_f64(q), as_f64(qd), True, raw)
+        ok = evaluate_entry(self.ints, self.floats, self.ci, self.cf, self.n_groups, self.fi, self.ff, self.solver,
+                            float(t), as_f64(q), as_f64(qd), raw)
         return raw, ok
 
     def step(self, t: float, q, qd, work, dt: float, n_steps: int, raw, deficient: bool):
