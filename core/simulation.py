@@ -309,7 +309,8 @@ class Simulation:
         q, qd, work, steps, status, raw = scene.step(s.t, s.q, s.qd, self.work, h, n_steps, raw,
                                                      self._rank_deficient)
         if steps == 0:
-            raise DivergenceError(f"non-finite state after the step from t = {s.t:.6g} s (dt = {h:g} s)")
+            raise DivergenceError(f"the step from t = {s.t:.6g} s (dt = {h:g} s) gave a non-finite state; the "
+                                  f"state is diverging")
         t = s.t
         for _ in range(steps):
             t += h
@@ -334,7 +335,8 @@ class Simulation:
         else:
             q, qd, dw, h = self._adaptive_step(s, k1, dt_max, w)
         if not (np.all(np.isfinite(q)) and np.all(np.isfinite(qd)) and np.all(np.isfinite(dw))):
-            raise DivergenceError(f"non-finite state after the step from t = {s.t:.6g} s (dt = {h:g} s)")
+            raise DivergenceError(f"the step from t = {s.t:.6g} s (dt = {h:g} s) gave a non-finite state; the "
+                                  f"state is diverging")
         nw = self.work.size
         self.state = State(s.t + h, q, qd, s.z + dw[nw:])
         self.work = self.work + dw[:nw]
