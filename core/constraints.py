@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .joint_constraints import JOINT_SPACE, JointSpaceConstraint, joint_space_rows
-from .points import LinkKinematics, bias_acceleration_at, jacobian_at, position_at, velocity_at
+from .points import LinkKinematics
 
 NAIL, POINT_TO_POINT, POINT_ON_LINE, POINT_ON_PLANE, POINT_VELOCITY = range(5)
 KIND_NAMES = {NAIL: "nail", POINT_TO_POINT: "point_to_point", POINT_ON_LINE: "point_on_line",
@@ -120,67 +120,70 @@ class ConstraintRows:
     scale: float = 0.0
 
 
-def _end_b(model, kin, c: PointConstraint, t: float, override):
-    """Position, velocity, J̇q̇-or-acceleration and Jacobian of a constraint's b end."""
-    if c.link_b < 0:
-        x, v, a = nail_target(c, t, override)
-        return x, v, a, None
-    return (position_at(kin, c.link_b, c.r_b), velocity_at(kin, c.link_b, c.r_b),
-            bias_acceleration_at(kin, c.link_b, c.r_b), jacobian_at(model, kin, c.link_b, c.r_b))
+_TABLES: dict = {}
+
+
+def _point_table(constraints):
+    """``(indices, ci, cf)`` of the point constraints among ``constraints`` (:func:`core.stepper.constraint_table`),
+    cached per constraint tuple."""
+    key = id(constraints)
+    hit = _TABLES.get(key)
+    if hit is None or hit[0] is not constraints:
+        from .stepper import constraint_table
+        idx = np.array([i for i, c in enumerate(constraints) if c.kind != JOINT_SPACE], dtype=np.int64)
+        ci, cf = constraint_table([constraints[i] for i in idx])
+        hit = _TABLES[key] = (constraints, idx, ci, cf)
+        if len(_TABLES) > 64:
+            _TABLES.pop(next(iter(_TABLES)))
+    return hit[1:]
 
 
 def constraint_rows(model, kin: LinkKinematics, constraints, active, t: float, overrides=None,
                     q: np.ndarray | None = None, qd: np.ndarray | None = None) -> ConstraintRows:
-    """Deviation functions, Jacobians and bias terms of all constraints (only the active ones get rows).
-    Joint-space constraints read ``q`` and ``qd`` (required when the model has any)."""
+    """Deviation functions, Jacobians and bias terms of all constraints (only the active ones get rows): the
+    point constraints' by the compiled :func:`core.stepper.point_rows_kernel` (the one implementation the
+    compiled step uses too), the joint-space ones by :func:`core.joint_constraints.joint_space_rows`, which read
+    ``q`` and ``qd`` (required when the model has any)."""
+    from .stepper import point_rows_kernel
     overrides = overrides or {}
     K = len(constraints)
+    active = np.asarray(active, dtype=bool)
     m = sum(c.rows for c, on in zip(constraints, active) if on)
     J = np.zeros((m, model.nv))
     gamma, D, D_rate, stab = np.zeros(m), np.zeros(m), np.zeros(m), np.zeros(m)
     slices = [None] * K
     deviation, deviation_rate = np.zeros(K), np.zeros(K)
-    scale = 0.0
-    row = 0
+    row_of = np.full(K, -1, np.int64)
+    scale, row = 0.0, 0
     for i, c in enumerate(constraints):
-        if c.kind == JOINT_SPACE:
-            if q is None or qd is None:
-                raise ValueError(f"constraint {c.name!r} is a joint-space constraint: constraint_rows needs q and qd")
-            d_i, d_rate_i, J_i, gamma_i = joint_space_rows(c, q, qd, model.nv)
-            deviation[i], deviation_rate[i] = abs(d_i), abs(d_rate_i)
-            if not active[i]:
-                continue
-            slices[i] = slice(row, row + 1)
-            J[row], gamma[row], D[row], D_rate[row] = J_i, gamma_i, d_i, d_rate_i
-            lam = c.stabilization
-            stab[row] = 2.0 * lam * d_rate_i + lam * lam * d_i             # D̈ + 2λḊ + λ²D = 0   (eq. 2.21)
+        if active[i]:
+            row_of[i] = row
+            slices[i] = slice(row, row + c.rows)
+            row += c.rows
             scale = max(scale, c.jacobian_scale)
-            row += 1
+    idx, ci, cf = _point_table(constraints)
+    if idx.size:
+        ci = ci.copy()
+        ci[:, 4] = row_of[idx]
+        if any(constraints[i].name in overrides for i in idx):
+            from .stepper import constraint_table
+            cf = constraint_table([constraints[i] for i in idx], overrides)[1]
+        dev, dev_rate = np.zeros(idx.size), np.zeros(idx.size)
+        ka = model.kernel_args
+        point_rows_kernel(ka.parent, ka.S, ka.v_start, ka.nv_j, kin.R_WL, kin.p_WL, kin.v, kin.a_vp, ci, cf,
+                          float(t), J, gamma, D, D_rate, stab, dev, dev_rate, np.empty((3, 3)), np.empty((8, 3)))
+        deviation[idx], deviation_rate[idx] = dev, dev_rate
+    for i, c in enumerate(constraints):
+        if c.kind != JOINT_SPACE:
             continue
-        E = c.basis
-        xa, va = position_at(kin, c.link_a, c.r_a), velocity_at(kin, c.link_a, c.r_a)
-        xb, vb, ab, Jb = _end_b(model, kin, c, t, overrides.get(c.name))
-        if c.kind == POINT_VELOCITY:
-            d = E.T @ (va - c.target_velocity)                  # D = ẋ − v   (§2.2.4)
-            deviation[i] = np.linalg.norm(d)
-        else:
-            d = E.T @ (xa - xb)                                 # D = Eᵀ(x_a − x_b)
-            d_rate = E.T @ (va - vb)
-            deviation[i], deviation_rate[i] = np.linalg.norm(d), np.linalg.norm(d_rate)
+        if q is None or qd is None:
+            raise ValueError(f"constraint {c.name!r} is a joint-space constraint: constraint_rows needs q and qd")
+        d_i, d_rate_i, J_i, gamma_i = joint_space_rows(c, q, qd, model.nv)
+        deviation[i], deviation_rate[i] = abs(d_i), abs(d_rate_i)
         if not active[i]:
             continue
-        s = slice(row, row + c.rows)
-        slices[i] = s
-        row += c.rows
-        Ja = jacobian_at(model, kin, c.link_a, c.r_a)
-        J[s] = E.T @ (Ja if Jb is None else Ja - Jb)            # J = Eᵀ(J_a − J_b)
-        gamma[s] = E.T @ (bias_acceleration_at(kin, c.link_a, c.r_a) - ab)   # γ = Eᵀ(J̇_a q̇ − J̇_b q̇ or n̈)
+        r = row_of[i]
+        J[r], gamma[r], D[r], D_rate[r] = J_i, gamma_i, d_i, d_rate_i
         lam = c.stabilization
-        scale = max(scale, c.jacobian_scale)
-        D[s] = d
-        if c.kind == POINT_VELOCITY:
-            stab[s] = lam * d                                   # Ḋ + λD = 0
-        else:
-            D_rate[s] = d_rate
-            stab[s] = 2.0 * lam * d_rate + lam * lam * d        # D̈ + 2λḊ + λ²D = 0   (eq. 2.21)
+        stab[r] = 2.0 * lam * d_rate_i + lam * lam * d_i                  # D̈ + 2λḊ + λ²D = 0   (eq. 2.21)
     return ConstraintRows(J, gamma, D, D_rate, stab, slices, deviation, deviation_rate, scale)

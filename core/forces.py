@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .points import LinkKinematics, jacobian_at, position_at, velocity_at
+from .points import LinkKinematics
 
 SPRING, JOINT_SPRING, DRAG, ACTUATOR, POINT_FORCE, PULL = range(6)
 POWER_SOURCES = ("dampers", "drag", "actuators", "external")
@@ -61,61 +61,19 @@ class AppliedResult:
     potential: float
 
 
-def _point_force(model, kin, tau, k, r, f):
-    """Add Jᵀ f for force f (world) at body point r of link k; returns the point's velocity."""
-    tau += jacobian_at(model, kin, k, r).T @ f
-    return velocity_at(kin, k, r)
-
-
-def applied_forces(model, kin: LinkKinematics, q: np.ndarray, qd: np.ndarray, t: float, elements,
+def applied_forces(model, kin: LinkKinematics | None, q: np.ndarray, qd: np.ndarray, t: float, elements,
                    actuator_values: dict | None = None) -> AppliedResult:
-    """Generalized forces, powers and elastic energy of all force elements at one state."""
+    """Generalized forces, powers and elastic energy of all force elements at one state, by the compiled
+    :func:`core.stepper.forces_kernel` (the one implementation the compiled step uses). ``kin`` needs the link
+    velocities (:func:`core.points.link_kinematics` with q̇); it may be None when there are no elements."""
     tau = np.zeros(model.nv)
     power = np.zeros(len(POWER_SOURCES))
-    potential = 0.0
-    for e in elements:
-        if e.kind == SPRING:
-            xa, va = position_at(kin, e.link_a, e.r_a), velocity_at(kin, e.link_a, e.r_a)
-            if e.link_b >= 0:
-                xb, vb = position_at(kin, e.link_b, e.r_b), velocity_at(kin, e.link_b, e.r_b)
-            else:
-                xb, vb = e.r_b, np.zeros(3)
-            d, dd = xa - xb, va - vb
-            length = np.linalg.norm(d)
-            if e.rest == 0.0:                                   # zero rest length: f = −k d − c ḋ
-                f_el, f_damp = -e.stiffness * d, -e.damping * dd
-                potential += 0.5 * e.stiffness * (d @ d)
-            else:                                               # f = −(k(ℓ − ℓ0) + c ℓ̇) u
-                u = d / length if length > 0 else np.zeros(3)
-                f_el, f_damp = -e.stiffness * (length - e.rest) * u, -e.damping * (dd @ u) * u
-                potential += 0.5 * e.stiffness * (length - e.rest) ** 2
-            f = f_el + f_damp
-            tau += jacobian_at(model, kin, e.link_a, e.r_a).T @ f
-            if e.link_b >= 0:
-                tau -= jacobian_at(model, kin, e.link_b, e.r_b).T @ f
-            power[0] += f_damp @ dd
-        elif e.kind == JOINT_SPRING:
-            x, v = q[e.qdof], qd[e.dof]
-            tau[e.dof] += -e.stiffness * (x - e.rest) - e.damping * v
-            potential += 0.5 * e.stiffness * (x - e.rest) ** 2
-            power[0] += -e.damping * v * v
-        elif e.kind == DRAG:
-            v = velocity_at(kin, e.link_a, e.r_a)
-            f = -(e.linear + e.quadratic * np.linalg.norm(v)) * v
-            _point_force(model, kin, tau, e.link_a, e.r_a, f)
-            power[1] += f @ v
-        elif e.kind == ACTUATOR:
-            value = (actuator_values or {}).get(e.name, e.torque)
-            u = float(np.clip(value, -e.limit, e.limit))
-            tau[e.dof] += u
-            power[2] += u * qd[e.dof]
-        elif e.kind == POINT_FORCE:
-            if e.start <= t < e.stop:
-                v = _point_force(model, kin, tau, e.link_a, e.r_a, e.force)
-                power[3] += e.force @ v
-        elif e.kind == PULL:                                    # the user's mouse spring: external work
-            x, v = position_at(kin, e.link_a, e.r_a), velocity_at(kin, e.link_a, e.r_a)
-            f = e.stiffness * (e.r_b - x) - e.damping * v
-            _point_force(model, kin, tau, e.link_a, e.r_a, f)
-            power[3] += f @ v
-    return AppliedResult(tau, power, potential)
+    if not elements:
+        return AppliedResult(tau, power, 0.0)
+    from .jit import as_f64
+    from .stepper import force_table, forces_kernel
+    fi, ff = force_table(tuple(elements), actuator_values)
+    ka = model.kernel_args
+    potential = forces_kernel(ka.parent, ka.S, ka.v_start, ka.nv_j, kin.R_WL, kin.p_WL, kin.v, as_f64(q),
+                              as_f64(qd), float(t), fi, ff, tau, power, np.empty((8, 3)))
+    return AppliedResult(tau, power, float(potential))

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .jit import cross_motion, motion_x, njit
+from .jit import cross_motion, inline, motion_x, njit
 from .kinematics import fk_kernel, subspace_times
 from .model import Model
 
@@ -76,69 +76,105 @@ def position_at(kin: LinkKinematics, k: int, r: np.ndarray) -> np.ndarray:
     return kin.p_WL[k] + kin.R_WL[k] @ r
 
 
-@njit
-def _cross(a, b, out):
-    out[0] = a[1] * b[2] - a[2] * b[1]
-    out[1] = a[2] * b[0] - a[0] * b[2]
-    out[2] = a[0] * b[1] - a[1] * b[0]
-
-
-@njit
-def _rotate(R, x, out):
+@inline
+def point_state(R_WL, p_WL, v, k, r, x, xd):
+    """World position x and velocity ẋ of body point r of link k (v: link velocities in link coordinates)."""
+    w0, w1, w2 = v[k, 0], v[k, 1], v[k, 2]
+    t0 = v[k, 3] + w1 * r[2] - w2 * r[1]                      # v_O + ω × r (link coordinates)
+    t1 = v[k, 4] + w2 * r[0] - w0 * r[2]
+    t2 = v[k, 5] + w0 * r[1] - w1 * r[0]
     for a in range(3):
-        out[a] = R[a, 0] * x[0] + R[a, 1] * x[1] + R[a, 2] * x[2]
+        x[a] = p_WL[k, a] + R_WL[k, a, 0] * r[0] + R_WL[k, a, 1] * r[1] + R_WL[k, a, 2] * r[2]
+        xd[a] = R_WL[k, a, 0] * t0 + R_WL[k, a, 1] * t1 + R_WL[k, a, 2] * t2
 
 
-@njit
-def velocity_kernel(R, v, r, out):
-    """out ← R (v_O + ω × r)."""
-    t = np.empty(3)
-    _cross(v[:3], r, t)
+@inline
+def point_bias(R_WL, v, a_vp, k, r, out):
+    """J̇q̇ of body point r of link k: R (a_O + α × r + ω × (v_O + ω × r))   (thesis eq. 2.66–2.67)."""
+    w0, w1, w2 = v[k, 0], v[k, 1], v[k, 2]
+    t0 = v[k, 3] + w1 * r[2] - w2 * r[1]
+    t1 = v[k, 4] + w2 * r[0] - w0 * r[2]
+    t2 = v[k, 5] + w0 * r[1] - w1 * r[0]
+    b0 = a_vp[k, 3] + a_vp[k, 1] * r[2] - a_vp[k, 2] * r[1] + w1 * t2 - w2 * t1
+    b1 = a_vp[k, 4] + a_vp[k, 2] * r[0] - a_vp[k, 0] * r[2] + w2 * t0 - w0 * t2
+    b2 = a_vp[k, 5] + a_vp[k, 0] * r[1] - a_vp[k, 1] * r[0] + w0 * t1 - w1 * t0
     for a in range(3):
-        t[a] += v[3 + a]
-    _rotate(R, t, out)
+        out[a] = R_WL[k, a, 0] * b0 + R_WL[k, a, 1] * b1 + R_WL[k, a, 2] * b2
+
+
+@inline
+def jacobian_columns(parent, S, v_start, nv_j, R_WL, p_WL, k, x, E, m, sign, J, row0):
+    """J[row0:row0+m] += sign · Eᵀ J(x, k): the point Jacobian of world point x moving with link k (eq. 2.37:
+    column of joint j's dof = R_j S_v + R_j S_ω × (x − p_j)), projected on the m basis columns of E (3 x 3)."""
+    j = k
+    while j >= 0:
+        d0, d1, d2 = x[0] - p_WL[j, 0], x[1] - p_WL[j, 1], x[2] - p_WL[j, 2]
+        for mm in range(nv_j[j]):
+            col = v_start[j] + mm
+            w0 = R_WL[j, 0, 0] * S[j, 0, mm] + R_WL[j, 0, 1] * S[j, 1, mm] + R_WL[j, 0, 2] * S[j, 2, mm]
+            w1 = R_WL[j, 1, 0] * S[j, 0, mm] + R_WL[j, 1, 1] * S[j, 1, mm] + R_WL[j, 1, 2] * S[j, 2, mm]
+            w2 = R_WL[j, 2, 0] * S[j, 0, mm] + R_WL[j, 2, 1] * S[j, 1, mm] + R_WL[j, 2, 2] * S[j, 2, mm]
+            c0 = R_WL[j, 0, 0] * S[j, 3, mm] + R_WL[j, 0, 1] * S[j, 4, mm] + R_WL[j, 0, 2] * S[j, 5, mm]
+            c1 = R_WL[j, 1, 0] * S[j, 3, mm] + R_WL[j, 1, 1] * S[j, 4, mm] + R_WL[j, 1, 2] * S[j, 5, mm]
+            c2 = R_WL[j, 2, 0] * S[j, 3, mm] + R_WL[j, 2, 1] * S[j, 4, mm] + R_WL[j, 2, 2] * S[j, 5, mm]
+            c0 += w1 * d2 - w2 * d1
+            c1 += w2 * d0 - w0 * d2
+            c2 += w0 * d1 - w1 * d0
+            for b in range(m):
+                J[row0 + b, col] += sign * (E[0, b] * c0 + E[1, b] * c1 + E[2, b] * c2)
+        j = parent[j]
 
 
 @njit
-def bias_kernel(R, a, v, r, out):
-    """out ← R (a_O + α × r + ω × (v_O + ω × r))   (eq. 2.66–2.67)."""
-    t, u, w = np.empty(3), np.empty(3), np.empty(3)
-    _cross(v[:3], r, t)
-    for c in range(3):
-        t[c] += v[3 + c]                                      # v_O + ω × r
-    _cross(v[:3], t, u)                                       # ω × (…)
-    _cross(a[:3], r, w)                                       # α × r
-    for c in range(3):
-        t[c] = a[3 + c] + w[c] + u[c]
-    _rotate(R, t, out)
+def add_point_force(parent, S, v_start, nv_j, R_WL, p_WL, k, x, f, tau):
+    """τ += J(x, k)ᵀ f: the generalized force of world force f at world point x moving with link k."""
+    j = k
+    while j >= 0:
+        d0, d1, d2 = x[0] - p_WL[j, 0], x[1] - p_WL[j, 1], x[2] - p_WL[j, 2]
+        for mm in range(nv_j[j]):
+            s = 0.0
+            for a in range(3):
+                w_a = R_WL[j, a, 0] * S[j, 0, mm] + R_WL[j, a, 1] * S[j, 1, mm] + R_WL[j, a, 2] * S[j, 2, mm]
+                c_a = R_WL[j, a, 0] * S[j, 3, mm] + R_WL[j, a, 1] * S[j, 4, mm] + R_WL[j, a, 2] * S[j, 5, mm]
+                s += c_a * f[a]
+                # (ω × d) · f = ω · (d × f)
+                if a == 0:
+                    s += w_a * (d1 * f[2] - d2 * f[1])
+                elif a == 1:
+                    s += w_a * (d2 * f[0] - d0 * f[2])
+                else:
+                    s += w_a * (d0 * f[1] - d1 * f[0])
+            tau[v_start[j] + mm] += s
+        j = parent[j]
+
+
+@njit
+def velocity_kernel(R_WL, p_WL, v, k, r, out):
+    """out ← R_k (v_O + ω × r): the world velocity of body point r of link k."""
+    x = np.empty(3)
+    point_state(R_WL, p_WL, v, k, r, x, out)
+
+
+@njit
+def bias_kernel(R_WL, v, a_vp, k, r, out):
+    """out ← J̇q̇ of body point r of link k (eq. 2.66–2.67)."""
+    point_bias(R_WL, v, a_vp, k, r, out)
 
 
 @njit
 def jacobian_kernel(parent, S, v_start, nv_j, R_WL, p_WL, k, r, J):
     """J ← the point Jacobian of body point r on link k (3 x nv, zero outside k's ancestors; eq. 2.37)."""
-    x = np.empty(3)
-    _rotate(R_WL[k], r, x)
-    for a in range(3):
-        x[a] += p_WL[k, a]
+    x, xd = np.empty(3), np.empty(3)
+    zero = np.zeros((parent.shape[0], 6))
+    point_state(R_WL, p_WL, zero, k, r, x, xd)
     J[:, :] = 0.0
-    w, vO, d, c = np.empty(3), np.empty(3), np.empty(3), np.empty(3)
-    j = k
-    while j >= 0:
-        for a in range(3):
-            d[a] = x[a] - p_WL[j, a]
-        for m in range(nv_j[j]):
-            _rotate(R_WL[j], S[j, :3, m], w)                  # ω = R_j S_ω
-            _rotate(R_WL[j], S[j, 3:, m], vO)                 # v = R_j S_v
-            _cross(w, d, c)
-            for a in range(3):
-                J[a, v_start[j] + m] = vO[a] + c[a]           # v + ω × (x − p_j)
-        j = parent[j]
+    jacobian_columns(parent, S, v_start, nv_j, R_WL, p_WL, k, x, np.eye(3), 3, 1.0, J, 0)
 
 
 def velocity_at(kin: LinkKinematics, k: int, r: np.ndarray) -> np.ndarray:
     """World velocity ``R_k (v_O + ω × r)`` of body point r on link k."""
     out = np.empty(3)
-    velocity_kernel(kin.R_WL[k], kin.v[k], np.asarray(r, dtype=float), out)
+    velocity_kernel(kin.R_WL, kin.p_WL, kin.v, int(k), np.asarray(r, dtype=float), out)
     return out
 
 
@@ -159,7 +195,7 @@ def bias_acceleration_at(kin: LinkKinematics, k: int, r: np.ndarray) -> np.ndarr
     """``J̇q̇``: from the velocity-product acceleration a = [α; a_O] and velocity v = [ω; v_O] of link k, the
     classical acceleration of body point r is ``a_O + α × r + ω × (v_O + ω × r)`` (thesis eq. 2.66–2.67)."""
     out = np.empty(3)
-    bias_kernel(kin.R_WL[k], kin.a_vp[k], kin.v[k], np.asarray(r, dtype=float), out)
+    bias_kernel(kin.R_WL, kin.v, kin.a_vp, int(k), np.asarray(r, dtype=float), out)
     return out
 
 

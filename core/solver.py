@@ -4,9 +4,10 @@ A = J M⁻¹ Jᵀ is symmetric positive semi-definite and block diagonal over gr
 tree (eq. 2.41: "a matrix block i, j will be zero if constraints i and j do not act on a common body"); each
 group is solved on its own. Within a group, A = U Σ Vᵀ and
 
-- ``svd``: F = −V_k Σ_k⁻¹ U_kᵀ B with the k largest singular values; while some constraint's force exceeds its
-  bound (its joint strength), the smallest kept singular value is dropped and the solve repeated (Mitchell's
-  iterative scheme). Singular values below ``rcond`` × the largest are never used.
+- ``svd``: F = −V_k Σ_k⁻¹ U_kᵀ B with the k largest singular values (A is symmetric positive semi-definite,
+  so its SVD is its eigen-decomposition A = Q Λ Qᵀ with σ = |λ|, computed by Jacobi rotations); while some
+  constraint's force exceeds its bound (its joint strength), the smallest kept singular value is dropped and the
+  solve repeated (Mitchell's iterative scheme). Singular values below ``rcond`` × the largest are never used.
 - ``damped_least_squares``: 1/σ replaced by σ / (σ² + ρ²) (Wampler), with the same bound iteration on top, so
   that no solve can inject forces beyond the bounds into the integrator.
 
@@ -59,49 +60,36 @@ def constraint_groups(rows_of: list[np.ndarray], trees_of: list[set]) -> list[np
         [members for members in groups.values()]
 
 
-def _bounded_solve(A, B, blocks, bounds, method, rcond, rho):
-    U, s, Vt = np.linalg.svd(A)
-    smax = s[0] if s.size else 0.0
-    k = int(np.sum(s > rcond * smax)) if smax > 0 else 0
-    rank = k
-    UtB = U.T @ B
-    while True:
-        if method == "damped_least_squares":
-            inv = np.where(np.arange(s.size) < k, s / (s * s + rho * rho), 0.0)
-        else:
-            inv = np.zeros_like(s)
-            inv[:k] = 1.0 / s[:k]
-        F = -Vt.T @ (inv * UtB)
-        over = any(np.linalg.norm(E @ F[b]) > bound for b, E, bound in zip(blocks, *bounds))
-        if not over or k == 0:
-            return F, s, rank, rank - k, (s[k - 1] if k > 0 else np.nan)
-        k -= 1                                                   # drop the smallest kept singular value
-
-
 def solve_constraint_forces(A: np.ndarray, B: np.ndarray, groups, blocks, bases, bounds, method: str = "svd",
                             rcond: float = 1e-12, rho: float = 1e-3) -> SolveResult:
-    """Solve A F = −B group by group with force bounds.
+    """Solve A F = −B group by group with force bounds, by the compiled :func:`core.stepper.solve_groups` (the
+    one implementation the compiled step uses; A's SVD is its symmetric eigen-decomposition, σ = |λ|).
 
     ``groups``: (row indices of each group, constraint indices of each group) from :func:`constraint_groups`;
     ``blocks[c]``: the rows of constraint c *within the full system*; ``bases[c]`` its 3 x m force basis E (the
     force vector on its point is E F_c); ``bounds[c]`` its maximum force magnitude.
     """
-    F = np.zeros(B.size)
-    svals, rank, dropped, min_kept = [], 0, 0, np.inf
-    for rows, members in zip(*groups):
-        local = {}
-        offset = 0
-        for c in members:                                        # rows of each member inside the group
-            n = blocks[c].stop - blocks[c].start
-            local[c] = slice(offset, offset + n)
-            offset += n
-        Fg, s, r, d, mk = _bounded_solve(A[np.ix_(rows, rows)], B[rows], [local[c] for c in members],
-                                         ([bases[c] for c in members], [bounds[c] for c in members]),
-                                         method, rcond, rho)
-        F[rows] = Fg
-        svals.append(s)
-        rank += r
-        dropped += d
-        min_kept = min(min_kept, mk) if not np.isnan(mk) else min_kept
-    s_all = np.sort(np.concatenate(svals))[::-1] if svals else np.zeros(0)
-    return SolveResult(F, A @ F + B, s_all, rank, dropped, min_kept if np.isfinite(min_kept) else np.nan)
+    from .stepper import solve_groups
+    if method not in ("svd", "damped_least_squares"):
+        raise ValueError(f"unknown solver method {method!r}; choose svd or damped_least_squares")
+    A = np.ascontiguousarray(A, dtype=float)
+    B = np.ascontiguousarray(B, dtype=float)
+    K, m = len(blocks), B.size
+    ci = np.full((K, 6), -1, np.int64)
+    cf = np.zeros((K, 40))
+    for g, members in enumerate(groups[1]):
+        for c in members:
+            ci[c, 5] = g
+    for c, (block, E, bound) in enumerate(zip(blocks, bases, bounds)):
+        n = block.stop - block.start
+        ci[c, 3], ci[c, 4] = n, block.start
+        E3 = np.zeros((3, 3))
+        E3[:, :n] = E
+        cf[c, 6:15] = E3.ravel()
+        cf[c, 16] = bound
+    F, svals = np.zeros(m), np.zeros(max(m, 1))
+    rank, dropped, min_kept, ns = solve_groups(A, B, ci, cf, len(groups[1]), method == "damped_least_squares",
+                                               float(rcond), float(rho), F, svals, np.empty(m, np.int64),
+                                               np.empty((m, m)), np.empty((m, m)), np.empty(m), np.empty(m),
+                                               np.empty(m))
+    return SolveResult(F, A @ F + B, svals[:ns].copy(), int(rank), int(dropped), float(min_kept))

@@ -37,89 +37,15 @@ from __future__ import annotations
 import numpy as np
 
 from .aba import aba_accelerations, aba_inertias, aba_solve, aba_velocities, aba_workspace
-from .constraints import NAIL, POINT_ON_LINE, POINT_ON_PLANE, POINT_TO_POINT, POINT_VELOCITY  # noqa: F401
+from .constraints import POINT_VELOCITY
 from .forces import ACTUATOR, DRAG, JOINT_SPRING, POINT_FORCE, PULL, SPRING
-from .jit import as_f64, cross_motion, inline, motion_x, njit
+from .jit import as_f64, inline, motion_x, njit
 from .kinematics import fk_kernel, normalize_kernel, qdot_kernel
 from .layout import unpack_model
+from .points import add_point_force, jacobian_columns, point_state, point_bias
 
 __all__ = ["CompiledScene", "evaluate_kernel", "evaluate_entry", "rk4_kernel", "symmetric_eigen", "solve_groups",
            "point_rows_kernel", "forces_kernel", "eligible"]
-
-# ---- geometry of points on links ------------------------------------------------------------------------
-
-
-@inline
-def _point(R_WL, p_WL, v, k, r, x, xd):
-    """World position x and velocity ẋ of body point r of link k (v: link velocities in link coordinates)."""
-    w0, w1, w2 = v[k, 0], v[k, 1], v[k, 2]
-    t0 = v[k, 3] + w1 * r[2] - w2 * r[1]                      # v_O + ω × r (link coordinates)
-    t1 = v[k, 4] + w2 * r[0] - w0 * r[2]
-    t2 = v[k, 5] + w0 * r[1] - w1 * r[0]
-    for a in range(3):
-        x[a] = p_WL[k, a] + R_WL[k, a, 0] * r[0] + R_WL[k, a, 1] * r[1] + R_WL[k, a, 2] * r[2]
-        xd[a] = R_WL[k, a, 0] * t0 + R_WL[k, a, 1] * t1 + R_WL[k, a, 2] * t2
-
-
-@inline
-def _point_bias(R_WL, v, a_vp, k, r, out):
-    """J̇q̇ of body point r of link k: R (a_O + α × r + ω × (v_O + ω × r))   (thesis eq. 2.66–2.67)."""
-    w0, w1, w2 = v[k, 0], v[k, 1], v[k, 2]
-    t0 = v[k, 3] + w1 * r[2] - w2 * r[1]
-    t1 = v[k, 4] + w2 * r[0] - w0 * r[2]
-    t2 = v[k, 5] + w0 * r[1] - w1 * r[0]
-    b0 = a_vp[k, 3] + a_vp[k, 1] * r[2] - a_vp[k, 2] * r[1] + w1 * t2 - w2 * t1
-    b1 = a_vp[k, 4] + a_vp[k, 2] * r[0] - a_vp[k, 0] * r[2] + w2 * t0 - w0 * t2
-    b2 = a_vp[k, 5] + a_vp[k, 0] * r[1] - a_vp[k, 1] * r[0] + w0 * t1 - w1 * t0
-    for a in range(3):
-        out[a] = R_WL[k, a, 0] * b0 + R_WL[k, a, 1] * b1 + R_WL[k, a, 2] * b2
-
-
-@inline
-def _jacobian_columns(parent, S, v_start, nv_j, R_WL, p_WL, k, x, E, m, sign, J, row0):
-    """J[row0:row0+m] += sign · Eᵀ J(x, k): the point Jacobian of world point x moving with link k (eq. 2.37:
-    column of joint j's dof = R_j S_v + R_j S_ω × (x − p_j)), projected on the m basis columns of E (3 x 3)."""
-    j = k
-    while j >= 0:
-        d0, d1, d2 = x[0] - p_WL[j, 0], x[1] - p_WL[j, 1], x[2] - p_WL[j, 2]
-        for mm in range(nv_j[j]):
-            col = v_start[j] + mm
-            w0 = R_WL[j, 0, 0] * S[j, 0, mm] + R_WL[j, 0, 1] * S[j, 1, mm] + R_WL[j, 0, 2] * S[j, 2, mm]
-            w1 = R_WL[j, 1, 0] * S[j, 0, mm] + R_WL[j, 1, 1] * S[j, 1, mm] + R_WL[j, 1, 2] * S[j, 2, mm]
-            w2 = R_WL[j, 2, 0] * S[j, 0, mm] + R_WL[j, 2, 1] * S[j, 1, mm] + R_WL[j, 2, 2] * S[j, 2, mm]
-            c0 = R_WL[j, 0, 0] * S[j, 3, mm] + R_WL[j, 0, 1] * S[j, 4, mm] + R_WL[j, 0, 2] * S[j, 5, mm]
-            c1 = R_WL[j, 1, 0] * S[j, 3, mm] + R_WL[j, 1, 1] * S[j, 4, mm] + R_WL[j, 1, 2] * S[j, 5, mm]
-            c2 = R_WL[j, 2, 0] * S[j, 3, mm] + R_WL[j, 2, 1] * S[j, 4, mm] + R_WL[j, 2, 2] * S[j, 5, mm]
-            c0 += w1 * d2 - w2 * d1
-            c1 += w2 * d0 - w0 * d2
-            c2 += w0 * d1 - w1 * d0
-            for b in range(m):
-                J[row0 + b, col] += sign * (E[0, b] * c0 + E[1, b] * c1 + E[2, b] * c2)
-        j = parent[j]
-
-
-@njit
-def _add_point_force(parent, S, v_start, nv_j, R_WL, p_WL, k, x, f, tau):
-    """τ += J(x, k)ᵀ f: the generalized force of world force f at world point x moving with link k."""
-    j = k
-    while j >= 0:
-        d0, d1, d2 = x[0] - p_WL[j, 0], x[1] - p_WL[j, 1], x[2] - p_WL[j, 2]
-        for mm in range(nv_j[j]):
-            s = 0.0
-            for a in range(3):
-                w_a = R_WL[j, a, 0] * S[j, 0, mm] + R_WL[j, a, 1] * S[j, 1, mm] + R_WL[j, a, 2] * S[j, 2, mm]
-                c_a = R_WL[j, a, 0] * S[j, 3, mm] + R_WL[j, a, 1] * S[j, 4, mm] + R_WL[j, a, 2] * S[j, 5, mm]
-                s += c_a * f[a]
-                # (ω × d) · f = ω · (d × f)
-                if a == 0:
-                    s += w_a * (d1 * f[2] - d2 * f[1])
-                elif a == 1:
-                    s += w_a * (d2 * f[0] - d0 * f[2])
-                else:
-                    s += w_a * (d0 * f[1] - d1 * f[0])
-            tau[v_start[j] + mm] += s
-        j = parent[j]
-
 
 # ---- point-constraint rows ------------------------------------------------------------------------------
 
@@ -164,9 +90,9 @@ def point_rows_kernel(parent, S, v_start, nv_j, R_WL, p_WL, v, a_vp, ci, cf, t,
             for b in range(3):
                 E[a, b] = cf[c, 6 + 3 * a + b]
         ra, rb = cf[c, 0:3], cf[c, 3:6]
-        _point(R_WL, p_WL, v, ka, ra, xa, va)
+        point_state(R_WL, p_WL, v, ka, ra, xa, va)
         if kb >= 0:
-            _point(R_WL, p_WL, v, kb, rb, xb, vb)
+            point_state(R_WL, p_WL, v, kb, rb, xb, vb)
         else:
             nail_target_kernel(cf, c, t, xb, vb, bb)
         row = ci[c, 4]
@@ -190,14 +116,14 @@ def point_rows_kernel(parent, S, v_start, nv_j, R_WL, p_WL, v, a_vp, ci, cf, t,
         deviation_rate[c] = np.sqrt(dr2)
         if row < 0:
             continue
-        _point_bias(R_WL, v, a_vp, ka, ra, ba)
+        point_bias(R_WL, v, a_vp, ka, ra, ba)
         if kb >= 0:
-            _point_bias(R_WL, v, a_vp, kb, rb, bb)              # (the world end's n̈ is already in bb)
+            point_bias(R_WL, v, a_vp, kb, rb, bb)              # (the world end's n̈ is already in bb)
         for b in range(m):
             gamma[row + b] = E[0, b] * (ba[0] - bb[0]) + E[1, b] * (ba[1] - bb[1]) + E[2, b] * (ba[2] - bb[2])
-        _jacobian_columns(parent, S, v_start, nv_j, R_WL, p_WL, ka, xa, E, m, 1.0, J, row)
+        jacobian_columns(parent, S, v_start, nv_j, R_WL, p_WL, ka, xa, E, m, 1.0, J, row)
         if kb >= 0:
-            _jacobian_columns(parent, S, v_start, nv_j, R_WL, p_WL, kb, xb, E, m, -1.0, J, row)
+            jacobian_columns(parent, S, v_start, nv_j, R_WL, p_WL, kb, xb, E, m, -1.0, J, row)
 
 
 # ---- applied forces -------------------------------------------------------------------------------------
@@ -212,9 +138,9 @@ def forces_kernel(parent, S, v_start, nv_j, R_WL, p_WL, v, q, qd, t, fi, ff, tau
         kind, ka, kb, dof = fi[e, 0], fi[e, 1], fi[e, 2], fi[e, 3]
         k, c = ff[e, 6], ff[e, 7]
         if kind == SPRING:
-            _point(R_WL, p_WL, v, ka, ff[e, 0:3], xa, va)
+            point_state(R_WL, p_WL, v, ka, ff[e, 0:3], xa, va)
             if kb >= 0:
-                _point(R_WL, p_WL, v, kb, ff[e, 3:6], xb, vb)
+                point_state(R_WL, p_WL, v, kb, ff[e, 3:6], xb, vb)
             else:
                 for a in range(3):
                     xb[a] = ff[e, 3 + a]
@@ -237,11 +163,11 @@ def forces_kernel(parent, S, v_start, nv_j, R_WL, p_WL, v, q, qd, t, fi, ff, tau
                 f[0], f[1], f[2] = s * u0, s * u1, s * u2
                 potential += 0.5 * k * (length - rest) ** 2
                 pd = -c * ld * ld
-            _add_point_force(parent, S, v_start, nv_j, R_WL, p_WL, ka, xa, f, tau)
+            add_point_force(parent, S, v_start, nv_j, R_WL, p_WL, ka, xa, f, tau)
             if kb >= 0:
                 for a in range(3):
                     f[a] = -f[a]
-                _add_point_force(parent, S, v_start, nv_j, R_WL, p_WL, kb, xb, f, tau)
+                add_point_force(parent, S, v_start, nv_j, R_WL, p_WL, kb, xb, f, tau)
             power[0] += pd
         elif kind == JOINT_SPRING:
             x, w = q[int(ff[e, 18])], qd[dof]
@@ -249,12 +175,12 @@ def forces_kernel(parent, S, v_start, nv_j, R_WL, p_WL, v, q, qd, t, fi, ff, tau
             potential += 0.5 * k * (x - ff[e, 8]) ** 2
             power[0] += -c * w * w
         elif kind == DRAG:
-            _point(R_WL, p_WL, v, ka, ff[e, 0:3], xa, va)
+            point_state(R_WL, p_WL, v, ka, ff[e, 0:3], xa, va)
             speed = np.sqrt(va[0] ** 2 + va[1] ** 2 + va[2] ** 2)
             s = -(ff[e, 9] + ff[e, 10] * speed)
             for a in range(3):
                 f[a] = s * va[a]
-            _add_point_force(parent, S, v_start, nv_j, R_WL, p_WL, ka, xa, f, tau)
+            add_point_force(parent, S, v_start, nv_j, R_WL, p_WL, ka, xa, f, tau)
             power[1] += s * speed * speed
         elif kind == ACTUATOR:
             u = min(max(ff[e, 11], -ff[e, 12]), ff[e, 12])
@@ -262,16 +188,16 @@ def forces_kernel(parent, S, v_start, nv_j, R_WL, p_WL, v, q, qd, t, fi, ff, tau
             power[2] += u * qd[dof]
         elif kind == POINT_FORCE:
             if ff[e, 16] <= t < ff[e, 17]:
-                _point(R_WL, p_WL, v, ka, ff[e, 0:3], xa, va)
+                point_state(R_WL, p_WL, v, ka, ff[e, 0:3], xa, va)
                 for a in range(3):
                     f[a] = ff[e, 13 + a]
-                _add_point_force(parent, S, v_start, nv_j, R_WL, p_WL, ka, xa, f, tau)
+                add_point_force(parent, S, v_start, nv_j, R_WL, p_WL, ka, xa, f, tau)
                 power[3] += f[0] * va[0] + f[1] * va[1] + f[2] * va[2]
         elif kind == PULL:                                    # the user's mouse spring: external work
-            _point(R_WL, p_WL, v, ka, ff[e, 0:3], xa, va)
+            point_state(R_WL, p_WL, v, ka, ff[e, 0:3], xa, va)
             for a in range(3):
                 f[a] = k * (ff[e, 3 + a] - xa[a]) - c * va[a]
-            _add_point_force(parent, S, v_start, nv_j, R_WL, p_WL, ka, xa, f, tau)
+            add_point_force(parent, S, v_start, nv_j, R_WL, p_WL, ka, xa, f, tau)
             power[3] += f[0] * va[0] + f[1] * va[1] + f[2] * va[2]
     return potential
 
