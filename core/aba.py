@@ -232,25 +232,9 @@ def aba_solve(parent, S, v_start, nv_j, E, r, W, Dinv, tau, x, pA, u, acc, pa, t
         force_xt(E[i], r[i], pa, tmp)
         for a in range(6):
             pA[lam, a] += tmp[a]
-    for i in range(N):
-        vs, nv, lam = v_start[i], nv_j[i], parent[i]
-        if lam < 0:
-            for a in range(6):
-                ap[a] = 0.0
-        else:
-            motion_x(E[i], r[i], acc[lam], ap)
-        for k in range(nv):
-            s = 0.0
-            for m in range(nv):
-                s += Dinv[i, k, m] * u[i, m]
-            for a in range(6):
-                s -= W[i, a, k] * ap[a]
-            x[vs + k] = s
-        for a in range(6):
-            s = ap[a]
-            for k in range(nv):
-                s += S[i, a, k] * x[vs + k]
-            acc[i, a] = s
+    pA[:, :] = 0.0                                            # now the zero c_i of pass 3, and pa the zero a_0
+    pa[:] = 0.0
+    aba_accelerations(parent, S, v_start, nv_j, E, r, pa, pA, W, Dinv, u, x, acc, ap)
 
 
 @njit

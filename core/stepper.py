@@ -667,37 +667,27 @@ def force_table(elements, actuator_values: dict | None = None) -> tuple[np.ndarr
 
 def active_layout(model, active) -> tuple[np.ndarray, np.ndarray, int, int, float]:
     """``(row_of, group_of, n_groups, m, scale)`` for the active constraints: each one's first row (−1 if
-    inactive), its group (constraints that share a tree, union–find as :func:`core.solver.constraint_groups`),
+    inactive), its group (constraints that share a tree, by :func:`core.solver.constraint_groups`),
     the number of rows and the largest Jacobian scale (the rank test's floor, :mod:`core.formulations`)."""
     from .constraints import constraint_links
+    from .solver import constraint_groups
     K = len(model.constraints)
     row_of = np.full(K, -1, np.int64)
     group_of = np.full(K, -1, np.int64)
-    parent = list(range(K))
-
-    def find(i):
-        while parent[i] != i:
-            parent[i] = parent[parent[i]]
-            i = parent[i]
-        return i
-    owner: dict[int, int] = {}
+    on = [k for k in range(K) if active[k]]
     m, scale = 0, 0.0
-    for k, c in enumerate(model.constraints):
-        if not active[k]:
-            continue
+    for k in on:
+        c = model.constraints[k]
         row_of[k] = m
         m += c.rows
         scale = max(scale, c.jacobian_scale)
-        for tree in {model.root_of(link) for link in constraint_links(c)}:
-            if tree in owner:
-                parent[find(k)] = find(owner[tree])
-            else:
-                owner[tree] = k
-    ids: dict[int, int] = {}
-    for k in range(K):
-        if active[k]:
-            group_of[k] = ids.setdefault(find(k), len(ids))
-    return row_of, group_of, len(ids), m, scale
+    rows = [np.arange(row_of[k], row_of[k] + model.constraints[k].rows) for k in on]
+    trees = [{model.root_of(link) for link in constraint_links(model.constraints[k])} for k in on]
+    members = constraint_groups(rows, trees)[1] if on else []
+    for g, group in enumerate(members):
+        for j in group:
+            group_of[on[j]] = g
+    return row_of, group_of, len(members), m, scale
 
 
 class CompiledScene:
