@@ -194,6 +194,11 @@ def main(argv: list[str] | None = None) -> int:
     c.add_argument("--quiet", action="store_true")
     args = parser.parse_args(argv)
     np.seterr(all="ignore")           # divergence is detected and reported by the simulation itself
+    if args.command != "validate":
+        from .jit import kernels_cached
+        if not kernels_cached():
+            print("compiling the physics kernels (the first run of this version on this machine: about a minute; "
+                  "later runs load them from the cache)", file=sys.stderr)
     return {"validate": _validate, "run": _run, "sweep": _sweep, "compare": _compare}[args.command](args)
 
 

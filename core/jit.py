@@ -51,6 +51,16 @@ else:
         return _njit(*args, **kwargs)
 
 
+def kernels_cached() -> bool:
+    """Whether this version's compiled kernels are already in the on-disk cache (False before the first run on a
+    machine, when the first simulation step compiles them: about a minute)."""
+    if os.environ.get("LIMBSTUDIO_NO_JIT"):
+        return True
+    import numba
+    path = Path(numba.config.CACHE_DIR) if numba.config.CACHE_DIR else None
+    return path is None or (path.is_dir() and any(path.rglob("stepper.rk4_kernel-*.nbi")))
+
+
 def inline(f):
     """A small helper that numba inlines into its callers' IR (ABA's pass 2 runs 1.7x faster than with calls:
     the per-link views and argument passing are optimized away)."""
@@ -59,7 +69,7 @@ def inline(f):
     return njit(inline="always")(f)
 
 
-__all__ = ["inline", "as_f64", "njit", "motion_x", "force_xt", "inertia_xt", "cross_motion", "cross_force", "matvec6", "quat_rot"]
+__all__ = ["inline", "as_f64", "kernels_cached", "njit", "motion_x", "force_xt", "inertia_xt", "cross_motion", "cross_force", "matvec6", "quat_rot"]
 
 
 @inline
