@@ -147,6 +147,8 @@ class Simulation:
                 raise DivergenceError(f"the dynamics could not be evaluated near t = {s.t:.6g} s (non-finite "
                                       f"accelerations); the state is diverging")
             self._raw, self._raw_state, self._raw_checked = raw, s, False
+            if self._energy0 is None:                           # E(0) of the energy audit, as `data` sets it
+                self._energy0 = self._energy(scene.data(raw))
         return self._raw
 
     def move_nail(self, name: str, position, velocity=(0.0, 0.0, 0.0)) -> None:
@@ -309,8 +311,9 @@ class Simulation:
         q, qd, work, steps, status, raw = scene.step(s.t, s.q, s.qd, self.work, h, n_steps, raw,
                                                      self._rank_deficient)
         if steps == 0:
-            raise DivergenceError(f"the step from t = {s.t:.6g} s (dt = {h:g} s) gave a non-finite state; the "
-                                  f"state is diverging")
+            self._raw = None                                    # the kernel overwrote it with the failed step's
+            raise DivergenceError(f"the step from t = {s.t:.6g} s (dt = {h:g} s) gave a non-finite state or "
+                                  f"dynamics; the state is diverging")
         t = s.t
         for _ in range(steps):
             t += h

@@ -19,8 +19,8 @@ of that scale on every scene (the deviations of the 20-link nailed chain), ≲ 8
 including arm_nail_singular.json, which starts singular with forces up to 2e5 N (1.5e-7 N apart); whole
 batches equal single steps bit for bit.
 
-Two tests are strict xfails on the compiled path only, each naming a bug of core/simulation.py: the energy
-reference E(0) when only ``step()`` is called, and ``data`` after a DivergenceError.
+Two tests pin bugs these comparisons found in core/simulation.py (fixed): the energy reference E(0) when only
+``step()`` is called, and ``data`` after a DivergenceError, on the compiled path.
 """
 from __future__ import annotations
 
@@ -231,9 +231,7 @@ def test_constraint_breaks_inside_a_batch_as_on_the_python_path():
 
 
 @pytest.mark.parametrize("compiled", [
-    pytest.param(True, id="compiled", marks=pytest.mark.xfail(strict=True, reason=(
-        "core bug: on the compiled path Simulation.step() never reads Simulation.data (it uses _raw_now), so "
-        "_energy0 is set at whatever state .data is first read, not at the start: energy_error() = −Σ work"))),
+    pytest.param(True, id="compiled"),
     pytest.param(False, id="python")])
 def test_energy_books_start_at_the_initial_state_when_only_stepping(compiled):
     """mcclamroch_two_arms (actuators do work): 100 steps without reading ``data`` first; E(0) must still be
@@ -572,10 +570,7 @@ def test_states_before_the_blow_up_agree():
 
 
 @pytest.mark.parametrize("compiled", [
-    pytest.param(True, id="compiled", marks=pytest.mark.xfail(strict=True, reason=(
-        "core bug: Simulation._compiled_steps raises DivergenceError (steps == 0) without dropping self._raw, "
-        "which rk4_kernel overwrote with the failed step's non-finite evaluation; sim.data at the kept state "
-        "is then NaN"))),
+    pytest.param(True, id="compiled"),
     pytest.param(False, id="python")])
 def test_data_after_divergence_describes_the_kept_state(compiled):
     sim = core.Simulation(naive_bound(), compiled=compiled)
