@@ -8,9 +8,13 @@ under gravity −9.81 z, started bent; the identical model is built for each eng
 
 - ``aba``: ``core.forward_dynamics`` vs ``pinocchio.aba`` at the same (q, q̇, τ) (results compared too);
 - ``rk4 step``: ``core.Simulation.step`` (RK4, 1 ms) vs ``mujoco.mj_step`` with ``integrator="RK4"``;
-- ``rk4 step, nailed``: the same with the tip held by a point-to-nail constraint (ours: SVD solve with
-  critically damped stabilization) vs MuJoCo's default soft ``connect`` equality; and the tip drift of each over
-  ``--drift-seconds`` of simulated time.
+- ``rk4 step, nailed``: the same with the tip held by a point-to-nail constraint (ours: the compiled step of
+  core/stepper.py — constraint rows, M⁻¹Jᵀ by O(N) ABA solves, the bounded eigen/SVD solve of A F = −B with
+  critically damped stabilization, all four stages in one call) vs MuJoCo's default soft ``connect`` equality;
+  and the tip drift of each over ``--drift-seconds`` of simulated time.
+
+Ours is timed as a user calls it from Python: ``core.forward_dynamics`` and ``Simulation.step`` (one step per
+call, with its diagnostics), as MuJoCo's ``mj_step`` and Pinocchio's ``aba`` are.
 
 Timings are the minimum over repeats of a timed loop, interleaved between engines, so a busy machine affects
 both sides alike. ``--scaling`` also reports our cost per step against N up to 200 and against the number of
