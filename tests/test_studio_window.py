@@ -19,6 +19,7 @@ import core
 from studio import SCENES_DIR, edits
 from studio.main_window import MainWindow
 from studio.overlays import SPRING_COLOUR
+from studio.plots import BACKGROUND, OpaqueGridAxis
 
 from test_studio import pixels_of_colour, rgb_array, show
 
@@ -458,3 +459,22 @@ def test_a_controller_can_be_added_to_a_scene(window, qtbot):
     qtbot.waitUntil(lambda: len(_latest(win).model.controllers) == 1)
     renamed = edits.rename(spec, ("bodies", 2, "joint"), "wrist")
     assert renamed.controllers[0].joints == ["base", "shoulder", "wrist"]
+
+
+def test_the_plot_grid_is_drawn_in_opaque_colours_of_the_same_shade(window):
+    win = window()
+    axis = win.plots.plots["force"].getAxis("left")
+    assert isinstance(axis, OpaqueGridAxis) and axis.zValue() < win.plots.plots["force"].vb.zValue()
+    from PySide6.QtGui import QImage, QPainter
+    image = QImage(10, 10, QImage.Format.Format_RGB32)
+    painter = QPainter(image)
+    try:
+        _, ticks, _ = axis.generateDrawSpecs(painter)
+        plain = super(OpaqueGridAxis, axis).generateDrawSpecs(painter)[1]
+    finally:
+        painter.end()
+    assert ticks and all(pen.color().alpha() == 255 for pen, _, _ in ticks)
+    for (pen, _, _), (translucent, _, _) in zip(ticks, plain):
+        c, a = translucent.color(), translucent.color().alphaF()
+        blended = [a * x + (1 - a) * b for x, b in zip((c.red(), c.green(), c.blue()), BACKGROUND)]
+        assert np.allclose([pen.color().red(), pen.color().green(), pen.color().blue()], blended, atol=1)
