@@ -2,10 +2,12 @@
 the document's.
 
 Thread: GUI. :class:`ViewportPresenter` takes the worker's snapshots (latest wins) and draws them at the pace the
-display keeps up with: at once while paused, else at most once a frame and never sooner after a frame than that
-frame took (software OpenGL under Xvfb composes the whole window for each frame; this keeps half the GUI's time for
-input, however fast snapshots come). It also turns viewport picks into document paths and the document selection
-into viewport highlights.
+display keeps up with: at once while paused, else at most once a frame (60 Hz) and never sooner after a frame than
+that frame took to render (software OpenGL under Xvfb composes the whole window for each frame; this keeps half the
+GUI's time for input and the plots, however fast snapshots come). A frame's cost is measured from the start of the
+viewport's ``paintGL`` to ``frameSwapped``: the time the draw request waited behind other GUI work is not part of
+it (counting it made one slow plot repaint halve the frame rate). It also turns viewport picks into document paths
+and the document selection into viewport highlights.
 """
 from __future__ import annotations
 
@@ -34,6 +36,7 @@ class ViewportPresenter(QObject):
         self._timer.setSingleShot(True)
         self._timer.timeout.connect(self._draw)
         self._next_draw = self._draw_started = self._status_shown = 0.0
+        self.frame_cost = 0.0          # s: the last frame's paintGL → frameSwapped
         self._drawing = False
         viewport.frameSwapped.connect(self._frame_swapped)
         viewport.picked.connect(self._picked)
@@ -75,7 +78,10 @@ class ViewportPresenter(QObject):
             return                             # a frame we did not ask for (a resize, an expose)
         self._drawing = False
         now = time.perf_counter()
-        self._next_draw = now + max(MIN_FRAME_PERIOD, now - self._draw_started)
+        painted = getattr(self._viewport, "paint_started", None)
+        self.frame_cost = now - (painted if painted is not None and painted >= self._draw_started
+                                 else self._draw_started)
+        self._next_draw = max(self._draw_started + MIN_FRAME_PERIOD, now + self.frame_cost)
 
     # ---- selection -----------------------------------------------------------------------------------------
     @Slot(object)

@@ -16,6 +16,7 @@ see :mod:`studio.framing`); the grid lies in D's horizontal plane under the scen
 from __future__ import annotations
 
 import math
+import time
 
 import numpy as np
 import pyqtgraph.opengl as gl
@@ -110,6 +111,7 @@ class Viewport(gl.GLViewWidget):
         self._selected_link: int | None = None
         self.overlays: Overlays | None = None
         self._overlay_visible: dict[str, bool] = {}
+        self.paint_started: float | None = None     # perf_counter() when the last paintGL began
 
         self._world = GLGraphicsItem()              # world W → display D; everything of the world hangs here
         self.addItem(self._world)
@@ -236,6 +238,10 @@ class Viewport(gl.GLViewWidget):
         ends = np.zeros((6, 3))
         ends[[1, 3, 5], [0, 1, 2]] = f.axis_length
         self._axes.setData(pos=ends, color=np.repeat(AXIS_COLORS, 2, axis=0))
+
+    def paintGL(self, *args, **kwargs) -> None:
+        self.paint_started = time.perf_counter()
+        super().paintGL(*args, **kwargs)
 
     def resizeGL(self, w: int, h: int) -> None:
         super().resizeGL(w, h)
