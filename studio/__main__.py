@@ -6,7 +6,10 @@ window and quits (for the README, for checking a change by eye, and for headless
 uses the default layout, not the one remembered. ``--select`` picks an item to show in the inspector (a body,
 constraint or force name), ``--speed`` sets the real-time factor asked for.
 
-Thread: GUI (the process's main thread).
+Thread: GUI (the process's main thread). The scene is read and compiled on a helper thread: on a machine that
+never ran this version of the core, that compiles the kernels the GUI thread uses (seconds), and a splash says so
+meanwhile; the simulation's own kernels (about a minute) compile later on the worker thread, with the window open
+(:mod:`studio.worker`).
 """
 from __future__ import annotations
 
@@ -14,6 +17,7 @@ import argparse
 import os
 import sys
 import tempfile
+import threading
 from pathlib import Path
 
 from . import DEFAULT_SCENE
@@ -55,11 +59,10 @@ def main(argv=None) -> int:
     from PySide6.QtCore import QCoreApplication, QSettings, Qt, QTimer
     from PySide6.QtWidgets import QApplication
 
-    try:
-        model = core.load_scene(args.scene)
-    except (core.SceneError, OSError, ValueError) as exc:
-        print(f"limbstudio: cannot open {args.scene}: {exc}", file=sys.stderr)
-        return 2
+    loader = _SceneLoader(args.scene)
+    loader.join(SPLASH_AFTER)              # a missing or invalid file is reported before any window appears
+    if loader.done and loader.error is not None:
+        return _cannot_open(args.scene, loader.error)
 
     # Before the QApplication exists, or a second GL view in the process draws nothing (shared/GUI-CI.md).
     app = QApplication.instance()
@@ -68,6 +71,11 @@ def main(argv=None) -> int:
         app = QApplication([sys.argv[0]])
     app.setApplicationName("limbstudio")
     app.setOrganizationName("limbstudio")
+    if not loader.done:
+        loader.wait_with_splash(app)
+    if loader.error is not None:
+        return _cannot_open(args.scene, loader.error)
+    model = loader.model
 
     from .main_window import MainWindow
     settings = None
@@ -101,7 +109,83 @@ def main(argv=None) -> int:
         QTimer.singleShot(int(1000 * (1.0 if args.after is None else args.after)), take_screenshot)
 
     code = app.exec()
+    if window.sim_thread.thread.isRunning():
+        # The worker did not stop when the window closed: it is inside a step or still compiling the kernels,
+        # which cannot be interrupted. Leave without destroying its running QThread (Qt would abort).
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(status["code"] or code)
     return status["code"] or code
+
+
+SPLASH_AFTER = 0.3     # s: reading the scene takes longer than this only while the kernels compile
+
+
+class _SceneLoader:
+    """Reads and compiles a scene on a helper thread, then calls the kernels the GUI thread will call (forward
+    kinematics, point Jacobians), so that none of them compiles on the GUI thread. Plain Python; no Qt objects."""
+
+    def __init__(self, path: Path):
+        self.model = self.error = None
+        self._thread = threading.Thread(target=self._load, args=(path,), name="limbstudio scene loader",
+                                        daemon=True)
+        self._thread.start()
+
+    def _load(self, path: Path) -> None:
+        import core
+        try:
+            model = core.load_scene(path)
+        except (core.SceneError, OSError, ValueError) as exc:
+            self.error = exc
+            return
+        try:
+            warm_gui_kernels(model)
+        except Exception:                     # only a warm-up: the GUI reports whatever really goes wrong
+            pass
+        self.model = model
+
+    @property
+    def done(self) -> bool:
+        return not self._thread.is_alive()
+
+    def join(self, timeout: float) -> None:
+        self._thread.join(timeout)
+
+    def wait_with_splash(self, app) -> None:
+        """Show a splash that says what takes so long, keep it painted, and return when the scene is loaded."""
+        from PySide6.QtCore import QEventLoop, Qt
+        from PySide6.QtGui import QColor, QPixmap
+        from PySide6.QtWidgets import QSplashScreen
+
+        from .worker import PREPARING
+        pixmap = QPixmap(560, 120)
+        pixmap.fill(QColor(38, 41, 46))
+        splash = QSplashScreen(pixmap)
+        splash.showMessage(f"limbstudio\n\n{PREPARING}", Qt.AlignmentFlag.AlignCenter | Qt.AlignmentFlag.AlignVCenter,
+                           QColor(220, 223, 228))
+        splash.show()
+        while not self.done:
+            app.processEvents(QEventLoop.ProcessEventsFlag.AllEvents, 20)
+            self._thread.join(0.02)
+        splash.close()
+
+
+def warm_gui_kernels(model) -> None:
+    """Call the core's kernels that the GUI thread uses (the viewport's forward kinematics; the point Jacobians of
+    the scene checks run after an edit) once, on the calling thread. On a machine that never ran this version of
+    the core they compile here, not on the GUI thread; later calls from any thread find them compiled."""
+    import numpy as np
+
+    import core
+    q0 = np.asarray(model.q0, dtype=float)
+    core.forward_kinematics(model, q0)
+    if model.n_links:
+        core.point_jacobian(model, q0, model.link_names[0], (0.0, 0.0, 0.0))
+
+
+def _cannot_open(path, exc) -> int:
+    print(f"limbstudio: cannot open {path}: {exc}", file=sys.stderr)
+    return 2
 
 
 def _show_uncaught_exceptions(window) -> None:

@@ -193,6 +193,7 @@ class MainWindow(QMainWindow):
         st.samples_ready.connect(self.plots.add_batch)
         st.error.connect(self._show_error)
         st.notice.connect(self.status.note)
+        st.busy.connect(self.status.busy)
         for source in (self.scene_tree, self.item_actions, self.plots, self.file_actions, self.controls):
             source.message.connect(self.status.note)
         self.file_actions.error.connect(lambda text: QMessageBox.warning(self, "limbstudio", text))

@@ -1,5 +1,6 @@
 """The plots' time series: which columns one sample row has for a model (:class:`SampleLayout`) and how a row is
-read off a simulation (:func:`sample_row`).
+read off a simulation (:func:`sample_row`) or out of the records of ``core.Simulation.run`` (:func:`sample_rows`, the
+same columns for a batch of steps run in one call).
 
 Thread: any (:func:`sample_row` on the worker, which owns the simulation). Plain NumPy over ``core`` objects.
 
@@ -33,7 +34,7 @@ import numpy as np
 
 from core.model import HINGE, SLIDER
 
-__all__ = ["SampleLayout", "sample_layout", "sample_row", "ENERGY_LABELS"]
+__all__ = ["SampleLayout", "sample_layout", "sample_row", "sample_rows", "ENERGY_LABELS"]
 
 ENERGY_LABELS = ("kinetic", "potential", "total", "work by constraints", "audit error")
 
@@ -135,3 +136,31 @@ def sample_row(sim, layout: SampleLayout) -> np.ndarray:
             n = min(values.size, layout.size(group))
             row[g[group].start:g[group].start + n] = values[:n]
     return row
+
+
+def sample_rows(records: dict, layout: SampleLayout) -> np.ndarray:
+    """The rows (n, width) of the states recorded by ``core.Simulation.run`` (its returned arrays): the columns
+    :func:`sample_row` reads at each of them. For a run without controllers (``layout.controllers`` empty), which
+    is what the compiled batches are; the controller groups stay NaN."""
+    t = np.asarray(records["t"], dtype=float)
+    n, g = t.shape[0], layout.groups
+    rows = np.full((n, layout.width), np.nan)
+
+    def put(group, values):
+        s = g[group]
+        if s.stop > s.start:
+            rows[:, s] = np.asarray(values, dtype=float).reshape(n, -1)[:, :s.stop - s.start]
+
+    rows[:, g["t"].start] = t
+    rows[:, g["energy"].start:g["energy"].stop] = np.column_stack([
+        records["energy_kinetic"], records["energy_potential"], records["energy_total"],
+        records["work_total_constraints"], records["energy_error"]])
+    for group, key in (("force", "constraint_force_magnitude"), ("deviation", "deviation"),
+                       ("deviation_rate", "deviation_rate"), ("residual", "residual")):
+        put(group, records[key])
+    sv = np.asarray(records["singular_values"], dtype=float).reshape(n, -1)
+    k = min(sv.shape[1], layout.size("singular"))
+    rows[:, g["singular"].start:g["singular"].start + k] = sv[:, :k]
+    if layout.joint_q:
+        rows[:, g["joint"]] = np.asarray(records["q"], dtype=float).reshape(n, -1)[:, list(layout.joint_q)]
+    return rows

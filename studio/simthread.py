@@ -29,6 +29,7 @@ class SimulationThread(QObject):
     samples_ready = Signal(object)    # every SampleBatch, in order
     error = Signal(str)               # the simulation paused, or a command failed
     notice = Signal(str)              # an event of the run (a constraint broke …)
+    busy = Signal(str)                # what keeps the worker busy for a while (compiling the kernels); "": done
 
     def __init__(self, simulation, parent=None, **worker_options):
         super().__init__(parent)
@@ -46,6 +47,7 @@ class SimulationThread(QObject):
         self._worker.samples.connect(self._receive_samples)
         self._worker.error.connect(self._receive_error)
         self._worker.notice.connect(self._receive_notice)
+        self._worker.busy.connect(self._receive_busy)
         self._pending: Snapshot | None = None
         self.latest: Snapshot | None = None
         self.dt = float(simulation.dt)
@@ -132,6 +134,10 @@ class SimulationThread(QObject):
     @Slot(str)
     def _receive_notice(self, message: str) -> None:
         self.notice.emit(message)
+
+    @Slot(str)
+    def _receive_busy(self, message: str) -> None:
+        self.busy.emit(message)
 
 
 def _stop(commands: queue.Queue, thread: QThread, timeout_ms: int = 10_000) -> bool:

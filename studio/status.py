@@ -1,5 +1,6 @@
 """The status bar: simulated time, the real-time factor achieved (and asked for), the cost per step and the energy
-audit's error; messages (a divergence, a broken constraint, a saved file) on its left.
+audit's error; messages (a divergence, a broken constraint, a saved file) on its left, and what keeps the worker
+busy (the kernels compiling on first use), which stays until the worker says it is done.
 
 Thread: GUI. :class:`StatusBar` only formats what snapshots and messages say.
 """
@@ -27,6 +28,8 @@ class StatusBar(QStatusBar):
                                         "non-conservative source; only integration error should remain")
         for label in (self.energy_label, self.cost_label, self.rate_label, self.time_label):
             self.addPermanentWidget(label)
+        self._busy = ""
+        self.messageChanged.connect(self._message_changed)
 
     def _label(self, name: str, text: str, tip: str) -> QLabel:
         label = QLabel(text)
@@ -53,3 +56,21 @@ class StatusBar(QStatusBar):
     def note(self, message: str, timeout_ms: int = 8000) -> None:
         self.setStyleSheet("")
         self.showMessage(message, timeout_ms)
+
+    @property
+    def busy_message(self) -> str:
+        return self._busy
+
+    def busy(self, message: str) -> None:
+        """What the worker is busy with (shown until ``busy("")``; a note or an error shown meanwhile hides it
+        only until it times out or is cleared)."""
+        was, self._busy = self._busy, message
+        if message:
+            self.setStyleSheet("")
+            self.showMessage(message)
+        elif was and self.currentMessage() == was:
+            self.clearMessage()
+
+    def _message_changed(self, text: str) -> None:
+        if not text and self._busy:
+            self.showMessage(self._busy)

@@ -12,12 +12,31 @@ one :class:`~studio.messages.Snapshot` (latest wins on the GUI side) and one
 therefore lowers the real-time factor, never the frame rate; more than ``max_lag`` behind, the worker forgives the
 lag instead of catching up.
 
+Batches: a scene that the core steps in compiled code (``core.Simulation.compiled_scene``, RK4) is advanced a
+frame's worth of steps per ``Simulation.run`` call, sampled every ``stride``-th step, instead of one Python call per
+step. Each call into a compiled kernel releases the GIL and must win it back from the GUI thread (up to a switch
+interval, 0.5 ms, whenever the GUI is busy), so one call per step made a 60 µs step cost 0.5–2 ms; a batch pays
+that a few times a frame. Other simulations (the Python path, adaptive steps, stand-ins) step one step at a time.
+The plots get at most ``max_samples_per_frame`` rows a frame (4: 240 a second, plenty for curves a few hundred
+pixels wide); sampling every step (1000 rows a second at 1 ms) split every batch into single steps and made the
+plots' repaints much slower.
+
 Divergence: a step that raises, leaves a non-finite state or a constraint residual above ``residual_limit`` is
-undone (the last good state is kept), the worker pauses and ``error`` says why. An exception in a command is
-reported the same way; nothing is lost silently.
+undone (the last good state is kept), the worker pauses and ``error`` says why. A batch is checked at every sampled
+step and at its end; when it raised or went bad, the simulation goes back to where the batch began and steps it one
+step at a time, so the pause comes at the same step as without batches. An exception in a command is reported the
+same way; nothing is lost silently.
+
+First use: the core compiles its kernels on the first evaluation and the first step in a process (about a minute
+on a machine that never ran this version, then a second to load them from the disk cache). That happens here, on
+the worker thread, never on the GUI thread: the worker's constructor evaluates nothing. Before the first
+evaluation of a kind of simulation in the process, ``busy`` says the kernels are being prepared; the worker then
+evaluates the initial state, steps a throwaway copy once (so that Play does not stall later) and clears the message
+(``busy("")``).
 """
 from __future__ import annotations
 
+import copy
 import math
 import queue
 import time
@@ -28,12 +47,21 @@ from PySide6.QtCore import QObject, QThread, Signal, Slot
 from .messages import Command, CommandKind, SampleBatch, Snapshot, frozen_copy
 from .probe import overlay as probe_overlay
 from .reload import reload_simulation
-from .samples import sample_layout, sample_row
+from .samples import sample_layout, sample_row, sample_rows
 
-__all__ = ["SimulationWorker", "RATE_WINDOW"]
+__all__ = ["SimulationWorker", "RATE_WINDOW", "PREPARING", "LOADING"]
 
 RATE_WINDOW = 0.5          # seconds over which the reported real-time factor is averaged
 COST_WEIGHT = 0.05         # weight of the newest step in the averaged cost per step
+MAX_BATCH = 2000           # steps in one Simulation.run call at most (a frame's worth is usually far fewer)
+
+PREPARING = ("Preparing the compiled physics kernels (the first run on this machine compiles them, about a "
+             "minute)…")
+LOADING = "Loading the compiled physics kernels…"
+
+#: Kinds of simulation (see :func:`_kind`) already evaluated and stepped in this process: their kernels are
+#: compiled (or loaded from the cache) and the next one starts at once. Worker thread only.
+_PREPARED: set = set()
 
 
 class SimulationWorker(QObject):
@@ -42,17 +70,21 @@ class SimulationWorker(QObject):
 
     Signals (emitted on the worker thread; connect them to objects on the GUI thread): ``snapshot``
     (:class:`Snapshot`), ``samples`` (:class:`SampleBatch`), ``error`` (str: the simulation paused),
-    ``notice`` (str: an event such as a broken constraint), ``finished`` (after QUIT)."""
+    ``notice`` (str: an event such as a broken constraint), ``busy`` (str: what keeps the worker from answering for
+    a while, such as compiling the kernels; "" when it is done), ``finished`` (after QUIT).
+
+    The constructor (on the GUI thread) only stores ``simulation``: it is first evaluated in :meth:`run`."""
 
     snapshot = Signal(object)
     samples = Signal(object)
     error = Signal(str)
     notice = Signal(str)
+    busy = Signal(str)
     finished = Signal()
 
     def __init__(self, simulation, commands: queue.Queue, *, speed: float = 1.0, frame_period: float = 1 / 60,
                  step_share: float = 0.6, max_lag: float = 0.1, residual_limit: float = 1e6,
-                 max_samples_per_frame: int = 200, clock=time.perf_counter):
+                 max_samples_per_frame: int = 4, batches: bool = True, clock=time.perf_counter):
         super().__init__()
         self._commands = commands
         self.speed = float(speed)
@@ -61,29 +93,53 @@ class SimulationWorker(QObject):
         self.max_lag = float(max_lag)
         self.residual_limit = float(residual_limit)
         self.max_samples_per_frame = int(max_samples_per_frame)
+        self.batches = bool(batches)
         self._clock = clock
         self._playing = False
         self._run = 0
         self._rate: float | None = None                  # smoothed real-time factor while playing
         self._cost: float | None = None                  # smoothed wall-clock seconds per step
-        self._set_simulation(simulation)
+        self._sim = simulation                           # evaluated first on the worker thread, in run()
+        self._layout = None
+        self._rows: list[np.ndarray] = []
 
     def _set_simulation(self, sim) -> None:
+        """Start showing ``sim`` (worker thread): evaluate it, after saying so if its kernels may compile."""
         self._sim = sim
         self._steps = 0
         self._events_seen = len(getattr(sim, "events", ()))
-        self._layout = _layout_of(sim)
-        self._rows: list[np.ndarray] = []
+        self._rows = []
         self._stride, self._since_sample, self._steps_this_frame = 1, 0, 0
+        kind = _kind(sim)
+        first = kind not in _PREPARED
+        if first:
+            self.busy.emit(_preparing_message())
+        try:
+            self._layout = _layout_of(sim)
+            self._sample()
+            if first:
+                _warm_up_step(sim)
+        finally:
+            if first:
+                _PREPARED.add(kind)
+                self.busy.emit("")
+        self._batched = self.batches and _runs_batches(sim) and self._layout is not None \
+            and not self._layout.controllers
         self._anchor_wall, self._anchor_t = self._clock(), sim.state.t   # sim time _anchor_t reached at wall time
         self._last_emit_wall, self._last_emit_t = self._anchor_wall, sim.state.t
-        self._sample()
 
     # ---- the loop ------------------------------------------------------------------------------------------
     @Slot()
     def run(self) -> None:
         """The worker's whole life: started by ``QThread.started``, returns after a QUIT command."""
         try:
+            try:
+                self._set_simulation(self._sim)
+            except Exception as exc:           # reported; the commands (a LOAD, a RESET) may still mend it
+                self._layout, self._batched = None, False
+                self._anchor_wall, self._anchor_t = self._clock(), self._sim.state.t
+                self._last_emit_wall, self._last_emit_t = self._anchor_wall, self._sim.state.t
+                self.error.emit(f"the simulation cannot be evaluated: {type(exc).__name__}: {exc}")
             self._emit()
             next_frame = self._clock()
             while True:
@@ -175,18 +231,31 @@ class SimulationWorker(QObject):
     def _advance(self, deadline: float) -> None:
         """Step while simulated time is behind (wall time since play) × speed, until ``deadline``."""
         self._steps_this_frame = 0
-        if math.isinf(self.speed):
-            while self._playing and self._clock() < deadline:
-                self._step_once()
-            return
         now = self._clock()
-        target = self._anchor_t + (now - self._anchor_wall) * self.speed
-        excess = (target - self._sim.state.t) / self.speed - self.max_lag
-        if excess > 0:                      # too far behind the wall clock: forgive all but max_lag of it
-            self._anchor_wall += excess
+        if math.isinf(self.speed):
+            target = math.inf
+        else:
             target = self._anchor_t + (now - self._anchor_wall) * self.speed
+            excess = (target - self._sim.state.t) / self.speed - self.max_lag
+            if excess > 0:                      # too far behind the wall clock: forgive all but max_lag of it
+                self._anchor_wall += excess
+                target = self._anchor_t + (now - self._anchor_wall) * self.speed
         while self._playing and self._sim.state.t < target and self._clock() < deadline:
-            self._step_once()
+            if self._batched:
+                self._step_batch(self._batch_size(target, deadline))
+            else:
+                self._step_once()
+
+    def _batch_size(self, target: float, deadline: float) -> int:
+        """Steps of the next batch: enough to reach ``target`` (rounded up to a multiple of the sampling stride),
+        but no more than fit before ``deadline`` at the averaged cost per step (a few while there is no average)."""
+        sim, stride = self._sim, self._stride
+        n = MAX_BATCH if math.isinf(target) else math.ceil((target - sim.state.t) / sim.dt - 1e-9)
+        n = stride * math.ceil(max(n, 1) / stride)
+        budget = 8 if self._cost is None else int(max(0.0, deadline - self._clock()) / max(self._cost, 1e-9))
+        if n > budget:
+            n = budget - budget % stride
+        return max(stride, min(n, MAX_BATCH))
 
     def _step_once(self) -> bool:
         """One step; on an exception, a non-finite result or a residual over the limit, go back to the last good
@@ -215,6 +284,47 @@ class SimulationWorker(QObject):
             self._sample()
         self._report_events()
         return True
+
+    def _step_batch(self, n: int) -> None:
+        """``n`` steps in one ``Simulation.run`` call, sampled every ``stride``-th step and at the end. If it
+        raises, or a sampled state is not finite or has a residual over the limit, go back to where it began and
+        step one step at a time (:meth:`_step_once` then pauses at the bad step, as without batches)."""
+        sim = self._sim
+        saved = copy.deepcopy(sim, {id(sim.model): sim.model})   # ~0.1 ms: the state, work, events, tables
+        t0, taken0 = sim.state.t, sim.steps_taken
+        start = self._clock()
+        try:
+            with np.errstate(all="ignore"):
+                records = sim.run(n * sim.dt, record_every=self._stride)
+            rows = sample_rows(records, self._layout)[1:]       # row 0: the state the batch started from
+            bad = not self._state_is_finite() or not self._rows_are_good(rows)
+        except Exception:
+            bad = True
+        if bad:
+            vars(sim).clear()
+            vars(sim).update(vars(saved))
+            for _ in range(n):
+                if not (self._playing and self._step_once()):
+                    break
+            return
+        taken = sim.steps_taken - taken0
+        if taken > 0:
+            cost = (self._clock() - start) / taken
+            weight = min(1.0, COST_WEIGHT * taken)
+            self._cost = cost if self._cost is None else self._cost + weight * (cost - self._cost)
+        self._steps += taken
+        self._steps_this_frame += taken
+        self._since_sample = 0                      # the run recorded its last state
+        self._rows.extend(rows)
+        self._report_events()
+        if sim.state.t <= t0:                       # nothing advanced (cannot happen without an error): stop
+            self._playing = False
+
+    def _rows_are_good(self, rows: np.ndarray) -> bool:
+        if not np.all(np.isfinite(rows[:, self._layout.groups["joint"]])):
+            return False
+        residual = rows[:, self._layout.groups["residual"]]
+        return not np.any(residual > self.residual_limit)      # NaN (inactive) compares False
 
     def _why_bad(self, t_before: float) -> str | None:
         """Why the state just reached (from ``t_before``) cannot be kept, or None."""
@@ -305,6 +415,47 @@ class SimulationWorker(QObject):
             t=float(s.t), q=frozen_copy(s.q), steps=self._steps, playing=self._playing, realtime_factor=factor,
             model=model, run=self._run, overlay=overlay, step_cost=self._cost,
             energy_error=float("nan") if energy_error is None else energy_error, speed=self.speed))
+
+
+def _kind(sim) -> tuple:
+    """What decides which compiled kernels a simulation needs: the compiled RK4 step, or the Python path."""
+    try:
+        compiled = sim.compiled_scene() is not None
+    except Exception:                       # a stand-in, or a state the core cannot tabulate
+        compiled = None
+    return type(sim).__qualname__, getattr(sim, "integrator", None), compiled
+
+
+def _runs_batches(sim) -> bool:
+    """Whether ``sim`` steps whole batches in compiled code (``core.Simulation.run`` on the compiled RK4 path)."""
+    try:
+        return (callable(getattr(sim, "run", None)) and hasattr(sim, "steps_taken")
+                and getattr(sim, "integrator", None) == "rk4" and sim.compiled_scene() is not None)
+    except Exception:
+        return False
+
+
+def _preparing_message() -> str:
+    try:
+        from core.jit import kernels_cached
+    except ImportError:
+        return PREPARING
+    try:
+        return LOADING if kernels_cached() else PREPARING
+    except Exception:
+        return PREPARING
+
+
+def _warm_up_step(sim) -> None:
+    """Step a throwaway copy of ``sim`` once, so that its step's kernels are compiled (or loaded) now and not at
+    the first Play. Whatever goes wrong here is left for the real step to report."""
+    try:
+        memo = {id(sim.model): sim.model} if hasattr(sim, "model") else {}
+        probe = copy.deepcopy(sim, memo)
+        with np.errstate(all="ignore"):
+            probe.step()
+    except Exception:
+        pass
 
 
 def _layout_of(sim):

@@ -30,6 +30,10 @@ from studio.messages import Snapshot
 
 ROOT = Path(__file__).resolve().parent.parent
 SCENES = sorted(SCENES_DIR.glob("*.json"))
+#: How long to wait for a worker's first snapshot, or for the first step of a kind of simulation new to the
+#: process: the worker evaluates (and steps a copy of) it first, which compiles the core's kernels on a machine
+#: that never ran this version of the core (about a minute; loading them from the cache takes a second).
+FIRST_USE_MS = 180_000
 
 
 # ---- helpers ---------------------------------------------------------------------------------------------------
@@ -67,7 +71,7 @@ def start_worker(qtbot):
         st.error.connect(st.errors.append)
         st.start()
         started.append(st)
-        qtbot.waitUntil(lambda: st.latest is not None)   # the worker's first snapshot
+        qtbot.waitUntil(lambda: st.latest is not None, timeout=FIRST_USE_MS)   # the worker's first snapshot
         return st
 
     yield start
@@ -256,7 +260,7 @@ def test_main_window_plays_pauses_steps_and_resets(qtbot, gl_renderer, scene):
     win = show(qtbot, MainWindow(model), 640, 480)
     assert model.name in win.windowTitle()
     st = win.sim_thread
-    qtbot.waitUntil(lambda: st.latest is not None)
+    qtbot.waitUntil(lambda: st.latest is not None, timeout=FIRST_USE_MS)
     assert st.latest.t == 0.0 and not st.latest.playing
     rgb = rgb_array(win.viewport.grabFramebuffer())
     assert max(pixels_of_colour(rgb, s.rgba) for s in model.shapes) > 20, "the scene is not drawn"
@@ -287,7 +291,7 @@ def test_closing_the_window_stops_the_worker_cleanly(qtbot, gl_renderer, recwarn
     win = show(qtbot, MainWindow(core.load_scene(DEFAULT_SCENE)))
     st = win.sim_thread
     win.play()
-    qtbot.waitUntil(lambda: st.latest is not None and st.latest.playing)
+    qtbot.waitUntil(lambda: st.latest is not None and st.latest.playing, timeout=FIRST_USE_MS)
     win.close()
     assert st.thread.isFinished() and not st.thread.isRunning()
     assert not recwarn.list, [str(w.message) for w in recwarn.list]
@@ -300,7 +304,8 @@ def test_a_window_deleted_without_closing_still_stops_its_worker(qtbot, gl_rende
     win.show()
     qtbot.waitExposed(win)
     win.play()
-    qtbot.waitUntil(lambda: win.sim_thread.latest is not None and win.sim_thread.latest.playing)
+    qtbot.waitUntil(lambda: win.sim_thread.latest is not None and win.sim_thread.latest.playing,
+                    timeout=FIRST_USE_MS)
     finished = threading.Event()
     win.sim_thread._worker.finished.connect(finished.set, Qt.ConnectionType.DirectConnection)
     shiboken6.delete(win)           # no closeEvent: Qt deletes the window and its children now
@@ -323,7 +328,8 @@ def test_window_shows_a_divergence_in_the_status_bar(qtbot, gl_renderer):
 def test_command_line_saves_a_screenshot_of_the_window(tmp_path, gl_renderer):
     out = tmp_path / "studio.png"
     result = subprocess.run([sys.executable, "-m", "studio", "--screenshot", str(out), "--after", "0.5",
-                             "--size", "1280x800"], cwd=ROOT, capture_output=True, text=True, timeout=120)
+                             "--size", "1280x800"], cwd=ROOT, capture_output=True, text=True,
+                            timeout=FIRST_USE_MS / 1000)
     assert result.returncode == 0, result.stderr
     image = QImage(str(out))
     assert (image.width(), image.height()) == (1280, 800)

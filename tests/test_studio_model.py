@@ -15,7 +15,7 @@ from studio.history import History
 from studio.picking import hit_shape, hit_sphere, pick_shape, ray_plane, ray_through
 from studio.probe import overlay
 from studio.reload import reload_simulation, same_coordinates
-from studio.samples import sample_layout, sample_row
+from studio.samples import sample_layout, sample_row, sample_rows
 
 ARM = SCENES_DIR / "arm_nail_singular.json"
 
@@ -152,6 +152,23 @@ def test_sample_rows_hold_what_the_plots_show():
     assert lay.labels["joint"] == ("base", "shoulder", "elbow")
     assert row[g["joint"]] == pytest.approx(sim.state.q)
     assert len(lay.columns()) == lay.width and "force[tip_nail]" in lay.columns()
+
+
+@pytest.mark.parametrize("scene", ["arm_nail_singular", "chain20_nailed", "three_link_free_bodies"])
+def test_rows_from_a_batch_match_the_rows_read_step_by_step(scene):
+    """The worker samples a batch of compiled steps from the records of Simulation.run: the same columns that
+    sample_row reads off the simulation after each step."""
+    sim = core.Simulation(core.load_scene(SCENES_DIR / f"{scene}.json"))
+    lay = sample_layout(sim.model, sim)
+    rows = sample_rows(sim.run(12 * sim.dt, record_every=4), lay)
+    again = core.Simulation(sim.model)
+    expected = [sample_row(again, lay)]
+    for n in range(1, 13):
+        again.step()
+        if n % 4 == 0:
+            expected.append(sample_row(again, lay))
+    assert rows.shape == (4, lay.width)
+    np.testing.assert_allclose(rows, np.array(expected), rtol=1e-9, atol=1e-12)
 
 
 def test_the_overlay_puts_the_nail_spring_and_force_where_the_core_says():

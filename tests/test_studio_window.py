@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import math
+import threading
 
 import numpy as np
 import pytest
@@ -17,11 +18,12 @@ from PySide6.QtTest import QTest
 
 import core
 from studio import SCENES_DIR, edits
+from studio import worker as worker_module
 from studio.main_window import MainWindow
 from studio.overlays import SPRING_COLOUR
 from studio.plots import BACKGROUND, OpaqueGridAxis
 
-from test_studio import pixels_of_colour, rgb_array, show
+from test_studio import FIRST_USE_MS, pixels_of_colour, rgb_array, show
 
 pytestmark = pytest.mark.gui
 
@@ -39,7 +41,7 @@ def window(qtbot, gl_renderer, tmp_path):
         win = MainWindow(model, simulation, path=scene, settings=settings)
         win.file_actions.ask_to_save = lambda: "discard"      # no modal dialog in a test
         show(qtbot, win, *size)
-        qtbot.waitUntil(lambda: win.sim_thread.latest is not None)
+        qtbot.waitUntil(lambda: win.sim_thread.latest is not None, timeout=FIRST_USE_MS)
         made.append(win)
         return win
 
@@ -242,7 +244,9 @@ def test_control_panel_settings_reach_the_worker(window, qtbot):
     panel.dt_editor.edit.editingFinished.emit()
     assert "greater than 0" in panel.dt_editor.error_label.text()
     win.step_action.trigger()
-    qtbot.waitUntil(lambda: _latest(win).steps >= 1)
+    # The projection formulation runs on the core's Python path: in a process that has not stepped it yet, the
+    # worker first evaluates it and steps a copy (its kernels may compile then), so this first step can take long.
+    qtbot.waitUntil(lambda: _latest(win).steps >= 1, timeout=FIRST_USE_MS)
     assert _latest(win).t == pytest.approx(0.0005)
 
 
@@ -459,6 +463,66 @@ def test_a_controller_can_be_added_to_a_scene(window, qtbot):
     qtbot.waitUntil(lambda: len(_latest(win).model.controllers) == 1)
     renamed = edits.rename(spec, ("bodies", 2, "joint"), "wrist")
     assert renamed.controllers[0].joints == ["base", "shoulder", "wrist"]
+
+
+# ---- the kernels compile on the worker thread, and the window says so -------------------------------------------
+class GatedSimulation(core.Simulation):
+    """A core.Simulation whose steps wait for ``gate`` (a class attribute, so that the throwaway copy the worker
+    steps first waits too: that is the "first step" of the process), and which records the threads that step or
+    evaluate it."""
+    gate = threading.Event()
+    threads: set = set()
+
+    def step(self, *args, **kwargs):
+        GatedSimulation.threads.add(threading.get_ident())
+        assert GatedSimulation.gate.wait(timeout=60), "the test never opened the gate"
+        return super().step(*args, **kwargs)
+
+    @property
+    def data(self):
+        GatedSimulation.threads.add(threading.get_ident())
+        return core.Simulation.data.fget(self)
+
+
+def test_first_use_says_the_kernels_are_being_prepared_while_the_window_stays_live(qtbot, gl_renderer, tmp_path,
+                                                                                  monkeypatch):
+    monkeypatch.setattr(worker_module, "_PREPARED", set())              # as in a process that has run nothing yet
+    monkeypatch.setattr(GatedSimulation, "gate", threading.Event())
+    monkeypatch.setattr(GatedSimulation, "threads", set())
+    model = core.load_scene(ARM)
+    win = MainWindow(model, GatedSimulation(model), path=ARM,
+                     settings=QSettings(str(tmp_path / "studio.ini"), QSettings.Format.IniFormat))
+    win.file_actions.ask_to_save = lambda: "discard"
+    said = []
+    win.sim_thread.busy.connect(said.append)            # a GUI-thread slot: every message, in order
+    show(qtbot, win, 900, 600)
+    try:
+        # The worker evaluated the initial state and now steps its copy, which waits at the gate: the first step
+        # is pending. The window is up, shows the message and answers (this wait runs its event loop).
+        qtbot.waitUntil(lambda: win.status.currentMessage() in (worker_module.PREPARING, worker_module.LOADING),
+                        timeout=FIRST_USE_MS)
+        assert said == [win.status.currentMessage()] and win.status.busy_message == said[0]
+        assert win.sim_thread.latest is None            # no snapshot before the kernels are ready
+        win.selection.set(("constraints", 0))           # the GUI works meanwhile: the inspector shows the nail
+        assert win.inspector.editor("max_force").edit.text() == "200000"
+        win.status.note("")                             # clearing the status bar (Play does) keeps the message
+        assert win.status.currentMessage() == said[0]
+        win.play()                                      # queued: applied once the worker is ready
+        assert win.status.currentMessage() == said[0]
+    finally:
+        GatedSimulation.gate.set()                      # never leave the worker waiting (its thread must finish)
+    qtbot.waitUntil(lambda: said == [said[0], ""])
+    assert win.status.currentMessage() != said[0] and win.status.busy_message == ""
+    qtbot.waitUntil(lambda: _latest(win) is not None and _latest(win).playing and _latest(win).t > 0.01,
+                    timeout=20_000)
+    # Prepared once per process and kind of simulation: a reset evaluates again, without the message.
+    win.pause()
+    win.reset_action.trigger()
+    qtbot.waitUntil(lambda: not _latest(win).playing and _latest(win).steps == 0)
+    assert said == [said[0], ""]
+    # Nothing evaluated or stepped the simulation on the GUI thread (the constructor included).
+    assert GatedSimulation.threads and threading.get_ident() not in GatedSimulation.threads
+    win.close()
 
 
 def test_the_plot_grid_is_drawn_in_opaque_colours_of_the_same_shade(window):
