@@ -142,8 +142,13 @@ def _set_mesh(item, verts, faces, colours) -> None:
     if len(faces) == 0:
         item.setVisible(False)
         return
-    item.setMeshData(vertexes=np.asarray(verts, np.float32), faces=np.asarray(faces, np.uint32),
-                     vertexColors=np.asarray(colours, np.float32))
+    data = (np.asarray(verts, np.float32), np.asarray(faces, np.uint32), np.asarray(colours, np.float32))
+    last = getattr(item, "_limbstudio_mesh", None)
+    # Unchanged (a nail that stays put): keep the mesh, whose normals pyqtgraph would otherwise recompute at the
+    # next paint (~1 ms for the nail spheres, every frame).
+    if last is None or any(a.shape != b.shape or not np.array_equal(a, b) for a, b in zip(data, last)):
+        item.setMeshData(vertexes=data[0], faces=data[1], vertexColors=data[2])
+        item._limbstudio_mesh = data
     item.setVisible(True)
 
 
