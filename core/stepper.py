@@ -384,8 +384,10 @@ def evaluate_kernel(parent, jtype, axis, R_tree, p_tree, S, q_start, v_start, nv
                 for a in range(6):
                     a_vp[i, a] += c[i, a]
         J[:, :] = 0.0
+    if m > 0 or (full and K > 0):                             # rows; with none active, the deviation norms
         point_rows_kernel(parent, S, v_start, nv_j, R_WL, p_WL, v, a_vp, ci, cf, t,
                           J, gamma, D, D_rate, stab, out_dev, out_devrate, E3, P3)
+    if m > 0:
         for j in range(m):                                    # Y = M⁻¹Jᵀ, one O(N) solve per row
             aba_solve(parent, S, v_start, nv_j, E, r, W, Dinv, J[j], col, pA, u, fx, s6[0], s6[1], s6[2])
             for k in range(nv):
@@ -450,9 +452,6 @@ def evaluate_kernel(parent, jtype, axis, R_tree, p_tree, S, q_start, v_start, nv
                 for a in range(m):
                     if np.sqrt(max(eta[a], 0.0)) > solver[3] * ref:
                         jrank += 1
-    elif full and K > 0:
-        point_rows_kernel(parent, S, v_start, nv_j, R_WL, p_WL, v, a_vp, ci, cf, t,
-                          J, gamma, D, D_rate, stab, out_dev, out_devrate, E3, P3)
     if full:
         for k in range(nv):
             out_tau[k] = tau[k]
