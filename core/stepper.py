@@ -332,6 +332,19 @@ def solve_groups(A, B, ci, cf, n_groups, dls, rcond, rho, F, svals, idx, Ag, Q, 
 
 # ---- one evaluation ---------------------------------------------------------------------------------------
 
+@inline
+def symmetric_product(J, Y, A):
+    """A ← J Y for a product known to be symmetric (J M⁻¹Jᵀ, J Jᵀ): the upper triangle, mirrored."""
+    m, nv = J.shape[0], J.shape[1]
+    for a in range(m):
+        for b in range(a, m):
+            s = 0.0
+            for k in range(nv):
+                s += J[a, k] * Y[k, b]
+            A[a, b] = s
+            A[b, a] = s
+
+
 @njit
 def evaluate_workspace(N, nv, m):
     """Scratch of :func:`evaluate_kernel` for N links, nv dofs and m active constraint rows (allocated once per
@@ -397,12 +410,7 @@ def evaluate_kernel(parent, jtype, axis, R_tree, p_tree, S, q_start, v_start, nv
             for k in range(nv):
                 s += J[a, k] * qdd_free[k]
             B[a] = s
-            for b in range(a, m):
-                s = 0.0
-                for k in range(nv):
-                    s += J[a, k] * Y[k, b]
-                A[a, b] = s
-                A[b, a] = s
+        symmetric_product(J, Y, A)
         rank, dropped, cutoff, ns = solve_groups(A, B, ci, cf, n_groups, solver[0] != 0.0, solver[1], solver[2],
                                                  out_F, sv, idx, Ag, Qm, eta, QtB, Fg)
         for k in range(nv):                                   # q̈ = q̈_free + M⁻¹Jᵀ F
@@ -439,13 +447,7 @@ def evaluate_kernel(parent, jtype, axis, R_tree, p_tree, S, q_start, v_start, nv
                             s += J[row + b, k] * qdd[k]
                         s2 += s * s
                     out_devrate[cc] = np.sqrt(s2)
-            for a in range(m):                                # J's rank from J Jᵀ = U Σ² Uᵀ
-                for b in range(a, m):
-                    s = 0.0
-                    for k in range(nv):
-                        s += J[a, k] * J[b, k]
-                    A[a, b] = s
-                    A[b, a] = s
+            symmetric_product(J, J.T, A)                      # J's rank from J Jᵀ = U Σ² Uᵀ
             symmetric_eigen(A, m, eta, Qm)
             ref = max(np.sqrt(max(eta[0], 0.0)), solver[4])
             if ref > 0:
