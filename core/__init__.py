@@ -1,10 +1,12 @@
 """limbstudio core: dynamics of constrained rigid bodies and articulated limbs in one kinematic forest.
 
-Pure NumPy/SciPy; never imports Qt. The stable scripting API::
+Pure NumPy/SciPy with compiled kernels (numba); never imports Qt. The stable scripting API::
 
     import core
     model = core.load_scene("scenes/three_link_arm.json")      # or core.load_urdf("robot.urdf")
     state = model.initial_state()
+    state, data, events = core.step(model, state)              # one step of the compiled pipeline (pure)
+    data = core.evaluate(model, state)                         # everything derived at a state
     H = core.mass_matrix(model, state.q)
     qdd = core.forward_dynamics(model, state.q, state.qd, tau)
     tau = core.inverse_dynamics(model, state.q, state.qd, qdd)
@@ -17,6 +19,7 @@ from pathlib import Path
 
 from .aba import forward_dynamics
 from .crba import mass_matrix
+from .data import Data
 from .energy import center_of_mass, kinetic_energy, potential_energy
 from .kinematics import (configuration_derivative, configuration_difference, forward_kinematics,
                          integrate_configuration, normalize_configuration)
@@ -24,10 +27,12 @@ from .model import Model, State
 from .points import point_acceleration, point_bias_acceleration, point_jacobian, point_position, point_velocity
 from .rnea import inverse_dynamics, nonlinear_effects
 from .scene import Scene, SceneError, compile_scene, read_spec, save_spec
-from .simulation import DivergenceError, Simulation
+from .simulation import Simulation, Snapshot
+from .step import DivergenceError, Inputs, advance, evaluate, handle_events, step
 
 __all__ = [
-    "Model", "State", "Scene", "SceneError", "Simulation", "DivergenceError",
+    "Model", "State", "Data", "Inputs", "Scene", "SceneError", "Simulation", "Snapshot", "DivergenceError",
+    "step", "evaluate", "advance", "handle_events",
     "load_scene", "load_urdf", "save_scene", "read_spec", "compile_scene",
     "mass_matrix", "inverse_dynamics", "forward_dynamics", "nonlinear_effects",
     "forward_kinematics", "configuration_derivative", "integrate_configuration", "normalize_configuration",

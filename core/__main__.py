@@ -6,7 +6,7 @@
                                                DIR/summary.json
     python -m core sweep SPEC --out DIR [--workers N | --dask tcp://HOST:PORT]
                                                run the adaptive-control bench grid of SPEC (JSON or TOML; see
-                                               core.control.sweep) in parallel; write DIR/results.csv, the
+                                               core.bench.sweep) in parallel; write DIR/results.csv, the
                                                figures (PNG), traces and summary.json
     python -m core compare SCENE --duration T --out DIR [--dt DT] [--integrator NAME] [--formulations A,B]
                                                run a scene under every formulation (dynamic_constraints,
@@ -88,7 +88,7 @@ def _run(args) -> int:
 
 
 def _sweep(args) -> int:
-    from .control.sweep import ClusterError, SweepSpecError, read_sweep_spec, run_sweep
+    from .bench.sweep import ClusterError, SweepSpecError, read_sweep_spec, run_sweep
     try:
         res = read_sweep_spec(args.spec)
     except SweepSpecError as exc:
@@ -175,7 +175,7 @@ def main(argv: list[str] | None = None) -> int:
     r.add_argument("--record-every", type=int, default=1, metavar="N", help="record every N-th step")
     r.add_argument("--quiet", action="store_true")
     w = sub.add_parser("sweep", help="run the adaptive-control bench grid of a SPEC file in parallel")
-    w.add_argument("spec", metavar="SPEC", help="sweep spec, JSON or TOML (fields: see core.control.sweep)")
+    w.add_argument("spec", metavar="SPEC", help="sweep spec, JSON or TOML (fields: see core.bench.sweep)")
     w.add_argument("--out", required=True, metavar="DIR")
     w.add_argument("--workers", type=int, default=None, metavar="N", help="local processes (default: all cores)")
     w.add_argument("--dask", default=None, metavar="ADDRESS",

@@ -13,14 +13,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from .jit import as_f64, cross_force, cross_motion, inline, force_xt, inertia_xt, matvec6, motion_x, njit
-from .kinematics import fk_kernel, link_forces_kernel, subspace_times
-from .layout import carve, unpack_model
+from .jit import as_f64, carve, cross_force, cross_motion, entry, force_xt, inertia_xt, matvec6, motion_x, njit
+from .kinematics import external_forces, fk_kernel, link_forces_kernel, subspace_times
 from .model import Model
-from .rnea import _f_ext
 
-__all__ = ["forward_dynamics", "aba_kernel", "aba_eval", "aba_workspace", "aba_velocities", "aba_inertias",
-           "aba_accelerations", "aba_solve"]
+__all__ = ["forward_dynamics", "aba_entry", "aba_eval", "aba_workspace", "aba_velocities", "aba_inertias",
+           "aba_accelerations", "aba_solve", "aba_bias_forces"]
 
 
 @njit
@@ -71,6 +69,16 @@ def aba_velocities(parent, S, v_start, nv_j, E, r, inertia, qd, fx, v, c, pA, vJ
             for a in range(6):
                 v[i, a] += vJ[a]
         cross_motion(v[i], vJ, c[i])
+        matvec6(inertia[i], v[i], tmp)
+        cross_force(v[i], tmp, pA[i])
+        for a in range(6):
+            pA[i, a] -= fx[i, a]
+
+
+@njit
+def aba_bias_forces(inertia, v, fx, pA, tmp):
+    """Pass 1's bias forces from given link velocities: p^A_i = v_i ×* I_i v_i − f^x_i (``tmp``: 6 scratch)."""
+    for i in range(v.shape[0]):
         matvec6(inertia[i], v[i], tmp)
         cross_force(v[i], tmp, pA[i])
         for a in range(6):
@@ -258,13 +266,12 @@ def aba_eval(parent, jtype, axis, R_tree, p_tree, S, q_start, v_start, nv_j, ine
     aba_accelerations(parent, S, v_start, nv_j, E, r, a0, c, W, Dinv, u, qdd, pA, s6[0])   # pA reused for a_i
 
 
-@njit
-def aba_kernel(ints, floats, q, qd, tau, f_ext, use_f_ext, qdd):
-    """The entry point from Python (packed model arrays, :mod:`core.layout`): q̈ ← H⁻¹(τ − b)."""
-    parent, jtype, axis, R_tree, p_tree, S, q_start, v_start, nv_j, inertia, gravity = unpack_model(ints, floats)
-    ws = aba_workspace(parent.shape[0])
-    aba_eval(parent, jtype, axis, R_tree, p_tree, S, q_start, v_start, nv_j, inertia, gravity, ws,
-             q, qd, tau, f_ext, use_f_ext, qdd)
+@entry
+def aba_entry(tree, q, qd, tau, f_ext, use_f_ext, qdd):
+    """The entry point from Python: q̈ ← H⁻¹(τ − b)."""
+    ws = aba_workspace(tree.parent.shape[0])
+    aba_eval(tree.parent, tree.joint_type, tree.axis, tree.R_tree, tree.p_tree, tree.S, tree.q_start, tree.v_start,
+             tree.nv_j, tree.inertia, tree.gravity, ws, q, qd, tau, f_ext, use_f_ext, qdd)
 
 
 def forward_dynamics(model: Model, q: np.ndarray, qd: np.ndarray, tau: np.ndarray,
@@ -274,7 +281,6 @@ def forward_dynamics(model: Model, q: np.ndarray, qd: np.ndarray, tau: np.ndarra
     ``f_ext`` (optional, N x 6) as in :func:`core.inverse_dynamics`: world coordinates about the world origin.
     """
     qdd = np.empty(model.nv)
-    fx, use = _f_ext(model, f_ext)
-    ints, floats = model.kernel_pack
-    aba_kernel(ints, floats, as_f64(q), as_f64(qd), as_f64(tau), fx, use, qdd)
+    fx, use = external_forces(model, f_ext)
+    aba_entry(model.tree, as_f64(q), as_f64(qd), as_f64(tau), fx, use, qdd)
     return qdd

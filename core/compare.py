@@ -29,7 +29,7 @@ from pathlib import Path
 import numpy as np
 
 from .fileio import atomic_write_bytes, atomic_write_text
-from .forces import POWER_SOURCES
+from .model import POWER_SOURCES
 from .formulations import FORMULATIONS
 from .kinematics import configuration_difference
 from .model import Model

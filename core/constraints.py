@@ -1,25 +1,27 @@
-"""Point constraints and their deviation functions (thesis §2.2.2–2.2.4, §2.4.3; Barzel & Barr).
+"""Point constraints, their deviation functions and their rows (thesis §2.2.2–2.2.4, §2.4.3; Barzel & Barr).
 
-Every constraint acts between a point on link ``a`` and a point on link ``b`` or a (possibly moving) world point,
-and has ``m`` rows (3 for nail, point-to-point and velocity; 2 for point-on-line; 1 for point-on-plane) picked by
-a constant world basis ``E`` (3 x m)::
+Every point constraint acts between a point on link ``a`` and a point on link ``b`` or a (possibly moving)
+world point, and has ``m`` rows (3 for nail, point-to-point and velocity; 2 for point-on-line; 1 for
+point-on-plane) picked by a constant world basis ``E`` (3 x m)::
 
     D = Eᵀ (x_a − x_b)          Ḋ = Eᵀ (ẋ_a − ẋ_b) = J q̇ − Eᵀ ẋ_b(world)          (position constraints)
     D̈ = J q̈ + γ,  J = Eᵀ (J_a − J_b),  γ = Eᵀ (J̇_a q̇ − J̇_b q̇ − ẍ_b(world))       (eq. 2.37–2.39, 2.59)
 
 A velocity constraint has ``D = ẋ_a − v`` and ``Ḋ = J q̈ + γ``. The constraint force on point a is ``E F`` (and
-its opposite on point b); its generalized force is ``Jᵀ F`` ("apply point force", §2.4.3).
+its opposite on point b); its generalized force is ``Jᵀ F`` ("apply point force", §2.4.3). Critically damped
+stabilization asks for ``D̈ + 2κḊ + κ²D = 0`` (eq. 2.21; κ the constraint's stabilization rate, κD for a velocity
+constraint), so each row carries ``stab = 2κḊ + κ²D``.
 
 A hinge entity of a scene compiles to two point-to-point constraints on its axis (fig. 2.8), named
-``<hinge>.p1`` and ``<hinge>.p2``.
-
-Joint-space constraints ``Φ(q) = value`` (:mod:`core.joint_constraints`) get their one row here too, so every
-formulation handles both kinds alike; they need q and q̇ (``constraint_rows(..., q=q, qd=qd)``).
+``<hinge>.p1`` and ``<hinge>.p2``. Joint-space constraints ``Φ(q) = value`` (:mod:`core.joint_constraints`) get
+their one row here too, with exact J and γ, so every formulation handles both kinds alike.
 
 Every constraint carries a ``jacobian_scale``: the Frobenius norm of its rows at the initial configuration (1 if
-they vanish there). :class:`ConstraintRows` reports the largest over the active constraints as ``scale``, the
-floor of the rank test of :mod:`core.formulations` (a lone row whose Jacobian passes through zero must be seen
-as rank-deficient, which a tolerance relative to the largest singular value alone can never do).
+they vanish there), the floor of the rank tests (:mod:`core.formulations`).
+
+The compiled step reads the constraints from a table, one row per constraint (:data:`CONSTRAINT`, built by
+:func:`constraint_table`); which constraints are active is part of the state, and :func:`active_layout` gives
+the active ones their rows and groups (constraints that share no tree are solved apart, eq. 2.41).
 """
 from __future__ import annotations
 
@@ -27,16 +29,40 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .joint_constraints import JOINT_SPACE, JointSpaceConstraint, joint_space_rows
-from .points import LinkKinematics
+from .jit import njit
+from .joint_constraints import JOINT_SPACE, TAPE, JointSpaceConstraint, tape_jet
+from .points import jacobian_columns, point_bias, point_state
 
 NAIL, POINT_TO_POINT, POINT_ON_LINE, POINT_ON_PLANE, POINT_VELOCITY = range(5)
 KIND_NAMES = {NAIL: "nail", POINT_TO_POINT: "point_to_point", POINT_ON_LINE: "point_on_line",
               POINT_ON_PLANE: "point_on_plane", POINT_VELOCITY: "point_velocity", JOINT_SPACE: "joint_space"}
 
-__all__ = ["PointConstraint", "JointSpaceConstraint", "ConstraintRows", "constraint_rows", "nail_target",
-           "perpendicular_basis", "constraint_links", "NAIL", "POINT_TO_POINT", "POINT_ON_LINE", "POINT_ON_PLANE",
-           "POINT_VELOCITY", "JOINT_SPACE"]
+__all__ = ["PointConstraint", "JointSpaceConstraint", "constraint_table", "constraint_links", "perpendicular_basis",
+           "rows_kernel", "active_layout", "nail_target_kernel", "CONSTRAINT", "JOINT_VARIABLE",
+           "NAIL", "POINT_TO_POINT", "POINT_ON_LINE", "POINT_ON_PLANE", "POINT_VELOCITY", "JOINT_SPACE",
+           "KIND_NAMES"]
+
+#: One constraint of the compiled step. Point constraints: ends ``r_a`` on ``link_a`` and ``r_b`` on ``link_b``
+#: (a world point when ``link_b`` is −1), the basis E (its first ``rows`` columns), a prescribed nail path
+#: n(t) = r_b + v t + a ∘ sin(2πf t + φ) when ``has_path``, the target velocity of a velocity constraint, and the
+#: studio's drag (a nail put at ``drag_position`` at ``drag_t0``, moving with ``drag_velocity``) when
+#: ``dragged``. Joint-space constraints: their program ``tape[tape_start : tape_start + tape_length]`` over the
+#: variables ``variables[var_start : var_start + n_vars]`` (:data:`JOINT_VARIABLE`) and the ``value`` of Φ.
+CONSTRAINT = np.dtype([
+    ("kind", np.int64), ("link_a", np.int64), ("link_b", np.int64), ("rows", np.int64),
+    ("r_a", np.float64, (3,)), ("r_b", np.float64, (3,)), ("basis", np.float64, (3, 3)),
+    ("stabilization", np.float64), ("max_force", np.float64), ("max_deviation", np.float64),
+    ("jacobian_scale", np.float64),
+    ("has_path", np.bool_), ("path_velocity", np.float64, (3,)), ("path_amplitude", np.float64, (3,)),
+    ("path_frequency", np.float64), ("path_phase", np.float64), ("target_velocity", np.float64, (3,)),
+    ("dragged", np.bool_), ("drag_t0", np.float64), ("drag_position", np.float64, (3,)),
+    ("drag_velocity", np.float64, (3,)),
+    ("tape_start", np.int64), ("tape_length", np.int64), ("var_start", np.int64), ("n_vars", np.int64),
+    ("value", np.float64),
+], align=True)
+
+#: A joint coordinate a joint-space constraint reads: its entries in q and q̇ and the link it moves.
+JOINT_VARIABLE = np.dtype([("q_index", np.int64), ("v_index", np.int64), ("link", np.int64)], align=True)
 
 
 @dataclass(frozen=True, eq=False)
@@ -85,105 +111,210 @@ def perpendicular_basis(direction: np.ndarray) -> np.ndarray:
     return np.column_stack([e1, np.cross(d, e1)])
 
 
-def nail_target(c: PointConstraint, t: float, override: tuple | None = None):
-    """World position, velocity and acceleration of the world end of a constraint at time t.
-
-    A prescribed nail path is ``n(t) = n0 + v t + a ∘ sin(2π f t + φ)``. ``override = (t0, position, velocity)``
-    (a nail the user moves) gives ``n = position + velocity (t − t0)`` with zero acceleration.
-    """
-    if override is not None:
-        t0, p, v = override
-        return p + v * (t - t0), v, np.zeros(3)
-    if c.path is None:
-        return c.r_b, np.zeros(3), np.zeros(3)
-    vel, amp, freq, phase = c.path
-    w = 2.0 * np.pi * freq
-    s, co = np.sin(w * t + phase), np.cos(w * t + phase)
-    return c.r_b + vel * t + amp * s, vel + amp * w * co, -amp * w * w * s
-
-
-@dataclass
-class ConstraintRows:
-    """The stacked rows of the active constraints at one state (m = Σ rows of the active constraints):
-    ``J`` (m x nv), ``gamma`` (m,) with D̈ = J q̈ + γ, deviations ``D``, ``D_rate`` (m,), the stabilization term
-    ``stab`` (m,) = 2λḊ + λ²D (or λD for velocity constraints), and ``slices[c]`` the rows of constraint c
-    (None if inactive). ``deviation`` and ``deviation_rate`` (K,) are ‖D‖ and ‖Ḋ‖ of *every* constraint.
-    ``scale`` is the largest ``jacobian_scale`` of the active constraints (0 if none)."""
-    J: np.ndarray
-    gamma: np.ndarray
-    D: np.ndarray
-    D_rate: np.ndarray
-    stab: np.ndarray
-    slices: list
-    deviation: np.ndarray
-    deviation_rate: np.ndarray
-    scale: float = 0.0
+def constraint_table(constraints, drags: dict | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(table, tape, variables)``: the :data:`CONSTRAINT` table of ``constraints``, the joint-space constraints'
+    programs one after another (:data:`core.joint_constraints.TAPE`) and the joint variables they read
+    (:data:`JOINT_VARIABLE`). ``drags``: the studio's dragged nails, name → (t0, position, velocity)."""
+    table = np.zeros(len(constraints), CONSTRAINT)
+    tapes, variables = [np.zeros(0, TAPE)], [np.zeros(0, JOINT_VARIABLE)]
+    n_tape = n_vars = 0
+    for row, c in zip(table, constraints):
+        row["kind"], row["link_a"], row["link_b"], row["rows"] = c.kind, c.link_a, c.link_b, c.rows
+        row["r_a"], row["r_b"] = c.r_a, c.r_b
+        row["basis"][:, :c.rows] = c.basis
+        row["stabilization"], row["max_force"], row["max_deviation"] = c.stabilization, c.max_force, c.max_deviation
+        row["jacobian_scale"] = c.jacobian_scale
+        if c.path is not None:
+            row["has_path"] = True
+            row["path_velocity"], row["path_amplitude"], row["path_frequency"], row["path_phase"] = c.path
+        if c.kind == JOINT_SPACE:
+            v = np.zeros(len(c.names), JOINT_VARIABLE)
+            v["q_index"], v["v_index"], v["link"] = c.q_index, c.v_index, c.links
+            row["tape_start"], row["tape_length"], row["var_start"], row["n_vars"] = n_tape, len(c.tape), n_vars, len(v)
+            row["value"] = c.value
+            tapes.append(c.tape)
+            variables.append(v)
+            n_tape += len(c.tape)
+            n_vars += len(v)
+        else:
+            row["target_velocity"] = c.target_velocity
+        if drags and c.name in drags:
+            t0, p, vel = drags[c.name]
+            row["dragged"], row["drag_t0"], row["drag_position"], row["drag_velocity"] = True, t0, p, vel
+    return table, np.concatenate(tapes), np.concatenate(variables)
 
 
-_TABLES: dict = {}
+# ---- compiled: the rows of every constraint at one state ----------------------------------------------------
+
+@njit
+def nail_target_kernel(con, t, x, xd, xdd):
+    """World position, velocity and acceleration of constraint ``con``'s world end at time t: a dragged nail
+    n = p + v (t − t0), a prescribed path n(t) = n0 + v t + a ∘ sin(2π f t + φ), or fixed."""
+    if con.dragged:
+        dt = t - con.drag_t0
+        for a in range(3):
+            x[a] = con.drag_position[a] + con.drag_velocity[a] * dt
+            xd[a] = con.drag_velocity[a]
+            xdd[a] = 0.0
+    elif con.has_path:
+        w = 2.0 * np.pi * con.path_frequency
+        s, co = np.sin(w * t + con.path_phase), np.cos(w * t + con.path_phase)
+        for a in range(3):
+            x[a] = con.r_b[a] + con.path_velocity[a] * t + con.path_amplitude[a] * s
+            xd[a] = con.path_velocity[a] + con.path_amplitude[a] * w * co
+            xdd[a] = -con.path_amplitude[a] * w * w * s
+    else:
+        for a in range(3):
+            x[a] = con.r_b[a]
+            xd[a] = 0.0
+            xdd[a] = 0.0
 
 
-def _point_table(constraints):
-    """``(indices, ci, cf)`` of the point constraints among ``constraints`` (:func:`core.stepper.constraint_table`),
-    cached per constraint tuple."""
-    key = id(constraints)
-    hit = _TABLES.get(key)
-    if hit is None or hit[0] is not constraints:
-        from .stepper import constraint_table
-        idx = np.array([i for i, c in enumerate(constraints) if c.kind != JOINT_SPACE], dtype=np.int64)
-        ci, cf = constraint_table([constraints[i] for i in idx])
-        hit = _TABLES[key] = (constraints, idx, ci, cf)
-        if len(_TABLES) > 64:
-            _TABLES.pop(next(iter(_TABLES)))
-    return hit[1:]
+@njit
+def active_layout(cons, variables, root, active, row_of, group_of, uf):
+    """Rows and groups of the active constraints: ``row_of[c]`` the first row of constraint c (−1 if inactive),
+    ``group_of[c]`` its group (−1 if inactive), numbered in constraint order. Constraints that touch a common
+    tree (the roots ``root`` of their links) share a group, by union–find (``uf``: K scratch); A = J M⁻¹Jᵀ is
+    block diagonal over the groups (eq. 2.41). Returns ``(rows m, number of groups)``."""
+    K = cons.shape[0]
+    m = 0
+    for c in range(K):
+        uf[c] = c
+        group_of[c] = -1
+        row_of[c] = -1
+        if active[c]:
+            row_of[c] = m
+            m += cons[c].rows
+    for c in range(K):
+        for d in range(c):
+            if active[c] and active[d] and _share_tree(cons, variables, root, c, d):
+                a, b = _find(uf, c), _find(uf, d)
+                uf[max(a, b)] = min(a, b)
+    n_groups = 0
+    for c in range(K):
+        if active[c]:
+            r = _find(uf, c)
+            if r == c:
+                group_of[c] = n_groups
+                n_groups += 1
+            else:
+                group_of[c] = group_of[r]                     # r < c: numbered already
+    return m, n_groups
 
 
-def constraint_rows(model, kin: LinkKinematics, constraints, active, t: float, overrides=None,
-                    q: np.ndarray | None = None, qd: np.ndarray | None = None) -> ConstraintRows:
-    """Deviation functions, Jacobians and bias terms of all constraints (only the active ones get rows): the
-    point constraints' by the compiled :func:`core.stepper.point_rows_kernel` (the one implementation the
-    compiled step uses too), the joint-space ones by :func:`core.joint_constraints.joint_space_rows`, which read
-    ``q`` and ``qd`` (required when the model has any)."""
-    from .stepper import point_rows_kernel
-    overrides = overrides or {}
-    K = len(constraints)
-    active = np.asarray(active, dtype=bool)
-    m = sum(c.rows for c, on in zip(constraints, active) if on)
-    J = np.zeros((m, model.nv))
-    gamma, D, D_rate, stab = np.zeros(m), np.zeros(m), np.zeros(m), np.zeros(m)
-    slices = [None] * K
-    deviation, deviation_rate = np.zeros(K), np.zeros(K)
-    row_of = np.full(K, -1, np.int64)
-    scale, row = 0.0, 0
-    for i, c in enumerate(constraints):
-        if active[i]:
-            row_of[i] = row
-            slices[i] = slice(row, row + c.rows)
-            row += c.rows
-            scale = max(scale, c.jacobian_scale)
-    idx, ci, cf = _point_table(constraints)
-    if idx.size:
-        ci = ci.copy()
-        ci[:, 4] = row_of[idx]
-        if any(constraints[i].name in overrides for i in idx):
-            from .stepper import constraint_table
-            cf = constraint_table([constraints[i] for i in idx], overrides)[1]
-        dev, dev_rate = np.zeros(idx.size), np.zeros(idx.size)
-        ka = model.kernel_args
-        point_rows_kernel(ka.parent, ka.S, ka.v_start, ka.nv_j, kin.R_WL, kin.p_WL, kin.v, kin.a_vp, ci, cf,
-                          float(t), J, gamma, D, D_rate, stab, dev, dev_rate, np.empty((3, 3)), np.empty((8, 3)))
-        deviation[idx], deviation_rate[idx] = dev, dev_rate
-    for i, c in enumerate(constraints):
-        if c.kind != JOINT_SPACE:
+@njit
+def _find(uf, c):
+    while uf[c] != c:
+        c = uf[c]
+    return c
+
+
+@njit
+def _tree_of(cons, variables, root, c, k):
+    """The root of the k-th link constraint c touches (−1 past the last)."""
+    con = cons[c]
+    if con.kind == JOINT_SPACE:
+        return root[variables[con.var_start + k].link] if k < con.n_vars else -1
+    if k == 0:
+        return root[con.link_a]
+    if k == 1 and con.link_b >= 0:
+        return root[con.link_b]
+    return -1
+
+
+@njit
+def _share_tree(cons, variables, root, c, d):
+    i = 0
+    while True:
+        a = _tree_of(cons, variables, root, c, i)
+        if a < 0:
+            return False
+        j = 0
+        while True:
+            b = _tree_of(cons, variables, root, d, j)
+            if b < 0:
+                break
+            if a == b:
+                return True
+            j += 1
+        i += 1
+
+
+@njit
+def rows_kernel(parent, S, v_start, nv_j, R_WL, p_WL, v, a_vp, cons, tape, variables, row_of, t, q, qd,
+                J, gamma, D, D_rate, stab, deviation, deviation_rate, point_a, point_b, velocity_a, P3, regs):
+    """Rows of the constraints: for every constraint its deviation norms and end points, and for the active ones
+    (``row_of[c] ≥ 0``) their rows of J, γ, D, Ḋ and the stabilization term (module docstring)::
+
+        D = Eᵀ(x_a − x_b),  Ḋ = Eᵀ(ẋ_a − ẋ_b),  J = Eᵀ(J_a − J_b),  γ = Eᵀ(J̇_a q̇ − J̇_b q̇ or n̈)   (eq. 2.37–2.39)
+        stab = 2κḊ + κ²D  (D̈ + 2κḊ + κ²D = 0, eq. 2.21);   velocity constraint: D = Eᵀ(ẋ_a − v), stab = κD
+        joint space: D = Φ(q) − value, Ḋ = ∇Φ·q̇, γ = q̇ᵀ∇²Φ q̇, J = ∇Φ  (exact, core.joint_constraints)
+
+    J's rows must be zero on entry (they are accumulated). ``P3`` (≥ 6 x 3) and ``regs`` (val, d1, d2 (L),
+    grad (L, n) of the longest program) are scratch."""
+    xa, va, xb, vb, ba, bb = P3[0], P3[1], P3[2], P3[3], P3[4], P3[5]
+    val, d1, d2, grad, xv, vv = regs
+    for c in range(cons.shape[0]):
+        con = cons[c]
+        row = row_of[c]
+        if con.kind == JOINT_SPACE:
+            for j in range(con.n_vars):
+                var = variables[con.var_start + j]
+                xv[j] = q[var.q_index]
+                vv[j] = qd[var.v_index]
+            phi, phi_dot, phi_ddot = tape_jet(tape, con.tape_start, con.tape_length, xv, vv, val, d1, d2, grad)
+            d = phi - con.value
+            deviation[c] = abs(d)
+            deviation_rate[c] = abs(phi_dot)
+            for a in range(3):
+                point_a[c, a] = 0.0
+                point_b[c, a] = 0.0
+                velocity_a[c, a] = 0.0
+            if row >= 0:
+                D[row], D_rate[row], gamma[row] = d, phi_dot, phi_ddot
+                lam = con.stabilization
+                stab[row] = 2.0 * lam * phi_dot + lam * lam * d
+                last = con.tape_length - 1
+                for j in range(con.n_vars):
+                    J[row, variables[con.var_start + j].v_index] += grad[last, j]
             continue
-        if q is None or qd is None:
-            raise ValueError(f"constraint {c.name!r} is a joint-space constraint: constraint_rows needs q and qd")
-        d_i, d_rate_i, J_i, gamma_i = joint_space_rows(c, q, qd, model.nv)
-        deviation[i], deviation_rate[i] = abs(d_i), abs(d_rate_i)
-        if not active[i]:
+        ka, kb, m = con.link_a, con.link_b, con.rows
+        E = con.basis
+        point_state(R_WL, p_WL, v, ka, con.r_a, xa, va)
+        if kb >= 0:
+            point_state(R_WL, p_WL, v, kb, con.r_b, xb, vb)
+        else:
+            nail_target_kernel(con, t, xb, vb, bb)
+        for a in range(3):
+            point_a[c, a] = xa[a]
+            point_b[c, a] = xb[a]
+            velocity_a[c, a] = va[a]
+        d2s = 0.0
+        dr2 = 0.0
+        for b in range(m):
+            if con.kind == POINT_VELOCITY:
+                tv = con.target_velocity
+                d = E[0, b] * (va[0] - tv[0]) + E[1, b] * (va[1] - tv[1]) + E[2, b] * (va[2] - tv[2])
+                dr = 0.0
+            else:
+                d = E[0, b] * (xa[0] - xb[0]) + E[1, b] * (xa[1] - xb[1]) + E[2, b] * (xa[2] - xb[2])
+                dr = E[0, b] * (va[0] - vb[0]) + E[1, b] * (va[1] - vb[1]) + E[2, b] * (va[2] - vb[2])
+            d2s += d * d
+            dr2 += dr * dr
+            if row >= 0:
+                D[row + b] = d
+                D_rate[row + b] = dr
+                lam = con.stabilization
+                stab[row + b] = lam * d if con.kind == POINT_VELOCITY else 2.0 * lam * dr + lam * lam * d
+        deviation[c] = np.sqrt(d2s)
+        deviation_rate[c] = np.sqrt(dr2)
+        if row < 0:
             continue
-        r = row_of[i]
-        J[r], gamma[r], D[r], D_rate[r] = J_i, gamma_i, d_i, d_rate_i
-        lam = c.stabilization
-        stab[r] = 2.0 * lam * d_rate_i + lam * lam * d_i                  # D̈ + 2λḊ + λ²D = 0   (eq. 2.21)
-    return ConstraintRows(J, gamma, D, D_rate, stab, slices, deviation, deviation_rate, scale)
+        point_bias(R_WL, v, a_vp, ka, con.r_a, ba)
+        if kb >= 0:
+            point_bias(R_WL, v, a_vp, kb, con.r_b, bb)        # (the world end's n̈ is already in bb)
+        for b in range(m):
+            gamma[row + b] = E[0, b] * (ba[0] - bb[0]) + E[1, b] * (ba[1] - bb[1]) + E[2, b] * (ba[2] - bb[2])
+        jacobian_columns(parent, S, v_start, nv_j, R_WL, p_WL, ka, xa, E, m, 1.0, J, row)
+        if kb >= 0:
+            jacobian_columns(parent, S, v_start, nv_j, R_WL, p_WL, kb, xb, E, m, -1.0, J, row)

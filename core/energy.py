@@ -1,27 +1,55 @@
 """Kinetic and gravitational potential energy of the forest (thesis §2.3.2; Todorov, "Dynamics in generalized
-coordinates": K = ½ q̇ᵀ M q̇, P = Σ m g h)."""
+coordinates": K = ½ q̇ᵀ M q̇, P = Σ m g h), and its centre of mass.
+
+:func:`energies_kernel` is the one implementation: the compiled step calls it for the energy audit, and the
+public functions below call it on the kinematics of one state.
+"""
 from __future__ import annotations
 
 import numpy as np
 
+from .jit import njit
 from .model import Model
 from .points import link_kinematics
 
-__all__ = ["kinetic_energy", "potential_energy", "center_of_mass"]
+__all__ = ["kinetic_energy", "potential_energy", "center_of_mass", "energies_kernel"]
+
+
+@njit
+def energies_kernel(inertia, gravity, R_WL, p_WL, v):
+    """``(KE, PE)``: ``KE = Σ ½ v_iᵀ I_i v_i`` over links (= ½ q̇ᵀ H q̇, eq. 2.34; v in link coordinates) and
+    ``PE = −Σ m_i g · c_i`` with c_i the world centre of mass of link i (zero at the world origin)."""
+    ke = 0.0
+    pe = 0.0
+    for i in range(inertia.shape[0]):
+        I = inertia[i]
+        for a in range(6):
+            s = 0.0
+            for b in range(6):
+                s += I[a, b] * v[i, b]
+            ke += 0.5 * v[i, a] * s
+        mass = I[3, 3]
+        if mass > 0:
+            # the centre of mass from the inertia's coupling block m c^ (upper right, [0:3, 3:6])
+            cx, cy, cz = I[2, 4] / mass, I[0, 5] / mass, I[1, 3] / mass
+            for a in range(3):
+                wa = p_WL[i, a] + R_WL[i, a, 0] * cx + R_WL[i, a, 1] * cy + R_WL[i, a, 2] * cz
+                pe -= mass * gravity[a] * wa
+    return ke, pe
 
 
 def kinetic_energy(model: Model, q: np.ndarray, qd: np.ndarray) -> float:
     """``KE = Σ ½ v_iᵀ I_i v_i`` over links (equal to ½ q̇ᵀ H q̇, eq. 2.34), in joules."""
-    v = link_kinematics(model, q, qd).v
-    return 0.5 * float(np.einsum("ni,nij,nj->", v, model.inertia, v))
+    kin = link_kinematics(model, q, qd)
+    return float(energies_kernel(model.tree.inertia, model.tree.gravity, kin.R_WL, kin.p_WL, kin.v)[0])
 
 
 def potential_energy(model: Model, q: np.ndarray) -> float:
     """Gravitational potential ``PE = -Σ m_i g · c_i`` with c_i the world centre of mass of link i (zero at the
     world origin), in joules."""
     kin = link_kinematics(model, q)
-    c = kin.p_WL + np.einsum("nij,nj->ni", kin.R_WL, model.com)
-    return -float(model.mass @ (c @ model.gravity))
+    zero = np.zeros((model.n_links, 6))
+    return float(energies_kernel(model.tree.inertia, model.tree.gravity, kin.R_WL, kin.p_WL, zero)[1])
 
 
 def center_of_mass(model: Model, q: np.ndarray) -> np.ndarray:

@@ -3,9 +3,13 @@ each delivers and the potential energy of the elastic ones (thesis §2.3.1–2.3
 energy sources"). A point force f at body point x becomes the generalized force Jᵀf ("apply point force",
 §2.4.3).
 
-Power categories (the energy audit's non-conservative sources): ``dampers`` (spring and joint dampers),
-``drag``, ``actuators``, ``external``. Springs' elastic forces are conservative: their work is −ΔPE, and their
-potential energy is part of the total energy instead.
+Power categories (the energy audit's non-conservative sources, :data:`core.model.POWER_SOURCES`): ``dampers``
+(spring and joint dampers), ``drag``, ``actuators``, ``external``. Springs' elastic forces are conservative:
+their work is −ΔPE, and their potential energy is part of the total energy instead.
+
+The compiled step reads the elements from a table, one row per element (:data:`FORCE`, built by
+:func:`force_table`), so that an actuator command or the studio's mouse spring changes between steps without
+compiling anything.
 """
 from __future__ import annotations
 
@@ -13,12 +17,24 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .points import LinkKinematics
+from .jit import njit
+from .points import add_point_force, point_state
 
 SPRING, JOINT_SPRING, DRAG, ACTUATOR, POINT_FORCE, PULL = range(6)
-POWER_SOURCES = ("dampers", "drag", "actuators", "external")
+DAMPERS, DRAG_POWER, ACTUATORS, EXTERNAL = range(4)        # indices into the power sources (POWER_SOURCES)
 
-__all__ = ["AppliedForce", "AppliedResult", "applied_forces", "pull_force", "POWER_SOURCES"]
+__all__ = ["AppliedForce", "pull_force", "force_table", "forces_kernel", "FORCE",
+           "SPRING", "JOINT_SPRING", "DRAG", "ACTUATOR", "POINT_FORCE", "PULL"]
+
+#: One force element of the compiled step. ``link_b = -1`` is the world (``r_b`` then a world point; for the
+#: pull, the target). ``dof``/``qdof``: a joint's entry in q̇ and q. ``command``: an actuator's current value.
+FORCE = np.dtype([
+    ("kind", np.int64), ("link_a", np.int64), ("link_b", np.int64), ("dof", np.int64), ("qdof", np.int64),
+    ("r_a", np.float64, (3,)), ("r_b", np.float64, (3,)),
+    ("stiffness", np.float64), ("damping", np.float64), ("rest", np.float64),
+    ("linear", np.float64), ("quadratic", np.float64), ("command", np.float64), ("limit", np.float64),
+    ("force", np.float64, (3,)), ("start", np.float64), ("stop", np.float64),
+], align=True)
 
 
 @dataclass(frozen=True, eq=False)
@@ -52,28 +68,94 @@ def pull_force(link: int, r, target, stiffness: float, damping: float) -> Applie
                         stiffness=stiffness, damping=damping)
 
 
-@dataclass
-class AppliedResult:
-    """Generalized applied force ``tau`` (nv,), power per source (see POWER_SOURCES), elastic potential energy,
-    and the world force vector of each point-force element (for drawing)."""
-    tau: np.ndarray
-    power: np.ndarray
-    potential: float
+def force_table(elements, actuator_values: dict | None = None) -> np.ndarray:
+    """The :data:`FORCE` table of ``elements``; actuators carry their current command (``actuator_values``,
+    name → value, else the scene's)."""
+    table = np.zeros(len(elements), FORCE)
+    for row, e in zip(table, elements):
+        row["kind"], row["link_a"], row["link_b"], row["dof"], row["qdof"] = e.kind, e.link_a, e.link_b, e.dof, e.qdof
+        if e.r_a is not None:
+            row["r_a"] = e.r_a
+        if e.r_b is not None:
+            row["r_b"] = e.r_b
+        row["stiffness"], row["damping"], row["rest"] = e.stiffness, e.damping, e.rest
+        row["linear"], row["quadratic"], row["limit"] = e.linear, e.quadratic, e.limit
+        row["command"] = (actuator_values or {}).get(e.name, e.torque)
+        if e.force is not None:
+            row["force"] = e.force
+        row["start"], row["stop"] = e.start, e.stop
+    return table
 
 
-def applied_forces(model, kin: LinkKinematics | None, q: np.ndarray, qd: np.ndarray, t: float, elements,
-                   actuator_values: dict | None = None) -> AppliedResult:
-    """Generalized forces, powers and elastic energy of all force elements at one state, by the compiled
-    :func:`core.stepper.forces_kernel` (the one implementation the compiled step uses). ``kin`` needs the link
-    velocities (:func:`core.points.link_kinematics` with q̇); it may be None when there are no elements."""
-    tau = np.zeros(model.nv)
-    power = np.zeros(len(POWER_SOURCES))
-    if not elements:
-        return AppliedResult(tau, power, 0.0)
-    from .jit import as_f64
-    from .stepper import force_table, forces_kernel
-    fi, ff = force_table(tuple(elements), actuator_values)
-    ka = model.kernel_args
-    potential = forces_kernel(ka.parent, ka.S, ka.v_start, ka.nv_j, kin.R_WL, kin.p_WL, kin.v, as_f64(q),
-                              as_f64(qd), float(t), fi, ff, tau, power, np.empty((8, 3)))
-    return AppliedResult(tau, power, float(potential))
+@njit
+def forces_kernel(parent, S, v_start, nv_j, R_WL, p_WL, v, q, qd, t, forces, tau, power, P3):
+    """τ += the generalized forces of the elements of ``forces`` (:data:`FORCE`); ``power`` (4) += the power of
+    dampers, drag, actuators, external; returns the elastic potential energy (``P3``: ≥ 5 x 3 scratch)."""
+    potential = 0.0
+    xa, va, xb, vb, f = P3[0], P3[1], P3[2], P3[3], P3[4]
+    for e in range(forces.shape[0]):
+        el = forces[e]
+        kind, ka, kb, dof = el.kind, el.link_a, el.link_b, el.dof
+        k, c = el.stiffness, el.damping
+        if kind == SPRING:
+            point_state(R_WL, p_WL, v, ka, el.r_a, xa, va)
+            if kb >= 0:
+                point_state(R_WL, p_WL, v, kb, el.r_b, xb, vb)
+            else:
+                for a in range(3):
+                    xb[a] = el.r_b[a]
+                    vb[a] = 0.0
+            d0, d1, d2 = xa[0] - xb[0], xa[1] - xb[1], xa[2] - xb[2]
+            e0, e1, e2 = va[0] - vb[0], va[1] - vb[1], va[2] - vb[2]
+            rest = el.rest
+            if rest == 0.0:                                   # zero rest length: f = −k d − c ḋ
+                f[0], f[1], f[2] = -k * d0 - c * e0, -k * d1 - c * e1, -k * d2 - c * e2
+                potential += 0.5 * k * (d0 * d0 + d1 * d1 + d2 * d2)
+                pd = -c * (e0 * e0 + e1 * e1 + e2 * e2)
+            else:                                             # f = −(k(ℓ − ℓ0) + c ℓ̇) u
+                length = np.sqrt(d0 * d0 + d1 * d1 + d2 * d2)
+                u0, u1, u2 = 0.0, 0.0, 0.0
+                if length > 0:
+                    u0, u1, u2 = d0 / length, d1 / length, d2 / length
+                ld = e0 * u0 + e1 * u1 + e2 * u2
+                s = -k * (length - rest) - c * ld
+                f[0], f[1], f[2] = s * u0, s * u1, s * u2
+                potential += 0.5 * k * (length - rest) ** 2
+                pd = -c * ld * ld
+            add_point_force(parent, S, v_start, nv_j, R_WL, p_WL, ka, xa, f, tau)
+            if kb >= 0:
+                for a in range(3):
+                    f[a] = -f[a]
+                add_point_force(parent, S, v_start, nv_j, R_WL, p_WL, kb, xb, f, tau)
+            power[DAMPERS] += pd
+        elif kind == JOINT_SPRING:                            # τ = −k (q − q_rest) − c q̇
+            x, w = q[el.qdof], qd[dof]
+            tau[dof] += -k * (x - el.rest) - c * w
+            potential += 0.5 * k * (x - el.rest) ** 2
+            power[DAMPERS] += -c * w * w
+        elif kind == DRAG:                                    # f = −(c₁ + c₂‖ẋ‖) ẋ
+            point_state(R_WL, p_WL, v, ka, el.r_a, xa, va)
+            speed = np.sqrt(va[0] ** 2 + va[1] ** 2 + va[2] ** 2)
+            s = -(el.linear + el.quadratic * speed)
+            for a in range(3):
+                f[a] = s * va[a]
+            add_point_force(parent, S, v_start, nv_j, R_WL, p_WL, ka, xa, f, tau)
+            power[DRAG_POWER] += s * speed * speed
+        elif kind == ACTUATOR:                                # τ = clip(u, ±limit)
+            u = min(max(el.command, -el.limit), el.limit)
+            tau[dof] += u
+            power[ACTUATORS] += u * qd[dof]
+        elif kind == POINT_FORCE:
+            if el.start <= t < el.stop:
+                point_state(R_WL, p_WL, v, ka, el.r_a, xa, va)
+                for a in range(3):
+                    f[a] = el.force[a]
+                add_point_force(parent, S, v_start, nv_j, R_WL, p_WL, ka, xa, f, tau)
+                power[EXTERNAL] += f[0] * va[0] + f[1] * va[1] + f[2] * va[2]
+        elif kind == PULL:                                    # the user's mouse spring: f = k (target − x) − c ẋ
+            point_state(R_WL, p_WL, v, ka, el.r_a, xa, va)
+            for a in range(3):
+                f[a] = k * (el.r_b[a] - xa[a]) - c * va[a]
+            add_point_force(parent, S, v_start, nv_j, R_WL, p_WL, ka, xa, f, tau)
+            power[EXTERNAL] += f[0] * va[0] + f[1] * va[1] + f[2] * va[2]
+    return potential

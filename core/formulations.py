@@ -1,6 +1,7 @@
-"""Three formulations of the constrained dynamics on the same assembled quantities (DESIGN.md, "One system,
-several formulations"): the joint-space inertia M (with its Cholesky factor), the bias b, the applied forces τ,
-and the stacked constraint rows J, γ (D̈ = J q̈ + γ), D, Ḋ and the stabilization term of :mod:`core.constraints`.
+"""The solve stage of the compiled step: three formulations of the constrained dynamics on the same assembled
+quantities (DESIGN.md, "One system, several formulations") — the articulated-body factorization of M (which
+gives M⁻¹x in O(N)), or M itself when a formulation needs it, the bias b, the applied forces τ, and the stacked
+constraint rows J, γ (D̈ = J q̈ + γ), D, Ḋ and the stabilization term of :mod:`core.constraints`.
 
 Sign convention: ``M q̈ + b = τ + Jᵀ λ``; λ are the constraint forces on the constrained points (the force
 vector on a point is E λ), so Jᵀλ is the generalized constraint force. (Aghili writes M q̈ + h = f − ℱ with
@@ -8,13 +9,14 @@ vector on a point is E λ), so Jᵀλ is the generalized constraint force. (Aghi
 
 1. ``dynamic_constraints`` (Barzel–Barr; Mitchell §2.2–2.4): A λ = −B, A = J M⁻¹Jᵀ, B = J M⁻¹(τ − b) + γ +
    2κḊ + κ²D (eq. 2.21–2.24, κ the stabilization rate), solved by SVD with force bounds (:mod:`core.solver`).
+   M⁻¹Jᵀ comes from one O(N) solve per row with ABA's factorization (no mass matrix is formed).
 2. ``multipliers`` (McClamroch's reduction, eq. 24–28): the same A and right-hand side with the Baumgarte terms,
    ``λ = (J M⁻¹ Jᵀ)⁻¹(−J M⁻¹(τ − b) − γ − 2κḊ − κ²D)`` (eq. 26), then ``M q̈ = τ − b + Jᵀλ`` (eq. 27). The
    reduction assumes J has full row rank; when it has not (see *Rank* below), A is singular or so ill-conditioned
    that λ would be noise amplified by 1/σ². Then the formulation says so (``rank_deficient``, a
-   ``rank_deficient`` event in a run) and, instead of producing garbage, solves the reduced system of the r
-   independent combinations Uᵣᵀ J of the rows (Uᵣ from the SVD of J): λ = Uᵣ λᵣ is the minimum-norm multiplier
-   (the indeterminate part, Remark 4, set to zero) and the dropped directions are not enforced at that instant.
+   ``rank_deficient`` event in a run) and solves the reduced system of the r independent combinations Uᵣᵀ J of
+   the rows (Uᵣ from the SVD of J): λ = Uᵣ λᵣ is the minimum-norm multiplier (the indeterminate part, Remark 4,
+   set to zero) and the dropped directions are not enforced at that instant.
 3. ``projection`` (Aghili, eq. 15–32): P = I − J⁺J from an SVD of J (eq. 4, 15), the normal acceleration
    C q̇ = −J⁺γ (eq. 16; γ includes the rheonomic terms of moving nails), and the direct dynamics
    Mc q̈ = P(τ − b) + Cc q̇ (eq. 22) with one of three constraint inertia matrices: Mc = M + PM − MP, Cc = MC
@@ -49,227 +51,370 @@ Tolerances:
   force stays physical and the energy drift over 5 s is 8e-9 J.
 - ``solver.rcond`` (default 1e-12): the dynamic-constraints SVD of A, relative to each group's largest singular
   value (thesis §2.3.4), with the force bounds doing the rest.
+
+Every function here is a stage of :func:`core.forward.evaluate` and works in the named workspace of
+:mod:`core.layout`; it writes q̈, the multipliers λ (one per active row, in row order), the residual of the
+equation it solved (per row), the singular values and the scalars of :data:`core.layout.SCALARS`.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
-from scipy.linalg import cho_solve
 
-from .solver import constraint_groups, solve_constraint_forces
+from .aba import aba_solve
+from .constraints import POINT_VELOCITY, active_layout, rows_kernel
+from .jit import inline, njit
+from .kinematics import fk_kernel, integrate_kernel, normalize_kernel
+from .layout import MC, MC_GAMMA, MC_SYMMETRIC
+from .linalg import lu_solve, numerical_rank, svd_columns
+from .points import velocity_product_kernel
+from .solver import solve_groups, symmetric_eigen
 
 FORMULATIONS = ("dynamic_constraints", "projection", "multipliers")
 PROJECTION_VARIANTS = ("Mc", "Mc_symmetric", "Mc_gamma")
 RANK_TOLERANCE = 1e-3
 
-__all__ = ["Assembled", "Solution", "solve", "assemble", "FORMULATIONS", "PROJECTION_VARIANTS", "pseudo_inverse",
-           "numerical_rank", "projector", "constraint_inertia", "project_state", "RANK_TOLERANCE"]
+__all__ = ["FORMULATIONS", "PROJECTION_VARIANTS", "RANK_TOLERANCE", "jacobian_svd", "pseudo_inverse",
+           "minv_jt", "dynamic_constraints", "multipliers", "projection", "project_state"]
 
 
-@dataclass
-class Assembled:
-    """What every formulation starts from at one state (nv dofs, m active constraint rows)."""
-    model: object
-    M: np.ndarray
-    chol: tuple
-    b: np.ndarray
-    tau: np.ndarray
-    rows: object                  # core.constraints.ConstraintRows
-    active_index: list            # constraint indices that have rows
-    settings: dict                # the scene's simulation settings (solver, projection, rank_tolerance)
+# ---- shared pieces ----------------------------------------------------------------------------------------
+
+@njit
+def jacobian_svd(J, m, nv, dense):
+    """The SVD of J[:m] (m x nv) into ``dense``: ``Ju`` ← Jᵀ, orthogonalized to UΣ (nv x m; column k is σ_k
+    times the k-th right singular vector of J), ``Vj`` (m x m, J's left singular vectors) and ``sj`` (σ,
+    descending): J = Vj Σ (Ju Σ⁻¹)ᵀ."""
+    Ju = dense.Ju
+    for a in range(m):
+        for k in range(nv):
+            Ju[k, a] = J[a, k]
+    svd_columns(Ju, nv, m, dense.Vj, dense.sj)
 
 
-@dataclass
-class Solution:
-    """``qdd`` (nv,), multipliers ``lam`` (m,), the acceleration-level residual (m,) of the equation the
-    formulation solved, singular values (of A for dynamic constraints and multipliers, of J for projection),
-    ``rank`` (the rank the formulation used), ``dropped`` (for force bounds), ``cutoff`` (smallest singular value
-    used), ``jacobian_rank`` (J's rank by ``simulation.rank_tolerance``, the same rule for every formulation) and
-    ``rank_deficient`` (J lost row rank: the multipliers are not unique)."""
-    qdd: np.ndarray
-    lam: np.ndarray
-    residual: np.ndarray
-    singular_values: np.ndarray
-    rank: int
-    dropped: int
-    cutoff: float
-    jacobian_rank: int
-    rank_deficient: bool
+@njit
+def pseudo_inverse(dense, m, nv, r):
+    """``dense.Jpinv`` ← J⁺ (nv x m) and ``dense.P`` ← I − J⁺J (Aghili eq. 4, 15) from :func:`jacobian_svd`,
+    with the r largest singular values: J⁺ = Σ_{i<r} u_i σ_i⁻¹ v_iᵀ = Σ (Ju_i / σ_i²) Vj_iᵀ, P = I − Σ u_i u_iᵀ."""
+    Ju, Vj, s, Jp, P = dense.Ju, dense.Vj, dense.sj, dense.Jpinv, dense.P
+    for k in range(nv):
+        for a in range(m):
+            t = 0.0
+            for i in range(r):
+                t += Ju[k, i] * Vj[a, i] / (s[i] * s[i])
+            Jp[k, a] = t
+        for j in range(nv):
+            t = 0.0
+            for i in range(r):
+                t += Ju[k, i] * Ju[j, i] / (s[i] * s[i])
+            P[k, j] = (1.0 if k == j else 0.0) - t
 
 
-def numerical_rank(s: np.ndarray, tolerance: float, scale: float = 0.0) -> int:
-    """How many of the singular values ``s`` (descending) exceed ``tolerance · max(s[0], scale)``."""
-    ref = max(float(s[0]) if s.size else 0.0, scale)
-    return int(np.sum(s > tolerance * ref)) if ref > 0 else 0
+@njit
+def minv_jt(tree, kin, aba, rows, solve, m):
+    """``solve.Y`` ← M⁻¹Jᵀ (nv x m): one O(N) articulated-body solve per row, reusing the factorization of
+    ABA's pass 2 at this q (:func:`core.aba.aba_solve`; no mass matrix is formed)."""
+    nv = solve.qdd_free.shape[0]
+    s6 = aba.s6
+    for j in range(m):
+        aba_solve(tree.parent, tree.S, tree.v_start, tree.nv_j, kin.E, kin.r, aba.W, aba.Dinv, rows.J[j], solve.col,
+                  aba.pA, aba.u, aba.acc, s6[0], s6[1], s6[2])
+        for k in range(nv):
+            solve.Y[k, j] = solve.col[k]
 
 
-def pseudo_inverse(J: np.ndarray, tolerance: float, scale: float = 0.0):
-    """``(J⁺, V_r, rank, singular values)`` from an SVD; singular values at or below tolerance · σ_ref are zero
-    (σ_ref = max(σ_max, scale), see the module's *Rank*)."""
-    U, s, Vt = np.linalg.svd(J, full_matrices=False)
-    r = numerical_rank(s, tolerance, scale)
-    J_pinv = Vt[:r].T @ ((U[:, :r] / s[:r]).T)
-    return J_pinv, Vt[:r].T, r, s
+@inline
+def _symmetric_product(J, Y, A, m, nv):
+    """A[:m, :m] ← J[:m] Y[:, :m] for a product known to be symmetric (J M⁻¹Jᵀ): the upper triangle, mirrored."""
+    for a in range(m):
+        for b in range(a, m):
+            s = 0.0
+            for k in range(nv):
+                s += J[a, k] * Y[k, b]
+            A[a, b] = s
+            A[b, a] = s
 
 
-def projector(J: np.ndarray, tolerance: float = RANK_TOLERANCE, scale: float = 0.0) -> np.ndarray:
-    """P = I − J⁺J = V₂V₂ᵀ, the orthogonal projector onto the null space of J (Aghili eq. 4, 15)."""
-    _, V, _, _ = pseudo_inverse(J, tolerance, scale)
-    return np.eye(J.shape[1]) - V @ V.T
+@njit
+def _right_hand_side(rows, solve, m, nv):
+    """``solve.B`` ← J q̈_free + γ + 2κḊ + κ²D: A λ = −B asks for the stabilized constrained acceleration
+    (eq. 2.24)."""
+    for a in range(m):
+        s = rows.gamma[a] + rows.stab[a]
+        for k in range(nv):
+            s += rows.J[a, k] * solve.qdd_free[k]
+        solve.B[a] = s
 
 
-def constraint_inertia(M: np.ndarray, P: np.ndarray, variant: str = "Mc", gamma: float | None = None):
-    """``(Mc, K)``: the constraint inertia matrix of ``variant`` and the matrix K with Cc q̇ = K (C q̇) (eq. 22).
+# ---- 1. dynamic constraints ---------------------------------------------------------------------------------
 
-    ``Mc``: M + PM − MP, K = M (eq. 23–24); ``Mc_symmetric``: PMP + (I−P)M(I−P), K = (I − 2P)M (eq. 27–28);
-    ``Mc_gamma``: PM + γ(I − P), K = γI with γ = ‖M‖₂ by default (eq. 29)."""
-    n = M.shape[0]
-    Q = np.eye(n) - P
-    if variant == "Mc":
-        return M + P @ M - M @ P, M
-    if variant == "Mc_symmetric":
-        return P @ M @ P + Q @ M @ Q, (np.eye(n) - 2.0 * P) @ M
-    if variant == "Mc_gamma":
-        g = float(gamma) if gamma else float(np.linalg.norm(M, 2))
-        return P @ M + g * Q, g * np.eye(n)
-    raise ValueError(f"unknown constraint inertia {variant!r}; choose one of {', '.join(PROJECTION_VARIANTS)}")
-
-
-def _jacobian_rank(a: Assembled, s: np.ndarray | None = None) -> tuple[int, bool]:
-    """J's rank by ``simulation.rank_tolerance`` (module *Rank*), and whether it is below the row count."""
-    J = a.rows.J
-    if s is None:
-        s = np.linalg.svd(J, compute_uv=False)
-    r = numerical_rank(s, a.settings.get("rank_tolerance", RANK_TOLERANCE), a.rows.scale)
-    return r, r < J.shape[0]
-
-
-def _dynamic_constraints(a: Assembled) -> Solution:
-    from .constraints import constraint_links
-    rows, model, solver = a.rows, a.model, a.settings.get("solver", {})
-    a_free = cho_solve(a.chol, a.tau - a.b)                              # M⁻¹(τ − b)
-    MinvJt = cho_solve(a.chol, rows.J.T)                                 # M⁻¹Jᵀ
-    A = rows.J @ MinvJt                                                  # A = J M⁻¹ Jᵀ   (eq. 2.41)
-    B = rows.J @ a_free + rows.gamma + rows.stab                         # B = β + 2λḊ + λ²D  (eq. 2.24)
-    cons = [model.constraints[i] for i in a.active_index]
-    slices = [rows.slices[i] for i in a.active_index]
-    row_ids = [np.arange(s.start, s.stop) for s in slices]
-    trees = [{model.root_of(k) for k in constraint_links(c)} for c in cons]
-    result = solve_constraint_forces(A, B, constraint_groups(row_ids, trees), slices, [c.basis for c in cons],
-                                     [c.max_force for c in cons], method=solver.get("method", "svd"),
-                                     rcond=solver.get("rcond", 1e-12), rho=solver.get("rho", 1e-3))
-    qdd = a_free + MinvJt @ result.F                                     # q̈ = M⁻¹(τ − b + Jᵀ F)
-    jr, deficient = _jacobian_rank(a)
-    return Solution(qdd, result.F, result.residual, result.singular_values, result.rank, result.dropped,
-                    result.min_kept, jr, deficient)
+@njit
+def dynamic_constraints(cons, settings, rows, solve, m, n_groups, out):
+    """Barzel–Barr / Mitchell: A F = −B with force bounds, group by group (eq. 2.21–2.24, 2.41; §2.3.4); then
+    q̈ = q̈_free + M⁻¹Jᵀ F. Needs ``solve.Y`` = M⁻¹Jᵀ (:func:`minv_jt`) and ``solve.qdd_free``."""
+    nv = solve.qdd_free.shape[0]
+    _symmetric_product(rows.J, solve.Y, solve.A, m, nv)      # A = J M⁻¹ Jᵀ   (eq. 2.41)
+    _right_hand_side(rows, solve, m, nv)               # B = J q̈_free + γ + 2κḊ + κ²D   (eq. 2.24)
+    sc = out.scalars[0]
+    F = out.multipliers
+    rank, dropped, cutoff, ns = solve_groups(solve.A, solve.B, cons, rows.row_of, rows.group_of, n_groups,
+                                             settings.method, settings.rcond, settings.rho, F, solve.svals,
+                                             solve.idx, solve.Ag, solve.Q, solve.lam, solve.QtB, solve.Fg)
+    sc.rank, sc.dropped, sc.cutoff, sc.n_svals = rank, dropped, cutoff, ns
+    for k in range(ns):
+        out.singular_values[k] = solve.svals[k]
+    for k in range(nv):                                       # q̈ = q̈_free + M⁻¹Jᵀ F
+        s = solve.qdd_free[k]
+        for j in range(m):
+            s += solve.Y[k, j] * F[j]
+        out.qdd[k] = s
+    for a in range(m):                                        # η = A F + B   (fig. 2.3)
+        s = solve.B[a]
+        for b in range(m):
+            s += solve.A[a, b] * F[b]
+        out.residual_rows[a] = s
 
 
-def _multipliers(a: Assembled) -> Solution:
-    rows = a.rows
-    a_free = cho_solve(a.chol, a.tau - a.b)                              # M⁻¹(τ − b)
-    MinvJt = cho_solve(a.chol, rows.J.T)
-    A = rows.J @ MinvJt                                                  # A = B M⁻¹ Bᵀ   (McClamroch eq. 25)
-    rhs = -(rows.J @ a_free + rows.gamma + rows.stab)                    # eq. 24 with the Baumgarte terms
-    U, s, _ = np.linalg.svd(rows.J, full_matrices=False)
-    r, deficient = _jacobian_rank(a, s)
-    if not deficient:
-        lam = np.linalg.solve(A, rhs)                                    # λ = (B M⁻¹ Bᵀ)⁻¹(…)   (eq. 26)
-        used = np.linalg.eigvalsh(A)
-    else:                                                                # reduced: the r independent rows Uᵣᵀ J
-        Ur = U[:, :r]
-        Ar = Ur.T @ A @ Ur
-        lam = Ur @ np.linalg.solve(Ar, Ur.T @ rhs) if r else np.zeros_like(rhs)
-        used = np.linalg.eigvalsh(Ar) if r else np.zeros(0)
-    qdd = a_free + MinvJt @ lam                                          # M q̈ = τ − b + Jᵀλ   (eq. 27)
-    eig = np.sort(np.abs(np.linalg.eigvalsh(A)))[::-1]
-    return Solution(qdd, lam, A @ lam - rhs, eig, r, 0, float(used.min()) if used.size else np.nan, r, deficient)
+# ---- 2. multipliers -----------------------------------------------------------------------------------------
+
+@njit
+def multipliers(settings, rows, solve, dense, m, scale, out):
+    """McClamroch's reduction (eq. 24–28): λ = A⁻¹(−J q̈_free − γ − 2κḊ − κ²D), or, when J lost rank, the
+    reduced system on the r independent row combinations Uᵣᵀ J (module docstring): λ = Uᵣ (Uᵣᵀ A Uᵣ)⁻¹ Uᵣᵀ rhs;
+    then q̈ = q̈_free + M⁻¹Jᵀλ. Needs ``solve.Y`` = M⁻¹Jᵀ and J's SVD (:func:`jacobian_svd`)."""
+    nv = solve.qdd_free.shape[0]
+    A, B, Q, lam, Ag, F = solve.A, solve.B, solve.Q, solve.lam, solve.Ag, out.multipliers
+    _symmetric_product(rows.J, solve.Y, A, m, nv)            # A = B M⁻¹ Bᵀ   (McClamroch eq. 25)
+    _right_hand_side(rows, solve, m, nv)               # rhs = −B   (eq. 24 with the Baumgarte terms)
+    r = numerical_rank(dense.sj, m, settings.rank_tolerance, scale)
+    Ur, x, y = dense.Vj, dense.ra, dense.rb                  # Uᵣ: J's first r left singular vectors
+    full = r == m
+    for a in range(r):                                        # Ag = Uᵣᵀ A Uᵣ and x = Uᵣᵀ rhs (A, −B at full rank)
+        if full:
+            x[a] = -B[a]
+            for b in range(m):
+                Ag[a, b] = A[a, b]
+            continue
+        s = 0.0
+        for i in range(m):
+            s -= Ur[i, a] * B[i]
+        x[a] = s
+        for b in range(r):
+            s = 0.0
+            for i in range(m):
+                t = 0.0
+                for j in range(m):
+                    t += A[i, j] * Ur[j, b]
+                s += Ur[i, a] * t
+            Ag[a, b] = s
+    symmetric_eigen(Ag, r, lam, Q)
+    used_min = np.inf
+    for a in range(r):                                        # y = Ag⁻¹ x = Q Λ⁻¹ Qᵀ x   (eq. 26)
+        used_min = min(used_min, lam[a])
+        s = 0.0
+        for k in range(r):
+            t = 0.0
+            for b in range(r):
+                t += Q[b, k] * x[b]
+            s += Q[a, k] * t / lam[k]
+        y[a] = s
+    for i in range(m):                                        # λ = Uᵣ y
+        if full:
+            F[i] = y[i]
+        else:
+            s = 0.0
+            for a in range(r):
+                s += Ur[i, a] * y[a]
+            F[i] = s
+    sc = out.scalars[0]
+    sc.rank, sc.dropped, sc.cutoff, sc.n_svals = r, 0, (used_min if r > 0 else np.nan), m
+    for a in range(m):                                        # the reported singular values: |eig(A)|
+        for b in range(m):
+            Ag[a, b] = A[a, b]
+    symmetric_eigen(Ag, m, lam, Q)
+    for a in range(m):
+        out.singular_values[a] = abs(lam[a])
+    for k in range(nv):                                       # M q̈ = τ − b + Jᵀλ   (eq. 27)
+        s = solve.qdd_free[k]
+        for j in range(m):
+            s += solve.Y[k, j] * F[j]
+        out.qdd[k] = s
+    for a in range(m):                                        # residual A λ − rhs = A λ + B
+        s = B[a]
+        for b in range(m):
+            s += A[a, b] * F[b]
+        out.residual_rows[a] = s
 
 
-def _projection(a: Assembled) -> Solution:
-    rows, M = a.rows, a.M
-    opts = a.settings.get("projection", {})
-    J_pinv, V, r, s = pseudo_inverse(rows.J, _projection_tolerance(opts, a.settings), rows.scale)
-    P = np.eye(M.shape[0]) - V @ V.T                                     # P = I − J⁺J   (eq. 4, 15)
-    Cqd = -J_pinv @ rows.gamma                                           # C q̇ = −J⁺ J̇q̇   (eq. 16)
-    Mc, K = constraint_inertia(M, P, opts.get("variant", "Mc"), opts.get("gamma"))
-    qdd = np.linalg.solve(Mc, P @ (a.tau - a.b) + K @ Cqd)              # Mc q̈ = P(τ − b) + Cc q̇   (eq. 22, 27)
-    Qc = (M @ qdd + a.b - a.tau) - P @ (M @ qdd + a.b - a.tau)           # Jᵀλ = (I − P)(M q̈ + b − τ)   (eq. 32)
-    lam = J_pinv.T @ Qc                                                  # λ = J⁺ᵀ Jᵀλ (minimum norm, Remark 4)
-    jr, deficient = _jacobian_rank(a, s)
-    return Solution(qdd, lam, rows.J @ qdd + rows.gamma, s, r, 0, s[r - 1] if r else np.nan, jr, deficient)
+# ---- 3. projection ---------------------------------------------------------------------------------------
+
+@njit
+def projection(settings, rows, solve, plant, dense, m, scale, tau, out):
+    """Aghili's projection (eq. 15–32): with M, b (``plant``) and J's SVD (:func:`jacobian_svd`), P = I − J⁺J,
+    C q̇ = −J⁺γ, Mc q̈ = P(τ − b) + Cc q̇, Jᵀλ = (I − P)(M q̈ + b − τ), λ = J⁺ᵀJᵀλ."""
+    nv = tau.shape[0]
+    M, b = plant.M, plant.b
+    P, Mc, K, T, x, y, w = dense.P, dense.Mc, dense.K, dense.T, dense.x, dense.y, dense.w
+    eps = settings.projection_tolerance
+    r = numerical_rank(dense.sj, m, eps, scale)
+    pseudo_inverse(dense, m, nv, r)                           # J⁺, P = I − J⁺J   (eq. 4, 15)
+    Jp = dense.Jpinv
+    for k in range(nv):                                       # C q̇ = −J⁺γ   (eq. 16)
+        s = 0.0
+        for a in range(m):
+            s -= Jp[k, a] * rows.gamma[a]
+        x[k] = s
+    variant = settings.variant
+    g = settings.gamma
+    if variant == MC_GAMMA and not g > 0.0:                   # γ = ‖M‖₂ by default   (eq. 29)
+        g = _spectral_norm(M, nv, dense)
+    for i in range(nv):                                       # T = P M, then Mc and K (Cc q̇ = K C q̇)
+        for j in range(nv):
+            s = 0.0
+            for k in range(nv):
+                s += P[i, k] * M[k, j]
+            T[i, j] = s
+    if variant == MC:                                         # Mc = M + PM − MP, K = M   (eq. 23–24)
+        for i in range(nv):
+            for j in range(nv):
+                s = 0.0
+                for k in range(nv):
+                    s += M[i, k] * P[k, j]
+                Mc[i, j] = M[i, j] + T[i, j] - s
+                K[i, j] = M[i, j]
+    elif variant == MC_SYMMETRIC:                             # M′c = PMP + QMQ, K = (I − 2P) M   (eq. 27–28)
+        for i in range(nv):
+            for j in range(nv):
+                pmp = 0.0
+                for k in range(nv):
+                    pmp += T[i, k] * P[k, j]
+                # QMQ = M − PM − MP + PMP
+                mp = 0.0
+                for k in range(nv):
+                    mp += M[i, k] * P[k, j]
+                Mc[i, j] = pmp + (M[i, j] - T[i, j] - mp + pmp)
+                K[i, j] = M[i, j] - 2.0 * T[i, j]
+    else:                                                     # M″c = PM + γ(I − P), K = γ I   (eq. 29)
+        for i in range(nv):
+            for j in range(nv):
+                Mc[i, j] = T[i, j] + g * ((1.0 if i == j else 0.0) - P[i, j])
+                K[i, j] = g if i == j else 0.0
+    for i in range(nv):                                       # rhs = P(τ − b) + K C q̇   (eq. 22)
+        s = 0.0
+        for k in range(nv):
+            s += P[i, k] * (tau[k] - b[k]) + K[i, k] * x[k]
+        y[i] = s
+    lu_solve(Mc, nv, y, out.qdd, dense.piv)
+    for i in range(nv):                                       # w = M q̈ + b − τ
+        s = b[i] - tau[i]
+        for k in range(nv):
+            s += M[i, k] * out.qdd[k]
+        w[i] = s
+    for i in range(nv):                                       # Jᵀλ = (I − P) w   (eq. 32)
+        s = w[i]
+        for k in range(nv):
+            s -= P[i, k] * w[k]
+        x[i] = s
+    for a in range(m):                                        # λ = J⁺ᵀ Jᵀλ (minimum norm, Remark 4)
+        s = 0.0
+        for k in range(nv):
+            s += Jp[k, a] * x[k]
+        out.multipliers[a] = s
+        t = rows.gamma[a]                                     # residual J q̈ + γ
+        for k in range(nv):
+            t += rows.J[a, k] * out.qdd[k]
+        out.residual_rows[a] = t
+        out.singular_values[a] = dense.sj[a]
+    sc = out.scalars[0]
+    sc.rank, sc.dropped, sc.cutoff, sc.n_svals = r, 0, (dense.sj[r - 1] if r > 0 else np.nan), m
 
 
-def assemble(model, t: float, q: np.ndarray, qd: np.ndarray, active=None, tau: np.ndarray | None = None,
-             overrides=None) -> Assembled:
-    """The quantities every formulation starts from at (t, q, q̇): M and its Cholesky factor, b (Coriolis,
-    centrifugal and gravity), the given joint forces ``tau`` (default zero; force elements are applied by
-    :func:`core.dynamics.evaluate`, not here) and the rows of the ``active`` constraints (default: all)."""
-    from scipy.linalg import cho_factor
-
-    from .constraints import constraint_rows
-    from .crba import mass_matrix
-    from .points import link_kinematics
-    from .rnea import nonlinear_effects
-    K = len(model.constraints)
-    active = np.ones(K, bool) if active is None else np.asarray(active, bool)
-    rows = constraint_rows(model, link_kinematics(model, q, qd), model.constraints, active, t, overrides,
-                           q=q, qd=qd)
-    M = mass_matrix(model, q)
-    return Assembled(model, M, cho_factor(M), nonlinear_effects(model, q, qd),
-                     np.zeros(model.nv) if tau is None else np.asarray(tau, float), rows,
-                     [i for i in range(K) if rows.slices[i] is not None], dict(model.settings))
+@njit
+def _spectral_norm(M, nv, dense):
+    """‖M‖₂ of the symmetric positive definite M: its largest eigenvalue (Jacobi, on a copy in ``dense.T``;
+    ``dense.K`` and ``dense.w`` are overwritten)."""
+    T = dense.T
+    for i in range(nv):
+        for j in range(nv):
+            T[i, j] = M[i, j]
+    lam = dense.w
+    symmetric_eigen(T, nv, lam, dense.K)
+    return abs(lam[0])
 
 
-def _projection_tolerance(opts: dict, settings: dict) -> float:
-    """Aghili's ε: ``projection.tolerance``, or ``simulation.rank_tolerance`` when that is not set."""
-    return opts.get("tolerance") or settings.get("rank_tolerance", RANK_TOLERANCE)
+# ---- the projection formulation's drift removal, after a step ------------------------------------------
 
-
-_SOLVERS = {"dynamic_constraints": _dynamic_constraints, "multipliers": _multipliers, "projection": _projection}
-
-
-def solve(formulation: str, assembled: Assembled) -> Solution:
-    """Accelerations and multipliers by the named formulation."""
-    if formulation not in _SOLVERS:
-        raise ValueError(f"unknown formulation {formulation!r}; choose one of {', '.join(FORMULATIONS)}")
-    return _SOLVERS[formulation](assembled)
-
-
-def project_state(model, t: float, q: np.ndarray, qd: np.ndarray, active, overrides, opts: dict):
-    """Remove constraint drift between steps (Aghili §6): Newton–Raphson ``q ← q ⊕ (−J⁺Φ(q))`` (eq. 39) while
-    ‖Φ‖ exceeds ``position_tolerance`` (at most ``max_iterations``; the iterate with the smallest ‖Φ‖ is kept, so
-    a step that does not converge never makes things worse), then project the velocity onto the constraint's
-    null space, ``q̇ ← q̇ − J⁺ Ḋ`` (for velocity constraints, ``q̇ ← q̇ − J⁺ D``). J⁺ is Aghili's pseudo-inverse
-    with ``opts["tolerance"]`` (module *Rank*); the corrections are minimum-norm in the Euclidean metric of q̇.
-
-    Returns ``(q, qd, iterations, ‖Φ‖ before)``.
-    """
-    from .constraints import constraint_rows
-    from .kinematics import integrate_configuration, normalize_configuration
-    from .points import link_kinematics
-
-    def rows_at(q):
-        return constraint_rows(model, link_kinematics(model, q, qd), model.constraints, active, t, overrides,
-                               q=q, qd=qd)
-
-    first_order = np.concatenate([np.full(c.rows, c.first_order) for c, on in zip(model.constraints, active) if on]
-                                 or [np.zeros(0, bool)])
-    tol = _projection_tolerance(opts, model.settings)
-    max_iterations = opts.get("max_iterations", 20)
-    rows = rows_at(q)
-    norm = phi0 = float(np.linalg.norm(rows.D[~first_order]))
+@njit
+def project_state(tree, tab, ws, t, q, qd, active, scale):
+    """Remove constraint drift after a step (Aghili §6), in place: Newton–Raphson ``q ← q ⊕ (−J⁺Φ(q))`` (eq. 39)
+    while ‖Φ‖ exceeds ``position_tolerance`` (at most ``max_iterations``; the iterate with the smallest ‖Φ‖ is
+    kept, so a step that does not converge never makes things worse), then project the velocity onto the
+    constraints' null space, ``q̇ ← q̇ − J⁺ Ḋ`` (for velocity constraints, ``q̇ ← q̇ − J⁺ D``). J⁺ is Aghili's
+    pseudo-inverse with the projection tolerance (module *Rank*); velocity constraints take no part in the
+    position iteration. Returns the number of iterations."""
+    st = tab.settings[0]
+    cons = tab.constraints
+    rows, dense, kin = ws.rows, ws.dense, ws.kin
+    nq, nv = q.shape[0], qd.shape[0]
+    trial = ws.control.u                                      # nv scratch
+    q_try = np.empty(nq)
+    position = np.empty(cons.shape[0], np.bool_)
+    for c in range(cons.shape[0]):                            # the position iteration's constraints
+        position[c] = active[c] and cons[c].kind != POINT_VELOCITY
+    m_pos, _ = active_layout(cons, tab.variables, tree.root, position, rows.row_of, rows.group_of, rows.uf)
+    norm = _rows_at(tree, tab, ws, t, q, qd, m_pos)
     iterations = 0
-    while norm > opts.get("position_tolerance", 1e-12) and iterations < max_iterations:
-        J_pinv = pseudo_inverse(rows.J[~first_order], tol, rows.scale)[0]
-        q_new = normalize_configuration(model, integrate_configuration(model, q, -J_pinv @ rows.D[~first_order],
-                                                                       1.0))   # q ← q − J⁺Φ(q)   (eq. 39)
-        rows_new = rows_at(q_new)
-        norm_new = float(np.linalg.norm(rows_new.D[~first_order]))
+    while norm > st.position_tolerance and iterations < st.max_iterations and m_pos > 0:
+        jacobian_svd(rows.J, m_pos, nv, dense)
+        pseudo_inverse(dense, m_pos, nv, numerical_rank(dense.sj, m_pos, st.projection_tolerance, scale))
+        for k in range(nv):                                   # δ = −J⁺Φ(q)
+            s = 0.0
+            for a in range(m_pos):
+                s -= dense.Jpinv[k, a] * rows.D[a]
+            trial[k] = s
+        integrate_kernel(tree.joint_type, tree.q_start, tree.v_start, q, trial, 1.0, q_try)   # q ⊕ δ (eq. 39)
+        normalize_kernel(tree.quat_starts, q_try)
+        new = _rows_at(tree, tab, ws, t, q_try, qd, m_pos)
         iterations += 1
-        if not norm_new < norm:                                          # diverging or stalled: keep the best
+        if not new < norm:                                    # diverging or stalled: keep the best
             break
-        q, rows, norm = q_new, rows_new, norm_new
-    velocity_error = np.where(first_order, rows.D, rows.D_rate)
-    qd = qd - pseudo_inverse(rows.J, tol, rows.scale)[0] @ velocity_error
-    return q, qd, iterations, phi0
+        q[:] = q_try
+        norm = new
+    m, _ = active_layout(cons, tab.variables, tree.root, active, rows.row_of, rows.group_of, rows.uf)
+    if m > 0:                                                 # q̇ ← q̇ − J⁺ Ḋ  (velocity constraints: − J⁺ D)
+        _rows_at(tree, tab, ws, t, q, qd, m)
+        jacobian_svd(rows.J, m, nv, dense)
+        pseudo_inverse(dense, m, nv, numerical_rank(dense.sj, m, st.projection_tolerance, scale))
+        for c in range(cons.shape[0]):
+            row = rows.row_of[c]
+            if row >= 0 and cons[c].kind == POINT_VELOCITY:
+                for b in range(cons[c].rows):
+                    rows.D_rate[row + b] = rows.D[row + b]
+        for k in range(nv):
+            s = 0.0
+            for a in range(m):
+                s += dense.Jpinv[k, a] * rows.D_rate[a]
+            qd[k] -= s
+    return iterations
+
+
+@njit
+def _rows_at(tree, tab, ws, t, q, qd, m):
+    """The rows of the laid-out constraints at (q, q̇) into ``ws.rows``; returns ‖D‖ of those rows."""
+    kin, rows = ws.kin, ws.rows
+    fk_kernel(tree.parent, tree.joint_type, tree.axis, tree.R_tree, tree.p_tree, tree.q_start, q, kin.E, kin.r,
+              kin.R_WL, kin.p_WL)
+    velocity_product_kernel(tree.parent, tree.S, tree.v_start, tree.nv_j, kin.E, kin.r, qd, kin.v, kin.c,
+                            kin.a_vp)
+    rows.J[:m, :] = 0.0
+    K = tab.constraints.shape[0]                              # (deviation norms and end points: not needed)
+    dev = np.empty(K)
+    devr = np.empty(K)
+    pa = np.empty((K, 3))
+    rows_kernel(tree.parent, tree.S, tree.v_start, tree.nv_j, kin.R_WL, kin.p_WL, kin.v, kin.a_vp,
+                tab.constraints, tab.tape, tab.variables, rows.row_of, t, q, qd, rows.J, rows.gamma, rows.D,
+                rows.D_rate, rows.stab, dev, devr, pa, pa, pa, rows.P3, (rows.val, rows.d1, rows.d2, rows.grad,
+                                                                        rows.xv, rows.vv))
+    s = 0.0
+    for a in range(m):
+        s += rows.D[a] * rows.D[a]
+    return np.sqrt(s)

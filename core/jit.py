@@ -46,6 +46,7 @@ else:
     def njit(*args, **kwargs):
         kwargs.setdefault("cache", True)
         kwargs.setdefault("nogil", True)
+        kwargs.setdefault("error_model", "numpy")     # x/0 gives ±inf or NaN (caught as divergence), never raises
         if args and callable(args[0]):
             return _njit(**kwargs)(args[0])
         return _njit(*args, **kwargs)
@@ -58,7 +59,37 @@ def kernels_cached() -> bool:
         return True
     import numba
     path = Path(numba.config.CACHE_DIR) if numba.config.CACHE_DIR else None
-    return path is None or (path.is_dir() and any(path.rglob("stepper.rk4_kernel-*.nbi")))
+    return path is None or (path.is_dir() and any(path.rglob("integrators.advance-*.nbi")))
+
+
+class Entry:
+    """A compiled entry point that Python calls often, called through its compiled overload's wrapper once it
+    exists, which skips numba's argument typing (about 2 µs for a named tuple of arrays, 35 ns per plain array).
+
+    Every argument must have exactly the types of the first call (float64/int64 C-contiguous arrays built by the
+    core, named tuples of them, Python floats, ints and bools): the wrapper converts, it does not check. The
+    first call of each process goes through the dispatcher, which compiles or loads the kernel from the cache."""
+
+    __slots__ = ("dispatcher", "_call")
+
+    def __init__(self, dispatcher):
+        self.dispatcher = dispatcher
+        self._call = None
+
+    def __call__(self, *args):
+        call = self._call
+        if call is None:
+            result = self.dispatcher(*args)
+            overloads = getattr(self.dispatcher, "overloads", None)
+            if overloads is not None and len(self.dispatcher.signatures) == 1:
+                self._call = overloads[self.dispatcher.signatures[0]].entry_point
+            return result
+        return call(*args)
+
+
+def entry(f):
+    """Decorator: ``njit`` ``f`` and wrap it as an :class:`Entry` (``.dispatcher`` is the numba function)."""
+    return Entry(njit(f))
 
 
 def inline(f):
@@ -69,7 +100,7 @@ def inline(f):
     return njit(inline="always")(f)
 
 
-__all__ = ["inline", "as_f64", "kernels_cached", "njit", "motion_x", "force_xt", "inertia_xt", "cross_motion", "cross_force", "matvec6", "quat_rot"]
+__all__ = ["inline", "as_f64", "kernels_cached", "njit", "Entry", "entry", "carve", "motion_x", "force_xt", "inertia_xt", "cross_motion", "cross_force", "matvec6", "quat_rot"]
 
 
 @inline
@@ -215,3 +246,9 @@ def as_f64(x) -> np.ndarray:
     if type(x) is np.ndarray and x.dtype is _F64 and x.flags.c_contiguous:
         return x
     return np.ascontiguousarray(x, dtype=float)
+
+
+@inline
+def carve(buf, offset, n, shape):
+    """``(buf[offset:offset + n].reshape(shape), offset + n)``: the next array cut from a scratch buffer."""
+    return buf[offset:offset + n].reshape(shape), offset + n

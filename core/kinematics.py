@@ -20,7 +20,7 @@ from .spatial import motion_transform, quat_multiply
 __all__ = ["joint_transform", "forward_kinematics", "link_velocities", "configuration_derivative",
            "integrate_configuration", "normalize_configuration", "configuration_difference",
            "link_forces_from_world", "fk_kernel", "velocities_kernel", "qdot_kernel", "normalize_kernel",
-           "subspace_times", "kinematics_with_forces"]
+           "subspace_times", "kinematics_with_forces", "integrate_kernel"]
 
 
 @inline
@@ -145,6 +145,38 @@ def qdot_kernel(jtype, q_start, v_start, q, qd, out):
 
 
 @njit
+def integrate_kernel(jtype, q_start, v_start, q, v, h, out):
+    """``out ← q ⊕ v h``: adds for hinges and sliders, ``quat ⊗ exp(ω h)`` for quaternions (ω in the child
+    frame), and moves a free joint's origin by ``R(quat) v h``; first-order consistent with :func:`qdot_kernel`.
+    ``out`` may not be ``q``."""
+    R = np.empty((3, 3))
+    for k in range(q.shape[0]):
+        out[k] = q[k]
+    for i in range(jtype.shape[0]):
+        qs, vs, jt = q_start[i], v_start[i], jtype[i]
+        if jt == HINGE or jt == SLIDER:
+            out[qs] += v[vs] * h
+        elif jt == BALL or jt == FREE:
+            o = qs if jt == BALL else qs + 3
+            w, x, y, z = q[o], q[o + 1], q[o + 2], q[o + 3]
+            if jt == FREE:
+                quat_rot(w, x, y, z, R)
+                for a in range(3):
+                    out[qs + a] += (R[a, 0] * v[vs + 3] + R[a, 1] * v[vs + 4] + R[a, 2] * v[vs + 5]) * h
+            a0, a1, a2 = v[vs] * h, v[vs + 1] * h, v[vs + 2] * h        # exp(θ/2 n) = (cos θ/2, sin θ/2 n)
+            angle = np.sqrt(a0 * a0 + a1 * a1 + a2 * a2)
+            if angle < 1e-12:
+                ew, s = 1.0, 0.5                                        # sin(θ/2)/θ → 1/2
+            else:
+                ew, s = np.cos(0.5 * angle), np.sin(0.5 * angle) / angle
+            ex, ey, ez = a0 * s, a1 * s, a2 * s
+            out[o] = w * ew - x * ex - y * ey - z * ez                  # q ⊗ e
+            out[o + 1] = w * ex + x * ew + y * ez - z * ey
+            out[o + 2] = w * ey - x * ez + y * ew + z * ex
+            out[o + 3] = w * ez + x * ey - y * ex + z * ew
+
+
+@njit
 def normalize_kernel(quat_starts, q):
     for s in quat_starts:
         n = np.sqrt(q[s] ** 2 + q[s + 1] ** 2 + q[s + 2] ** 2 + q[s + 3] ** 2)
@@ -156,7 +188,7 @@ def _E_r(model: Model, q: np.ndarray):
     N = model.n_links
     E, r = np.empty((N, 3, 3)), np.empty((N, 3))
     R_WL, p_WL = np.empty((N, 3, 3)), np.empty((N, 3))
-    ka = model.kernel_args
+    ka = model.tree
     fk_kernel(ka.parent, ka.joint_type, ka.axis, ka.R_tree, ka.p_tree, ka.q_start,
               np.ascontiguousarray(q, dtype=float), E, r, R_WL, p_WL)
     return E, r, R_WL, p_WL
@@ -196,7 +228,7 @@ def configuration_derivative(model: Model, q: np.ndarray, qd: np.ndarray) -> np.
     """``q̇`` (nq) from ``qd`` (nv): identity for hinges and sliders; ``½ q ⊗ (0, ω_C)`` for quaternions and
     ``ṗ = R_JC v_C`` for the translation of a free joint."""
     out = np.zeros(model.nq)
-    ka = model.kernel_args
+    ka = model.tree
     qdot_kernel(ka.joint_type, ka.q_start, ka.v_start, np.ascontiguousarray(q, dtype=float),
                 np.ascontiguousarray(qd, dtype=float), out)
     return out
@@ -205,18 +237,10 @@ def configuration_derivative(model: Model, q: np.ndarray, qd: np.ndarray) -> np.
 def integrate_configuration(model: Model, q: np.ndarray, v: np.ndarray, dt: float) -> np.ndarray:
     """``q ⊕ v dt``: adds for hinges and sliders, ``quat ⊗ exp(ω dt)`` for quaternions (body-frame ω), and moves
     a free joint's origin by ``R v dt``. First-order consistent with :func:`configuration_derivative`."""
-    from .spatial import quat_exp, quat_to_rotation
-    out = np.array(q, dtype=float)
-    for i in range(model.n_links):
-        qs, vs, jt = model.q_start[i], model.v_start[i], model.joint_type[i]
-        if jt == HINGE or jt == SLIDER:
-            out[qs] += v[vs] * dt
-        elif jt == BALL:
-            out[qs:qs + 4] = quat_multiply(q[qs:qs + 4], quat_exp(v[vs:vs + 3] * dt))
-        elif jt == FREE:
-            quat = q[qs + 3:qs + 7]
-            out[qs:qs + 3] += quat_to_rotation(quat) @ v[vs + 3:vs + 6] * dt
-            out[qs + 3:qs + 7] = quat_multiply(quat, quat_exp(v[vs:vs + 3] * dt))
+    out = np.empty(model.nq)
+    t = model.tree
+    integrate_kernel(t.joint_type, t.q_start, t.v_start, np.ascontiguousarray(q, dtype=float),
+                     np.ascontiguousarray(v, dtype=float), float(dt), out)
     return out
 
 
@@ -240,7 +264,7 @@ def configuration_difference(model: Model, q0: np.ndarray, q1: np.ndarray) -> np
 def normalize_configuration(model: Model, q: np.ndarray) -> np.ndarray:
     """Renormalize every quaternion of q in place and return q."""
     if model.quat_starts.size:
-        normalize_kernel(model.kernel_quat_starts, q)
+        normalize_kernel(model.tree.quat_starts, q)
     return q
 
 
@@ -280,3 +304,14 @@ def link_forces_from_world(R_WL: np.ndarray, p_WL: np.ndarray, f_ext: np.ndarray
     out = np.empty((R_WL.shape[0], 6))
     link_forces_kernel(R_WL, p_WL, np.ascontiguousarray(f_ext, dtype=float), out)
     return out
+
+
+_NO_FORCES = np.zeros((0, 6))
+
+
+def external_forces(model: Model, f_ext) -> tuple[np.ndarray, bool]:
+    """``(forces (N, 6), use)`` for the dynamics kernels: world spatial forces about the world origin per link,
+    as given (None: none)."""
+    if f_ext is None:
+        return _NO_FORCES, False
+    return np.ascontiguousarray(f_ext, dtype=float).reshape(model.n_links, 6), True

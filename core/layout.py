@@ -1,47 +1,275 @@
-"""The model's arrays packed into two for the compiled entry points: ``ints`` (5 x N: parent, joint type,
-q_start, v_start, nv_j) and ``floats`` (gravity, then axis, R_tree, p_tree, S and inertia, flattened). Every
-argument of a call from Python into numba costs ~60 ns of dispatch, so an entry point that takes the two packed
-arrays instead of the eleven of :attr:`core.model.Model.kernel_args` saves most of a microsecond per call; inside,
-:func:`unpack_model` rebuilds the eleven as views (no copies).
+"""The named memory of the compiled pipeline (:mod:`core.forward`, :mod:`core.integrators`): what a step reads
+(:class:`Tables`, :data:`SETTINGS`), the scratch it works in (:class:`Workspace`, one named tuple per stage) and
+what it writes (:class:`Outputs`). Fields have names, never positions, in the spirit of MJX's ``Data`` and
+Pinocchio's ``Data``.
 
-:func:`carve` does the same for scratch memory: one allocation per call, cut into the arrays a kernel needs.
+Sizes: N links, nv velocities, K constraints with R rows in all (the most an evaluation can have active),
+L instructions in the longest joint-space program over at most V variables, nz controller states, C
+controllers controlling nc coordinates in all, P adaptive parameters of the largest regressor (10 N).
+
+Everything here is allocated once per compiled call (:func:`workspace`) or once per plan in Python
+(:func:`outputs`), never inside an evaluation.
 """
 from __future__ import annotations
 
+from collections import namedtuple
+
 import numpy as np
+from numba.core import types
+from numba.experimental import structref
+from numba.experimental.structref import StructRefProxy, define_proxy
 
-from .jit import inline
+from .jit import carve, njit
 
-__all__ = ["pack_model", "unpack_model", "carve"]
+class _Struct(types.StructRef):
+    """A named record of arrays passed by reference between compiled functions (numba's StructRef): a stage
+    takes one pointer instead of a flattened tuple of every array, which keeps compiling the pipeline quick."""
 
-
-def pack_model(kernel_args) -> tuple[np.ndarray, np.ndarray]:
-    """``(ints, floats)`` from :attr:`core.model.Model.kernel_args`."""
-    parent, jtype, axis, R_tree, p_tree, S, q_start, v_start, nv_j, inertia, gravity = kernel_args
-    ints = np.ascontiguousarray(np.stack([parent, jtype, q_start, v_start, nv_j]).astype(np.int64).reshape(5, -1))
-    floats = np.concatenate([np.asarray(gravity, float).ravel(), axis.ravel(), R_tree.ravel(), p_tree.ravel(),
-                             S.ravel(), inertia.ravel()])
-    return ints, floats
-
-
-@inline
-def unpack_model(ints, floats):
-    """The eleven kernel arrays (views) from :func:`pack_model`'s two, in ``kernel_args`` order."""
-    N = ints.shape[1]
-    o = 3
-    axis = floats[o:o + 3 * N].reshape((N, 3))
-    o += 3 * N
-    R_tree = floats[o:o + 9 * N].reshape((N, 3, 3))
-    o += 9 * N
-    p_tree = floats[o:o + 3 * N].reshape((N, 3))
-    o += 3 * N
-    S = floats[o:o + 36 * N].reshape((N, 6, 6))
-    o += 36 * N
-    inertia = floats[o:o + 36 * N].reshape((N, 6, 6))
-    return ints[0], ints[1], axis, R_tree, p_tree, S, ints[2], ints[3], ints[4], inertia, floats[0:3]
+    def preprocess_fields(self, fields):
+        return tuple((name, types.unliteral(t)) for name, t in fields)
 
 
-@inline
-def carve(buf, offset, n, shape):
-    """``(buf[offset:offset + n].reshape(shape), offset + n)``: the next array cut from a scratch buffer."""
-    return buf[offset:offset + n].reshape(shape), offset + n
+__all__ = ["Tables", "Outputs", "OutputArrays", "OUTPUT_FIELDS", "TreeRef", "Workspace", "Kinematics", "Articulated", "RowsWork", "SolveWork", "Plant", "Dense",
+           "ControlWork", "SETTINGS", "SCALARS", "workspace", "outputs", "DYNAMIC_CONSTRAINTS", "PROJECTION",
+           "MULTIPLIERS", "FORMULATION_CODES", "RK4", "CASH_KARP", "SEMI_IMPLICIT_EULER", "INTEGRATOR_CODES",
+           "MC", "MC_SYMMETRIC", "MC_GAMMA", "VARIANT_CODES"]
+
+DYNAMIC_CONSTRAINTS, PROJECTION, MULTIPLIERS = 0, 1, 2
+FORMULATION_CODES = {"dynamic_constraints": DYNAMIC_CONSTRAINTS, "projection": PROJECTION,
+                     "multipliers": MULTIPLIERS}
+RK4, CASH_KARP, SEMI_IMPLICIT_EULER = 0, 1, 2
+INTEGRATOR_CODES = {"rk4": RK4, "cash_karp": CASH_KARP, "semi_implicit_euler": SEMI_IMPLICIT_EULER}
+MC, MC_SYMMETRIC, MC_GAMMA = 0, 1, 2
+VARIANT_CODES = {"Mc": MC, "Mc_symmetric": MC_SYMMETRIC, "Mc_gamma": MC_GAMMA}
+
+#: The run-time settings of a step (one record): the formulation and its solver (thesis §2.3.4: ``method``
+#: svd | damped least squares, ``rcond``, ``rho``), the rank rule of every formulation (``rank_tolerance``),
+#: Aghili's projection (``variant`` of the constraint inertia, its ``gamma`` (NaN: ‖M‖₂), the pseudo-inverse
+#: tolerance ``projection_tolerance`` and the Newton–Raphson ``position_tolerance`` and ``max_iterations``), the
+#: integrator and the adaptive one's ``tolerance``, and what the step must assemble: ``mass_matrix`` (the
+#: projection formulation or a controller needs M and b), ``gravity_torque`` (a controller needs g(q)).
+SETTINGS = np.dtype([
+    ("formulation", np.int64), ("method", np.int64), ("rcond", np.float64), ("rho", np.float64),
+    ("rank_tolerance", np.float64), ("variant", np.int64), ("gamma", np.float64),
+    ("projection_tolerance", np.float64), ("position_tolerance", np.float64), ("max_iterations", np.int64),
+    ("integrator", np.int64), ("tolerance", np.float64), ("mass_matrix", np.bool_), ("gravity_torque", np.bool_),
+], align=True)
+
+#: The scalar results of one evaluation (one record of :class:`Outputs`): see :class:`core.data.Data`.
+SCALARS = np.dtype([
+    ("rank", np.int64), ("dropped", np.int64), ("cutoff", np.float64), ("jacobian_rank", np.int64),
+    ("rows", np.int64), ("n_svals", np.int64), ("energy_kinetic", np.float64), ("energy_gravity", np.float64),
+    ("energy_elastic", np.float64), ("projection_iterations", np.int64),
+], align=True)
+
+
+class Tables(StructRefProxy):
+    """What a step reads besides the model's tree: the constraints (:data:`core.constraints.CONSTRAINT`), the
+    joint-space programs and their variables, the force elements (:data:`core.forces.FORCE`), the controllers
+    (:data:`core.control.kernels.CONTROLLER`) with their integer and float pools, and the settings
+    (:data:`SETTINGS`, one record)."""
+
+
+@structref.register
+class TablesType(_Struct):
+    pass
+
+
+define_proxy(Tables, TablesType, ['constraints', 'tape', 'variables', 'forces', 'controllers', 'control_ints', 'control_floats', 'settings'])
+
+class Outputs(StructRefProxy):
+    """What one evaluation writes (see :class:`core.data.Data` for the meaning): ``qdd``, ``tau`` (all applied
+    generalized forces), ``tau_control`` (nv); ``multipliers`` (R, the active rows in order), ``residual_rows``
+    (R); ``constraint_force`` (K, 3), ``residual`` (K); ``singular_values`` (R); ``deviation``,
+    ``deviation_rate`` (K); ``point_a``, ``point_b``, ``velocity_a`` (K, 3); ``power`` (K + 4); ``z_rate`` (nz);
+    per controlled coordinate ``tracking_error``, ``desired``, ``sliding`` (nc); per controller ``s_energy`` (C)
+    and ``torque`` (C, nv); ``scalars`` (:data:`SCALARS`, one record)."""
+
+
+@structref.register
+class OutputsType(_Struct):
+    pass
+
+
+define_proxy(Outputs, OutputsType, ['qdd', 'tau', 'tau_control', 'multipliers', 'residual_rows', 'constraint_force', 'residual', 'singular_values', 'deviation', 'deviation_rate', 'point_a', 'point_b', 'velocity_a', 'power', 'z_rate', 'tracking_error', 'desired', 'sliding', 's_energy', 'torque', 'scalars'])
+
+OUTPUT_FIELDS = ("qdd", "tau", "tau_control", "multipliers", "residual_rows", "constraint_force", "residual",
+                 "singular_values", "deviation", "deviation_rate", "point_a", "point_b", "velocity_a", "power",
+                 "z_rate", "tracking_error", "desired", "sliding", "s_energy", "torque", "scalars")
+OutputArrays = namedtuple("OutputArrays", OUTPUT_FIELDS)
+OutputArrays.__doc__ = "The arrays of an :class:`Outputs`, as Python reads them."
+
+
+def outputs(nv: int, K: int, R: int, nz: int, nc: int, C: int) -> tuple[OutputArrays, "Outputs"]:
+    """Zeroed output arrays for a model of these sizes: ``(arrays, the Outputs the kernels write into them)``."""
+    z = np.zeros
+    arrays = OutputArrays(z(nv), z(nv), z(nv), z(R), z(R), z((K, 3)), z(K), z(R), z(K), z(K), z((K, 3)),
+                          z((K, 3)), z((K, 3)), z(K + 4), z(nz), z(nc), z(nc), z(nc), z(C), z((C, nv)),
+                          np.zeros(1, SCALARS))
+    return arrays, Outputs(*arrays)
+
+
+class TreeRef(StructRefProxy):
+    """The model's tree (:class:`core.model.Tree`) as the pipeline's stages take it: one reference."""
+
+
+@structref.register
+class TreeRefType(_Struct):
+    pass
+
+
+define_proxy(TreeRef, TreeRefType, ["parent", "joint_type", "axis", "R_tree", "p_tree", "S", "q_start", "v_start",
+                                    "nq_j", "nv_j", "inertia", "gravity", "quat_starts", "root"])
+
+
+class Kinematics(StructRefProxy):
+    """Per link (N): parent → link transform ``E`` = R_PCᵀ, ``r`` = p_PC; world pose ``R_WL``, ``p_WL``; spatial
+    velocity ``v`` and velocity-product acceleration ``c`` = v × S q̇ (link coordinates); ``a_vp`` the link
+    acceleration at q̈ = 0 without gravity (eq. 2.65)."""
+
+
+@structref.register
+class KinematicsType(_Struct):
+    pass
+
+
+define_proxy(Kinematics, KinematicsType, ['E', 'r', 'R_WL', 'p_WL', 'v', 'c', 'a_vp'])
+
+class Articulated(StructRefProxy):
+    """The articulated-body algorithm's arrays (:mod:`core.aba`): external link forces ``fx``, bias forces
+    ``pA``, articulated inertias ``IA``, the factorization ``U``, ``W``, ``Dinv`` (q only), ``u``, accelerations
+    ``acc``, and small scratch."""
+
+
+@structref.register
+class ArticulatedType(_Struct):
+    pass
+
+
+define_proxy(Articulated, ArticulatedType, ['fx', 'pA', 'IA', 'U', 'W', 'Dinv', 'u', 'acc', 'Ia', 'G', 'T3', 'D6', 'out6', 's6'])
+
+class RowsWork(StructRefProxy):
+    """The active constraints' rows (m of R used): ``J`` (R x nv), ``gamma`` = J̇q̇, ``D``, ``D_rate``, ``stab``
+    (R); the layout ``row_of``, ``group_of``, ``uf`` (K ints); scratch ``P3`` (8 x 3) and the joint-space
+    programs' registers ``val``, ``d1``, ``d2`` (L), ``grad`` (L x V), ``xv``, ``vv`` (V)."""
+
+
+@structref.register
+class RowsWorkType(_Struct):
+    pass
+
+
+define_proxy(RowsWork, RowsWorkType, ['J', 'gamma', 'D', 'D_rate', 'stab', 'row_of', 'group_of', 'uf', 'P3', 'val', 'd1', 'd2', 'grad', 'xv', 'vv'])
+
+class SolveWork(StructRefProxy):
+    """The constraint solve: unconstrained ``qdd_free`` = M⁻¹(τ − b) (nv), ``Y`` = M⁻¹Jᵀ (nv x R), ``A`` = J M⁻¹Jᵀ
+    (R x R), the right-hand side ``B`` (R), and scratch for the bounded solve and the eigen-decompositions."""
+
+
+@structref.register
+class SolveWorkType(_Struct):
+    pass
+
+
+define_proxy(SolveWork, SolveWorkType, ['qdd_free', 'col', 'Y', 'A', 'B', 'svals', 'idx', 'Ag', 'Q', 'lam', 'QtB', 'Fg'])
+
+class Plant(StructRefProxy):
+    """The joint-space dynamics when a stage needs it: ``M`` (nv x nv, CRBA), ``b`` = C q̇ + g and ``g`` (nv,
+    RNEA), with scratch ``Ic`` (N x 6 x 6), ``f``, ``v``, ``acc`` (N x 6), zero external forces ``fx`` (N x 6)
+    and a zero nv-vector ``zero``, ``F6``, ``out6`` (6 x 6), ``col6`` (6), ``W3`` (3 x 3), ``s6`` (3 x 6)."""
+
+
+@structref.register
+class PlantType(_Struct):
+    pass
+
+
+define_proxy(Plant, PlantType, ['M', 'b', 'g', 'Ic', 'f', 'v', 'acc', 'fx', 'zero', 'F6', 'out6', 'col6', 'W3', 's6'])
+
+class Dense(StructRefProxy):
+    """Dense scratch of the projection and multiplier formulations: the SVD of J as ``Ju`` (nv x R: UΣ of Jᵀ),
+    ``Vj`` (R x R), ``sj`` (R); ``Jpinv`` (nv x R); nv x nv matrices ``P``, ``Mc``, ``K``, ``T``; vectors ``x``,
+    ``y``, ``w`` (nv), ``piv`` (nv ints); R-vectors ``ra``, ``rb``."""
+
+
+@structref.register
+class DenseType(_Struct):
+    pass
+
+
+define_proxy(Dense, DenseType, ['Ju', 'Vj', 'sj', 'Jpinv', 'P', 'Mc', 'K', 'T', 'x', 'y', 'w', 'piv', 'ra', 'rb'])
+
+class ControlWork(StructRefProxy):
+    """The controllers' scratch: the regressor ``Y`` (nv x P), the reference velocity and acceleration ``qd_r``,
+    ``qdd_r`` (nv), per controlled coordinate ``q_d``, ``qd_d``, ``qdd_d``, ``e``, ``e_dot``, ``s``, ``u`` (nv),
+    features ``phi`` and ``Pphi`` (F), the transpose of a stacked (R + nv) x nv matrix ``S2`` with its SVD
+    scratch ``V2`` ((R + nv)², ``s2``) and right-hand side ``b2`` (R + nv), nv x nv scratch ``N1``, ``N2``, ``N3``
+    nv-vectors ``v1`` … ``v4`` and a 3-vector ``g3``."""
+
+
+@structref.register
+class ControlWorkType(_Struct):
+    pass
+
+
+define_proxy(ControlWork, ControlWorkType, ['Y', 'qd_r', 'qdd_r', 'q_d', 'qd_d', 'qdd_d', 'e', 'e_dot', 's', 'u', 'phi', 'Pphi', 'S2', 'V2', 's2', 'b2', 'N1', 'N2', 'N3', 'v1', 'v2', 'v3', 'v4', 'g3'])
+
+class Workspace(StructRefProxy):
+    """All scratch of one compiled call, by stage."""
+
+
+@structref.register
+class WorkspaceType(_Struct):
+    pass
+
+
+define_proxy(Workspace, WorkspaceType, ['kin', 'aba', 'rows', 'solve', 'plant', 'dense', 'control'])
+
+@njit
+def workspace(N, nv, K, R, L, V, P, F):
+    """A :class:`Workspace` for N links, nv velocities, K constraints of R rows, joint-space programs of at
+    most L instructions over V variables, a regressor of P parameters and mixtures of F features."""
+    buf = np.empty(30 * N + 36 * 6 * N + 250)
+    E, o = carve(buf, 0, 9 * N, (N, 3, 3))
+    r, o = carve(buf, o, 3 * N, (N, 3))
+    R_WL, o = carve(buf, o, 9 * N, (N, 3, 3))
+    p_WL, o = carve(buf, o, 3 * N, (N, 3))
+    v, o = carve(buf, o, 6 * N, (N, 6))
+    c, o = carve(buf, o, 6 * N, (N, 6))
+    kin = Kinematics(E, r, R_WL, p_WL, v, c, np.empty((N, 6)))
+    fx, o = carve(buf, o, 6 * N, (N, 6))
+    pA, o = carve(buf, o, 6 * N, (N, 6))
+    IA, o = carve(buf, o, 36 * N, (N, 6, 6))
+    U, o = carve(buf, o, 36 * N, (N, 6, 6))
+    W, o = carve(buf, o, 36 * N, (N, 6, 6))
+    Dinv, o = carve(buf, o, 36 * N, (N, 6, 6))
+    u, o = carve(buf, o, 6 * N, (N, 6))
+    acc, o = carve(buf, o, 6 * N, (N, 6))
+    Ia, o = carve(buf, o, 36, (6, 6))
+    G, o = carve(buf, o, 72, (6, 12))
+    T3, o = carve(buf, o, 9, (3, 3))
+    D6, o = carve(buf, o, 36, (6, 6))
+    out6, o = carve(buf, o, 36, (6, 6))
+    s6, o = carve(buf, o, 48, (8, 6))
+    fx[:, :] = 0.0
+    aba = Articulated(fx, pA, IA, U, W, Dinv, u, acc, Ia, G, T3, D6, out6, s6)
+    Lr, Vr = max(L, 1), max(V, 1)
+    rows = RowsWork(np.zeros((R, nv)), np.zeros(R), np.zeros(R), np.zeros(R), np.zeros(R),
+                    np.full(K, -1, np.int64), np.full(K, -1, np.int64), np.zeros(K, np.int64), np.zeros((8, 3)),
+                    np.zeros(Lr), np.zeros(Lr), np.zeros(Lr), np.zeros((Lr, Vr)), np.zeros(Vr), np.zeros(Vr))
+    solve = SolveWork(np.zeros(nv), np.zeros(nv), np.zeros((nv, R)), np.zeros((R, R)), np.zeros(R),
+                      np.zeros(max(R, 1)), np.zeros(R, np.int64), np.zeros((R, R)), np.zeros((R, R)), np.zeros(R),
+                      np.zeros(R), np.zeros(R))
+    plant = Plant(np.zeros((nv, nv)), np.zeros(nv), np.zeros(nv), np.zeros((N, 6, 6)), np.zeros((N, 6)),
+                  np.zeros((N, 6)), np.zeros((N, 6)), np.zeros((N, 6)), np.zeros(nv), np.zeros((6, 6)),
+                  np.zeros((6, 6)), np.zeros(6), np.zeros((3, 3)), np.zeros((3, 6)))
+    dense = Dense(np.zeros((nv, R)), np.zeros((R, R)), np.zeros(R), np.zeros((nv, R)), np.zeros((nv, nv)),
+                  np.zeros((nv, nv)), np.zeros((nv, nv)), np.zeros((nv, nv)), np.zeros(nv), np.zeros(nv),
+                  np.zeros(nv), np.zeros(nv, np.int64), np.zeros(R), np.zeros(R))
+    R2 = R + nv
+    control = ControlWork(np.zeros((nv, P)), np.zeros(nv), np.zeros(nv), np.zeros(nv), np.zeros(nv), np.zeros(nv),
+                          np.zeros(nv), np.zeros(nv), np.zeros(nv), np.zeros(nv), np.zeros(F), np.zeros(F),
+                          np.zeros((nv, R2)), np.zeros((R2, R2)), np.zeros(R2), np.zeros(R2), np.zeros((nv, nv)),
+                          np.zeros((nv, nv)), np.zeros((nv, nv)), np.zeros(nv), np.zeros(nv), np.zeros(nv),
+                          np.zeros(nv), np.zeros(3))
+    return Workspace(kin, aba, rows, solve, plant, dense, control)

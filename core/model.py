@@ -32,8 +32,10 @@ FIXED, HINGE, SLIDER, BALL, FREE = 0, 1, 2, 3, 4
 JOINT_TYPES = {"fixed": FIXED, "hinge": HINGE, "slider": SLIDER, "ball": BALL, "free": FREE}
 JOINT_NQ = {FIXED: 0, HINGE: 1, SLIDER: 1, BALL: 4, FREE: 7}
 JOINT_NV = {FIXED: 0, HINGE: 1, SLIDER: 1, BALL: 3, FREE: 6}
+POWER_SOURCES = ("dampers", "drag", "actuators", "external")     # the energy audit's non-conservative sources
+N_POWER_SOURCES = len(POWER_SOURCES)
 
-__all__ = ["Model", "State", "Shape", "FIXED", "HINGE", "SLIDER", "BALL", "FREE", "JOINT_TYPES"]
+__all__ = ["Model", "State", "Tree", "Shape", "POWER_SOURCES", "FIXED", "HINGE", "SLIDER", "BALL", "FREE", "JOINT_TYPES"]
 
 
 def _frozen(a, dtype=float) -> np.ndarray:
@@ -42,7 +44,10 @@ def _frozen(a, dtype=float) -> np.ndarray:
     return a
 
 
-class KernelArgs(NamedTuple):
+class Tree(NamedTuple):
+    """The model's arrays as the compiled kernels take them (one argument, fields by name; see :class:`Model`
+    for their meaning). Writable private copies of the frozen arrays: numba's dispatcher types a read-only
+    array ~250 ns slower per argument. ``root`` (N,) is the root link of each link's tree."""
     parent: np.ndarray
     joint_type: np.ndarray
     axis: np.ndarray
@@ -51,9 +56,12 @@ class KernelArgs(NamedTuple):
     S: np.ndarray
     q_start: np.ndarray
     v_start: np.ndarray
+    nq_j: np.ndarray
     nv_j: np.ndarray
     inertia: np.ndarray
     gravity: np.ndarray
+    quat_starts: np.ndarray
+    root: np.ndarray
 
 
 @dataclass(frozen=True)
@@ -135,23 +143,16 @@ class Model:
         return [self.joint_link_names[i] for i in range(self.n_links) if self.nv_j[i] > 0]
 
     @functools.cached_property
-    def kernel_args(self) -> "KernelArgs":
-        """The arrays every compiled dynamics kernel takes, in its argument order (a named tuple): writable
-        private copies of the frozen arrays (numba's dispatcher types a read-only array ~250 ns slower per
-        argument, which is most of a small kernel's cost)."""
-        return KernelArgs(*(np.array(getattr(self, name)) for name in KernelArgs._fields))
+    def tree(self) -> Tree:
+        """The arrays of the forest as every compiled kernel takes them (:class:`Tree`)."""
+        root = np.array([self.root_of(i) for i in range(self.n_links)], dtype=np.int64)
+        return Tree(*(np.array(getattr(self, name)) for name in Tree._fields[:-1]), root)
 
     @functools.cached_property
-    def kernel_pack(self) -> tuple[np.ndarray, np.ndarray]:
-        """``(ints, floats)``: :attr:`kernel_args` packed into two arrays for the entry points that Python calls
-        often (:mod:`core.layout`)."""
-        from .layout import pack_model
-        return pack_model(self.kernel_args)
-
-    @functools.cached_property
-    def kernel_quat_starts(self) -> np.ndarray:
-        """``quat_starts`` as a writable array for the kernels (see :attr:`kernel_args`)."""
-        return np.array(self.quat_starts)
+    def kernel_tree(self):
+        """:attr:`tree` as one reference for the compiled pipeline (:class:`core.layout.TreeRef`)."""
+        from .layout import TreeRef
+        return TreeRef(*self.tree)
 
     # ---- look-ups ----------------------------------------------------------------------------------------
     def _joint_link(self, name: str) -> int:
@@ -206,7 +207,19 @@ class Model:
     def initial_state(self) -> "State":
         """A fresh :class:`State` at the scene's initial configuration and velocity (t = 0)."""
         z = np.concatenate([c.initial_state() for c in self.controllers]) if self.controllers else np.zeros(0)
-        return State(t=0.0, q=np.array(self.q0), qd=np.array(self.qd0), z=z)
+        return State(t=0.0, q=np.array(self.q0), qd=np.array(self.qd0), z=z,
+                     work=np.zeros(len(self.constraints) + N_POWER_SOURCES),
+                     active=np.array([c.enabled for c in self.constraints], dtype=bool))
+
+    def complete(self, state: "State") -> "State":
+        """``state`` with the fields it lacks (z, work, active) set as in :meth:`initial_state`."""
+        if state.z is not None and state.work is not None and state.active is not None:
+            return state
+        init = self.initial_state()
+        return State(state.t, np.asarray(state.q, float), np.asarray(state.qd, float),
+                     init.z if state.z is None else state.z, init.work if state.work is None else state.work,
+                     init.active if state.active is None else state.active, state.corrections, state.step_size,
+                     state.rank_deficient)
 
     def neutral_configuration(self) -> np.ndarray:
         """q with every joint at zero (identity quaternions)."""
@@ -220,16 +233,36 @@ class Model:
 
 @dataclass
 class State:
-    """What changes during a run: time ``t`` (s), configuration ``q`` (nq), velocity ``qd`` (nv), and ``z`` the
-    controllers' integrated state (adaptive parameters, integrals; each controller owns a slice, in
-    ``Model.controllers`` order)."""
+    """What changes during a run, and all a step needs to go on from it:
+
+    - ``t`` (s), configuration ``q`` (nq), velocity ``qd`` (nv);
+    - ``z``: the controllers' integrated state (adaptive parameters, integrals; each controller owns a slice, in
+      ``Model.controllers`` order);
+    - ``work`` (K + 4): the energy audit's integrals (thesis §2.3.2) of the power of each constraint, then of the
+      dampers, drag, actuators and external forces; ``corrections``: the energy changed by the projection
+      formulation's position and velocity corrections;
+    - ``active`` (K bools): which constraints act (constraints break and are added or removed at run time);
+    - ``step_size``: the step the adaptive integrator tries next (cash_karp), NaN before its first step;
+    - ``rank_deficient``: whether the constraint Jacobian had lost row rank when it was last reported (rank
+      events report its changes).
+
+    ``model.initial_state()`` fills every field; a State made with only (t, q, qd) gets the scene's controller
+    state, zero work and the scene's enabled constraints when a step first sees it."""
     t: float
     q: np.ndarray
     qd: np.ndarray
-    z: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    z: np.ndarray | None = None
+    work: np.ndarray | None = None
+    active: np.ndarray | None = None
+    corrections: float = 0.0
+    step_size: float = float("nan")
+    rank_deficient: bool = False
 
     def copy(self) -> "State":
-        return State(self.t, self.q.copy(), self.qd.copy(), self.z.copy())
+        return State(self.t, self.q.copy(), self.qd.copy(), None if self.z is None else self.z.copy(),
+                     None if self.work is None else self.work.copy(),
+                     None if self.active is None else self.active.copy(), self.corrections, self.step_size,
+                     self.rank_deficient)
 
 
 def build_model(*, name, link_names, parent, joint_type, joint_link_names, axis, R_tree, p_tree, inertia,

@@ -35,24 +35,25 @@ class LinkKinematics:
 
 
 @njit
-def velocity_product_kernel(parent, S, v_start, nv_j, E, r, qd, v, a):
-    """v_i = X v_λ + S q̇_i and a_i = X a_λ + v_i × (S q̇_i) (eq. 2.65 with q̈ = 0, no gravity)."""
-    vJ, tmp = np.empty(6), np.empty(6)
+def velocity_product_kernel(parent, S, v_start, nv_j, E, r, qd, v, c, a):
+    """Root to leaves: v_i = X_i v_λ + S_i q̇_i, c_i = v_i × S_i q̇_i and a_i = X_i a_λ + c_i (the link
+    accelerations at q̈ = 0 without gravity, eq. 2.65). All in link coordinates."""
+    vJ = np.empty(6)
     for i in range(parent.shape[0]):
         vs, nv, lam = v_start[i], nv_j[i], parent[i]
         subspace_times(S, i, nv, qd, vs, vJ)
         if lam < 0:
-            for c in range(6):
-                v[i, c] = vJ[c]
-                a[i, c] = 0.0
+            for k in range(6):
+                v[i, k] = vJ[k]
+                a[i, k] = 0.0
         else:
             motion_x(E[i], r[i], v[lam], v[i])
             motion_x(E[i], r[i], a[lam], a[i])
-            for c in range(6):
-                v[i, c] += vJ[c]
-        cross_motion(v[i], vJ, tmp)
-        for c in range(6):
-            a[i, c] += tmp[c]
+            for k in range(6):
+                v[i, k] += vJ[k]
+        cross_motion(v[i], vJ, c[i])
+        for k in range(6):
+            a[i, k] += c[i, k]
 
 
 def link_kinematics(model: Model, q: np.ndarray, qd: np.ndarray | None = None) -> LinkKinematics:
@@ -60,14 +61,14 @@ def link_kinematics(model: Model, q: np.ndarray, qd: np.ndarray | None = None) -
     N = model.n_links
     E, r = np.empty((N, 3, 3)), np.empty((N, 3))
     R_WL, p_WL = np.empty((N, 3, 3)), np.empty((N, 3))
-    ka = model.kernel_args
+    ka = model.tree
     fk_kernel(ka.parent, ka.joint_type, ka.axis, ka.R_tree, ka.p_tree, ka.q_start,
               np.ascontiguousarray(q, dtype=float), E, r, R_WL, p_WL)
     if qd is None:
         return LinkKinematics(R_WL, p_WL, E, r)
     v, a = np.empty((N, 6)), np.empty((N, 6))
     velocity_product_kernel(ka.parent, ka.S, ka.v_start, ka.nv_j, E, r,
-                            np.ascontiguousarray(qd, dtype=float), v, a)
+                            np.ascontiguousarray(qd, dtype=float), v, np.empty((N, 6)), a)
     return LinkKinematics(R_WL, p_WL, E, r, v, a)
 
 
@@ -185,7 +186,7 @@ def jacobian_at(model: Model, kin: LinkKinematics, k: int, r: np.ndarray) -> np.
     ``v = R_j S_v`` (at j's origin), the point moves at ``v + ω × (x - p_j)``.
     """
     J = np.empty((3, model.nv))
-    ka = model.kernel_args
+    ka = model.tree
     jacobian_kernel(ka.parent, ka.S, ka.v_start, ka.nv_j, kin.R_WL, kin.p_WL, int(k),
                     np.asarray(r, dtype=float), J)
     return J

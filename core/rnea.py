@@ -8,22 +8,23 @@ from __future__ import annotations
 import numpy as np
 
 from .jit import cross_force, cross_motion, force_xt, matvec6, motion_x, njit
-from .kinematics import kinematics_with_forces, subspace_times
+from .kinematics import external_forces, kinematics_with_forces, subspace_times
 from .model import Model
 
-__all__ = ["inverse_dynamics", "nonlinear_effects", "rnea_kernel"]
+__all__ = ["inverse_dynamics", "nonlinear_effects", "rnea_kernel", "rnea_passes"]
 
 
 @njit
-def rnea_kernel(parent, jtype, axis, R_tree, p_tree, S, q_start, v_start, nv_j, inertia, gravity,
-                q, qd, qdd, f_ext, use_f_ext, tau):
-    """τ ← H(q) q̈ + C(q, q̇) q̇ + g(q) − Σ J_iᵀ f_ext,i (f_ext: world coordinates about the world origin)."""
+def rnea_passes(parent, S, v_start, nv_j, E, r, inertia, gravity, qd, qdd, fx, v, a, f, tau, vJ, tmp, Iv):
+    """τ ← H q̈ + C q̇ + g − Σ J_iᵀ f^x_i from the parent → link transforms ``E``, ``r`` of the forward kinematics
+    (RBDA Table 5.1): forward pass v_i = X v_λ + S q̇_i, a_i = X a_λ + S q̈_i + v_i × S q̇_i (a_0 = [0; −g]),
+    f_i = I a_i + v_i ×* I v_i − f^x_i; backward pass τ_i = S_iᵀ f_i, f_λ += X_iᵀ f_i. ``v``, ``a``, ``f`` (N x 6)
+    and ``vJ``, ``tmp``, ``Iv`` (6) are scratch; ``fx`` (N x 6) the external forces in link coordinates."""
     N = parent.shape[0]
-    E, r, R_WL, p_WL, fx = kinematics_with_forces(parent, jtype, axis, R_tree, p_tree, q_start, q, f_ext, use_f_ext)
-    v, a, f = np.empty((N, 6)), np.empty((N, 6)), np.empty((N, 6))
-    a0 = np.zeros(6)
+    a0 = Iv
+    for c in range(6):
+        a0[c] = 0.0
     a0[3], a0[4], a0[5] = -gravity[0], -gravity[1], -gravity[2]
-    vJ, tmp, Iv = np.empty(6), np.empty(6), np.empty(6)
     for i in range(N):                                       # forward pass: velocities and accelerations
         vs, nv, lam = v_start[i], nv_j[i], parent[i]
         subspace_times(S, i, nv, qd, vs, vJ)
@@ -42,6 +43,7 @@ def rnea_kernel(parent, jtype, axis, R_tree, p_tree, S, q_start, v_start, nv_j, 
             for k in range(nv):
                 s += S[i, c, k] * qdd[vs + k]
             a[i, c] += s
+    for i in range(N):
         matvec6(inertia[i], a[i], f[i])                       # f_i = I a_i + v_i ×* I v_i − f^x_i
         matvec6(inertia[i], v[i], Iv)
         cross_force(v[i], Iv, tmp)
@@ -60,13 +62,14 @@ def rnea_kernel(parent, jtype, axis, R_tree, p_tree, S, q_start, v_start, nv_j, 
                 f[lam, c] += tmp[c]
 
 
-_NO_FORCES = np.zeros((0, 6))
-
-
-def _f_ext(model: Model, f_ext):
-    if f_ext is None:
-        return _NO_FORCES, False
-    return np.ascontiguousarray(f_ext, dtype=float).reshape(model.n_links, 6), True
+@njit
+def rnea_kernel(parent, jtype, axis, R_tree, p_tree, S, q_start, v_start, nv_j, inertia, gravity,
+                q, qd, qdd, f_ext, use_f_ext, tau):
+    """τ ← H(q) q̈ + C(q, q̇) q̇ + g(q) − Σ J_iᵀ f_ext,i (f_ext: world coordinates about the world origin)."""
+    N = parent.shape[0]
+    E, r, R_WL, p_WL, fx = kinematics_with_forces(parent, jtype, axis, R_tree, p_tree, q_start, q, f_ext, use_f_ext)
+    rnea_passes(parent, S, v_start, nv_j, E, r, inertia, gravity, qd, qdd, fx, np.empty((N, 6)),
+                np.empty((N, 6)), np.empty((N, 6)), tau, np.empty(6), np.empty(6), np.empty(6))
 
 
 def inverse_dynamics(model: Model, q: np.ndarray, qd: np.ndarray, qdd: np.ndarray,
@@ -77,8 +80,10 @@ def inverse_dynamics(model: Model, q: np.ndarray, qd: np.ndarray, qdd: np.ndarra
     origin, ``[n_O; f]``.
     """
     tau = np.empty(model.nv)
-    fx, use = _f_ext(model, f_ext)
-    rnea_kernel(*model.kernel_args, np.ascontiguousarray(q, dtype=float), np.ascontiguousarray(qd, dtype=float),
+    fx, use = external_forces(model, f_ext)
+    t = model.tree
+    rnea_kernel(t.parent, t.joint_type, t.axis, t.R_tree, t.p_tree, t.S, t.q_start, t.v_start, t.nv_j, t.inertia,
+                t.gravity, np.ascontiguousarray(q, dtype=float), np.ascontiguousarray(qd, dtype=float),
                 np.ascontiguousarray(qdd, dtype=float), fx, use, tau)
     return tau
 

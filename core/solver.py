@@ -1,13 +1,15 @@
-"""Robust solution of the constraint equation A F = −B (thesis eq. 2.22, §2.3.4).
+"""Robust solution of the constraint equation A F = −B (thesis eq. 2.22, §2.3.4), compiled.
 
 A = J M⁻¹ Jᵀ is symmetric positive semi-definite and block diagonal over groups of constraints that share no
 tree (eq. 2.41: "a matrix block i, j will be zero if constraints i and j do not act on a common body"); each
-group is solved on its own. Within a group, A = U Σ Vᵀ and
+group is solved on its own (:func:`core.constraints.active_layout` numbers the groups). Within a group,
+A = U Σ Vᵀ and
 
-- ``svd``: F = −V_k Σ_k⁻¹ U_kᵀ B with the k largest singular values (A is symmetric positive semi-definite,
-  so its SVD is its eigen-decomposition A = Q Λ Qᵀ with σ = |λ|, computed by Jacobi rotations); while some
-  constraint's force exceeds its bound (its joint strength), the smallest kept singular value is dropped and the
-  solve repeated (Mitchell's iterative scheme). Singular values below ``rcond`` × the largest are never used.
+- ``svd``: F = −V_k Σ_k⁻¹ U_kᵀ B with the k largest singular values (A is symmetric positive semi-definite, so its
+  SVD is its eigen-decomposition A = Q Λ Qᵀ with σ = |λ|, computed by Jacobi rotations, whose small eigenvalues
+  are accurate to ~ε‖A‖ as an SVD's are); while some constraint's force exceeds its bound (its joint strength),
+  the smallest kept singular value is dropped and the solve repeated (Mitchell's iterative scheme). Singular
+  values below ``rcond`` × the largest are never used.
 - ``damped_least_squares``: 1/σ replaced by σ / (σ² + ρ²) (Wampler), with the same bound iteration on top, so
   that no solve can inject forces beyond the bounds into the integrator.
 
@@ -15,81 +17,138 @@ The residual η = A F + B measures how well the constrained acceleration was ach
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
-__all__ = ["SolveResult", "solve_constraint_forces", "constraint_groups"]
+from .jit import njit
+
+__all__ = ["symmetric_eigen", "solve_groups", "SVD", "DAMPED_LEAST_SQUARES"]
+
+SVD, DAMPED_LEAST_SQUARES = 0, 1
 
 
-@dataclass
-class SolveResult:
-    """``F`` (m,), ``residual`` η = A F + B (m,), the singular values of A (descending, all groups), ``rank`` (count
-    above rcond), ``dropped`` (singular values dropped to respect force bounds), and per group the smallest
-    singular value kept (``min_kept``, NaN where all were dropped)."""
-    F: np.ndarray
-    residual: np.ndarray
-    singular_values: np.ndarray
-    rank: int
-    dropped: int
-    min_kept: float
+@njit
+def symmetric_eigen(A, n, lam, Q):
+    """A[:n, :n] = Q diag(λ) Qᵀ by cyclic Jacobi rotations (A is overwritten; eigenpairs sorted by |λ|,
+    largest first)."""
+    for a in range(n):
+        for b in range(n):
+            Q[a, b] = 1.0 if a == b else 0.0
+    norm2 = 0.0
+    for a in range(n):
+        for b in range(n):
+            norm2 += A[a, b] * A[a, b]
+    for _ in range(100):
+        off = 0.0
+        for p in range(n):
+            for r in range(p + 1, n):
+                off += A[p, r] * A[p, r]
+        if off <= 1e-32 * norm2 or off == 0.0:
+            break
+        for p in range(n - 1):
+            for r in range(p + 1, n):
+                apr = A[p, r]
+                if apr == 0.0:
+                    continue
+                theta = (A[r, r] - A[p, p]) / (2.0 * apr)
+                if abs(theta) > 1e150:
+                    tt = 0.5 / theta
+                else:
+                    tt = (1.0 if theta >= 0 else -1.0) / (abs(theta) + np.sqrt(theta * theta + 1.0))
+                cs = 1.0 / np.sqrt(tt * tt + 1.0)
+                sn = tt * cs
+                for k in range(n):
+                    if k != p and k != r:
+                        akp, akr = A[k, p], A[k, r]
+                        A[k, p] = cs * akp - sn * akr
+                        A[p, k] = A[k, p]
+                        A[k, r] = sn * akp + cs * akr
+                        A[r, k] = A[k, r]
+                A[p, p] -= tt * apr
+                A[r, r] += tt * apr
+                A[p, r] = 0.0
+                A[r, p] = 0.0
+                for k in range(n):
+                    qkp, qkr = Q[k, p], Q[k, r]
+                    Q[k, p] = cs * qkp - sn * qkr
+                    Q[k, r] = sn * qkp + cs * qkr
+    for a in range(n):
+        lam[a] = A[a, a]
+    for a in range(n):                                        # selection sort by |λ|, descending
+        best = a
+        for b in range(a + 1, n):
+            if abs(lam[b]) > abs(lam[best]):
+                best = b
+        if best != a:
+            lam[a], lam[best] = lam[best], lam[a]
+            for k in range(n):
+                Q[k, a], Q[k, best] = Q[k, best], Q[k, a]
 
 
-def constraint_groups(rows_of: list[np.ndarray], trees_of: list[set]) -> list[np.ndarray]:
-    """Partition constraints into groups that share a tree (union–find); returns the row indices of each group.
-
-    ``rows_of[c]`` are constraint c's row indices, ``trees_of[c]`` the root links of the trees it touches."""
-    parent = list(range(len(rows_of)))
-
-    def find(i):
-        while parent[i] != i:
-            parent[i] = parent[parent[i]]
-            i = parent[i]
-        return i
-    owner: dict[int, int] = {}
-    for c, trees in enumerate(trees_of):
-        for tree in trees:
-            if tree in owner:
-                parent[find(c)] = find(owner[tree])
-            else:
-                owner[tree] = c
-    groups: dict[int, list[int]] = {}
-    for c in range(len(rows_of)):
-        groups.setdefault(find(c), []).append(c)
-    return [np.concatenate([rows_of[c] for c in members]) for members in groups.values()], \
-        [members for members in groups.values()]
-
-
-def solve_constraint_forces(A: np.ndarray, B: np.ndarray, groups, blocks, bases, bounds, method: str = "svd",
-                            rcond: float = 1e-12, rho: float = 1e-3) -> SolveResult:
-    """Solve A F = −B group by group with force bounds, by the compiled :func:`core.stepper.solve_groups` (the
-    one implementation the compiled step uses; A's SVD is its symmetric eigen-decomposition, σ = |λ|).
-
-    ``groups``: (row indices of each group, constraint indices of each group) from :func:`constraint_groups`;
-    ``blocks[c]``: the rows of constraint c *within the full system*; ``bases[c]`` its 3 x m force basis E (the
-    force vector on its point is E F_c); ``bounds[c]`` its maximum force magnitude.
-    """
-    from .stepper import solve_groups
-    if method not in ("svd", "damped_least_squares"):
-        raise ValueError(f"unknown solver method {method!r}; choose svd or damped_least_squares")
-    A = np.ascontiguousarray(A, dtype=float)
-    B = np.ascontiguousarray(B, dtype=float)
-    K, m = len(blocks), B.size
-    ci = np.full((K, 6), -1, np.int64)
-    cf = np.zeros((K, 40))
-    for g, members in enumerate(groups[1]):
-        for c in members:
-            ci[c, 5] = g
-    for c, (block, E, bound) in enumerate(zip(blocks, bases, bounds)):
-        n = block.stop - block.start
-        ci[c, 3], ci[c, 4] = n, block.start
-        E3 = np.zeros((3, 3))
-        E3[:, :n] = E
-        cf[c, 6:15] = E3.ravel()
-        cf[c, 16] = bound
-    F, svals = np.zeros(m), np.zeros(max(m, 1))
-    rank, dropped, min_kept, ns = solve_groups(A, B, ci, cf, len(groups[1]), method == "damped_least_squares",
-                                               float(rcond), float(rho), F, svals, np.empty(m, np.int64),
-                                               np.empty((m, m)), np.empty((m, m)), np.empty(m), np.empty(m),
-                                               np.empty(m))
-    return SolveResult(F, A @ F + B, svals[:ns].copy(), int(rank), int(dropped), float(min_kept))
+@njit
+def solve_groups(A, B, cons, row_of, group_of, n_groups, method, rcond, rho, F, svals, idx, Ag, Q, lam, QtB, Fg):
+    """A F = −B group by group with force bounds (module docstring); ``cons`` the constraint table
+    (:data:`core.constraints.CONSTRAINT`: rows, basis, max_force), ``row_of``/``group_of`` from
+    :func:`core.constraints.active_layout`. Returns ``(rank, dropped, min_kept, n_svals)``; ``svals[:n_svals]``
+    are the singular values of A (all groups, sorted descending). ``idx`` (int), ``lam``, ``QtB``, ``Fg`` (m) and
+    ``Ag``, ``Q`` (m x m) are scratch."""
+    rank_total, dropped_total, min_kept, ns = 0, 0, np.inf, 0
+    for g in range(n_groups):
+        n = 0
+        for c in range(cons.shape[0]):                        # rows of the group, in constraint order
+            if group_of[c] == g:
+                for b in range(cons[c].rows):
+                    idx[n] = row_of[c] + b
+                    n += 1
+        if n == 0:
+            continue
+        for a in range(n):
+            for b in range(n):
+                Ag[a, b] = A[idx[a], idx[b]]
+        symmetric_eigen(Ag, n, lam, Q)
+        smax = abs(lam[0])
+        k = 0
+        if smax > 0:
+            for a in range(n):
+                if abs(lam[a]) > rcond * smax:
+                    k += 1
+        rank = k
+        for a in range(n):
+            s = 0.0
+            for b in range(n):
+                s += Q[b, a] * B[idx[b]]
+            QtB[a] = s
+        while True:
+            for a in range(n):                                # F = −Q Λ_k⁺ Qᵀ B  (or damped: λ/(λ² + ρ²))
+                s = 0.0
+                for b in range(k):
+                    inv = lam[b] / (lam[b] * lam[b] + rho * rho) if method == DAMPED_LEAST_SQUARES else 1.0 / lam[b]
+                    s += Q[a, b] * inv * QtB[b]
+                Fg[a] = -s
+            over = False
+            pos = 0
+            for c in range(cons.shape[0]):                    # Mitchell: a force beyond its bound?
+                if group_of[c] != g:
+                    continue
+                E = cons[c].basis
+                f2 = 0.0
+                for a in range(3):
+                    fa = 0.0
+                    for b in range(cons[c].rows):
+                        fa += E[a, b] * Fg[pos + b]
+                    f2 += fa * fa
+                if np.sqrt(f2) > cons[c].max_force:
+                    over = True
+                pos += cons[c].rows
+            if not over or k == 0:
+                break
+            k -= 1                                            # drop the smallest kept singular value
+        for a in range(n):
+            F[idx[a]] = Fg[a]
+            svals[ns + a] = abs(lam[a])
+        ns += n
+        rank_total += rank
+        dropped_total += rank - k
+        if k > 0:
+            min_kept = min(min_kept, abs(lam[k - 1]))
+    svals[:ns] = np.sort(svals[:ns])[::-1]
+    return rank_total, dropped_total, (min_kept if np.isfinite(min_kept) else np.nan), ns

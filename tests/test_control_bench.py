@@ -15,8 +15,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from core.control.bench import TRAJECTORIES, Trial, run_trial
-from core.control.sweep import COLUMNS, SweepSpecError, parse_sweep_spec
+from core.bench.trial import TRAJECTORIES, Trial, run_trial
+from core.bench.sweep import COLUMNS, SweepSpecError, parse_sweep_spec
 
 ROOT = Path(__file__).resolve().parent.parent
 SCENES = ROOT / "scenes"

@@ -1,31 +1,28 @@
-"""Controllers, desired trajectories, the inertial-parameter regressor and the adaptive-control bench (thesis
+"""Controllers, desired trajectories and the inertial-parameter regressor (thesis
 ch. 3; Aghili §7; Todorov's slides).
 
 - :mod:`~core.control.trajectories` — set points, sinusoids (eq. 3.38–3.39), sigmoid point-to-point movements
   (eq. 3.40–3.43), each with analytic q_d, q̇_d, q̈_d.
 - :mod:`~core.control.regressor` — ``Y(q, q̇, q̇_r, q̈_r)`` for any tree with ``Y θ = M q̈_r + C q̇_r + g``.
-- :mod:`~core.control.controllers` — PD, computed torque, Slotine–Li, mixtures of experts.
+- :mod:`~core.control.controllers` — PD, computed torque, Slotine–Li, mixtures of experts (parameters).
 - :mod:`~core.control.projected` — projected inverse-dynamics, constraint-force and passive-joint control.
-- :mod:`~core.control.bench` and :mod:`~core.control.sweep` — the L2-error bench of §3.4 and its parallel sweep
-  (``python -m core sweep``); :mod:`~core.control.figures` draws the thesis's figures from a sweep.
+- :mod:`~core.control.kernels` — every law, compiled: the controller stage of the step.
 
 Controllers are scene-document entities (``controllers`` in :mod:`core.scene.schema`); a
-:class:`core.Simulation` evaluates them in every integrator stage and integrates their adaptive state.
+:func:`core.step` evaluates them in every integrator stage and integrates their adaptive state.
 """
 from __future__ import annotations
 
-import numpy as np
-
-from .base import ControlInput, Controller, Tracking
-from .controllers import PD, ComputedTorque, Mixture, SlotineLi, default_centres, gates, grid_centres
+from .base import Controller
+from .controllers import PD, ComputedTorque, Mixture, SlotineLi, default_centres, grid_centres
 from .projected import ProjectedInverseDynamics
 from .regressor import coriolis_matrix, inertial_parameters, regressor, slotine_li_torque
 from .trajectories import PointToPoint, SetPoint, Sinusoid, bandwidth, sanner_slotine
 
-__all__ = ["ControlInput", "Controller", "Tracking", "PD", "ComputedTorque", "SlotineLi", "Mixture",
-           "ProjectedInverseDynamics", "build_controller", "control_stage", "grid_centres", "gates",
-           "default_centres", "regressor", "slotine_li_torque", "coriolis_matrix", "inertial_parameters",
-           "SetPoint", "Sinusoid", "PointToPoint", "sanner_slotine", "bandwidth", "state_slices"]
+__all__ = ["Controller", "PD", "ComputedTorque", "SlotineLi", "Mixture", "ProjectedInverseDynamics",
+           "build_controller", "grid_centres", "default_centres", "regressor", "slotine_li_torque",
+           "coriolis_matrix", "inertial_parameters", "SetPoint", "Sinusoid", "PointToPoint", "sanner_slotine",
+           "bandwidth", "state_slices"]
 
 
 def build_controller(model, spec, dofs, qidx, trajectory, **extra) -> Controller:
@@ -55,15 +52,3 @@ def state_slices(controllers) -> list[slice]:
         out.append(slice(start, start + c.n_state))
         start += c.n_state
     return out
-
-
-def control_stage(controllers, slices, inp: ControlInput, z: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The controller stage of one evaluation: the summed joint torques (nv,) of every controller and the rate
-    of the whole controller state ż (same size as z)."""
-    tau = np.zeros(inp.model.nv)
-    z_rate = np.zeros(z.size)
-    for c, s in zip(controllers, slices):
-        u, rate = c.output(inp, z[s])
-        tau += u
-        z_rate[s] = rate
-    return tau, z_rate

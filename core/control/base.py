@@ -1,66 +1,21 @@
-"""What every controller shares: the input it sees at one integrator stage, the tracking quantities of the
-thesis's §3.2 (error, reference velocity, sliding variable), gains, torque limits and editable parameters.
+"""What every controller shares: its joints, desired trajectory, gains, torque limits and editable parameters.
 
 A controller is a small object with identity (DESIGN.md): its gains are attributes that may be edited between
-steps (:meth:`Controller.set_parameter`); its *state* — adaptive parameters, integrals — is not kept in the
-object but in the simulation's integrated state vector ``z`` (the slice ``z[offset : offset + n_state]``), so
-the integrator advances it together with q and q̇ in every stage, and a rejected adaptive step or a reset
-cannot leave it out of step with the arm.
+steps (:meth:`Controller.set_parameter`), and the compiled step reads them from a table
+(:func:`core.control.kernels.controller_table`), where every law is evaluated (:mod:`core.control.kernels`). Its
+*state* — adaptive parameters, integrals — is not kept in the object but in the simulation's integrated state
+vector ``State.z`` (the slice ``z[offset : offset + n_state]``), so the integrator advances it together with q
+and q̇ in every stage, and a rejected adaptive step or a reset cannot leave it out of step with the arm.
 """
 from __future__ import annotations
 
-from abc import ABC, abstractmethod
-from dataclasses import dataclass, field
+from abc import ABC
 
 import numpy as np
 
-from ..crba import mass_matrix
 from ..model import Model
-from ..rnea import nonlinear_effects
 
-__all__ = ["ControlInput", "Controller", "Tracking", "as_gain"]
-
-
-@dataclass
-class ControlInput:
-    """The plant as one controller stage sees it at (t, q, q̇): ``M`` (nv x nv) and ``b`` = C q̇ + g (nv) are
-    computed on first use and shared by every controller of the stage. ``active``/``overrides`` are the
-    simulation's constraint flags and moved nails; ``external`` a callable giving the generalized force of the
-    scene's force elements (a force sensor; only the constraint-force controller uses it)."""
-    model: Model
-    t: float
-    q: np.ndarray
-    qd: np.ndarray
-    active: np.ndarray | None = None
-    overrides: dict | None = None
-    external: object = None
-    _cache: dict = field(default_factory=dict, repr=False)
-
-    @property
-    def M(self) -> np.ndarray:
-        if "M" not in self._cache:
-            self._cache["M"] = mass_matrix(self.model, self.q)
-        return self._cache["M"]
-
-    @property
-    def b(self) -> np.ndarray:
-        if "b" not in self._cache:
-            self._cache["b"] = nonlinear_effects(self.model, self.q, self.qd)
-        return self._cache["b"]
-
-    @property
-    def gravity_torque(self) -> np.ndarray:
-        """g(q): the generalized gravity force (RNEA at rest)."""
-        if "g" not in self._cache:
-            zero = np.zeros(self.model.nv)
-            self._cache["g"] = nonlinear_effects(self.model, self.q, zero)
-        return self._cache["g"]
-
-    @property
-    def tau_external(self) -> np.ndarray:
-        if "ext" not in self._cache:
-            self._cache["ext"] = np.zeros(self.model.nv) if self.external is None else self.external()
-        return self._cache["ext"]
+__all__ = ["Controller", "as_gain"]
 
 
 def as_gain(value, n: int, what: str) -> np.ndarray:
@@ -75,24 +30,9 @@ def as_gain(value, n: int, what: str) -> np.ndarray:
     return g
 
 
-@dataclass
-class Tracking:
-    """The tracking quantities at one instant (eq. 3.4–3.8), over the controlled coordinates:
-    ``e = q − q_d``, ``ė``, ``λ = K_d⁻¹K_p``, reference velocity ``q̇_r = q̇_d − λe``, ``q̈_r = q̈_d − λė`` and the
-    sliding variable (reference velocity error) ``s = q̇ − q̇_r = ė + λe``."""
-    q_d: np.ndarray
-    qd_d: np.ndarray
-    qdd_d: np.ndarray
-    e: np.ndarray
-    e_dot: np.ndarray
-    qd_r: np.ndarray
-    qdd_r: np.ndarray
-    s: np.ndarray
-
-
 class Controller(ABC):
     """Base class. ``dofs`` are the controlled entries of q̇ (and τ), ``qidx`` the matching entries of q (hinge and
-    slider joints only, so both have one entry per joint). Subclasses implement :meth:`law`."""
+    slider joints only, so both have one entry per joint); ``kind`` names the law the compiled step applies."""
     kind = "controller"
     EDITABLE = ("kp", "kd", "torque_limit", "enabled")
 
@@ -144,44 +84,8 @@ class Controller(ABC):
                 raise ValueError(f"{key} must be finite and non-negative, got {value}")
             setattr(self, key, value)
 
-    # ---- the law ---------------------------------------------------------------------------------------------
-    def tracking(self, inp: ControlInput) -> Tracking:
-        q_d, qd_d, qdd_d = self.trajectory.evaluate(inp.t)
-        e = inp.q[self.qidx] - q_d
-        e_dot = inp.qd[self.dofs] - qd_d
-        lam = self.kp / self.kd                                   # λ = K_d⁻¹ K_p          (eq. 3.7)
-        qd_r = qd_d - lam * e                                     # q̇_r = q̇_d − λe
-        qdd_r = qdd_d - lam * e_dot                               # q̈_r = q̈_d − λė
-        return Tracking(q_d, qd_d, qdd_d, e, e_dot, qd_r, qdd_r, e_dot + lam * e)   # s = ė + λe
-
-    @abstractmethod
-    def law(self, inp: ControlInput, z: np.ndarray, tr: Tracking) -> tuple[np.ndarray, np.ndarray]:
-        """``(τ over the controlled coordinates (n,), ż (n_state,))``; each controller defines it."""
-
-    def output(self, inp: ControlInput, z: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """``(τ (nv,), ż)``: the law's torques clipped to the actuator limits and placed in joint space. A disabled
-        controller applies nothing and holds its state."""
-        tau = np.zeros(self.nv)
-        if not self.enabled:
-            return tau, np.zeros(self.n_state)
-        tr = self.tracking(inp)
-        u, z_rate = self.law(inp, z, tr)
-        tau[self.output_dofs] = self.limit(u)
-        return tau, z_rate
-
     @property
     def output_dofs(self) -> np.ndarray:
+        """The entries of τ the controller may drive (its own joints; every joint for projected control)."""
         return self.dofs
 
-    def limit(self, u: np.ndarray) -> np.ndarray:
-        return u if self.torque_limit is None else np.clip(u, -self.torque_limit, self.torque_limit)
-
-    def diagnostics(self, inp: ControlInput, z: np.ndarray) -> dict[str, np.ndarray]:
-        """Tracking error e, desired q_d, sliding variable s, the s-energy ``V_s = ½ sᵀ M s`` (eq. 3.5, M over the
-        controlled coordinates), the torques applied and the adaptive parameters (fig. 3.10)."""
-        tr = self.tracking(inp)
-        tau, _ = self.output(inp, z)
-        M = inp.M[np.ix_(self.dofs, self.dofs)]
-        return {"tracking_error": tr.e, "desired": tr.q_d, "sliding_variable": tr.s,
-                "s_energy": np.float64(0.5 * tr.s @ M @ tr.s), "torque": tau,
-                "parameters": self.parameter_estimates(z)}

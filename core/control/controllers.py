@@ -1,4 +1,5 @@
-"""Joint-space tracking controllers of thesis ch. 3 and Todorov's slides. All share the PD part
+"""Joint-space tracking controllers of thesis ch. 3 and Todorov's slides (their parameters; the laws are compiled
+in :mod:`core.control.kernels`). All share the PD part
 ``τ_pd = −K_p e − K_d ė = −K_d s`` (eq. 3.7–3.8, λ = K_d⁻¹K_p) and differ in the compensation torque τ_c:
 
 =====================  ==================================================  =====================================
@@ -20,19 +21,17 @@ from __future__ import annotations
 
 import numpy as np
 
-from .base import Controller, Tracking
-from .regressor import inertial_parameters, regressor
+from .base import Controller
+from .regressor import inertial_parameters
 from .trajectories import Trajectory, region
 
-__all__ = ["PD", "ComputedTorque", "SlotineLi", "Mixture", "grid_centres", "gates"]
+__all__ = ["PD", "ComputedTorque", "SlotineLi", "Mixture", "grid_centres", "default_centres"]
 
 
 class PD(Controller):
     """Proportional-derivative control for set points (eq. 3.3) and tracking (eq. 3.4): ``τ = −K_p e − K_d ė``."""
     kind = "pd"
 
-    def law(self, inp, z, tr: Tracking):
-        return -self.kp * tr.e - self.kd * tr.e_dot, z[:0]
 
 
 class ComputedTorque(Controller):
@@ -53,10 +52,6 @@ class ComputedTorque(Controller):
         else:
             super().set_parameter(key, value)
 
-    def law(self, inp, z, tr: Tracking):
-        b = inp.b if self.model_gravity else inp.b - inp.gravity_torque
-        v = tr.qdd_d - self.kd * tr.e_dot - self.kp * tr.e            # desired dynamics  ë + K_d ė + K_p e = 0
-        return inp.M[np.ix_(self.dofs, self.dofs)] @ v + b[self.dofs], z[:0]
 
 
 class SlotineLi(Controller):
@@ -92,12 +87,6 @@ class SlotineLi(Controller):
         """θ of the plant (what â would be with perfect knowledge)."""
         return inertial_parameters(self.model)
 
-    def law(self, inp, z, tr: Tracking):
-        qd_r, qdd_r = np.zeros(self.nv), np.zeros(self.nv)
-        qd_r[self.dofs], qdd_r[self.dofs] = tr.qd_r, tr.qdd_r
-        Y = regressor(self.model, inp.q, inp.qd, qd_r, qdd_r, self._g)[self.dofs]
-        tau = -self.kd * tr.s + Y @ z                                  # τ = −K_d s + Y â     (eq. 3.17)
-        return tau, -self.eta * (Y.T @ tr.s)                            # â̇ = −η Yᵀ s        (eq. 3.21)
 
 
 def grid_centres(low, high, n_experts: int) -> np.ndarray:
@@ -127,13 +116,6 @@ def grid_centres(low, high, n_experts: int) -> np.ndarray:
     axes = [low[k] + (np.arange(c) + 0.5) * (high[k] - low[k]) / c for k, c in enumerate(best)]
     mesh = np.meshgrid(*axes, indexing="ij")
     return np.column_stack([m.reshape(-1) for m in mesh])
-
-
-def gates(q: np.ndarray, centres: np.ndarray, sigma: float) -> np.ndarray:
-    """Normalized Gaussian gates ``g_i = exp(−‖q − c_i‖²/2σ²) / Z`` (eq. 3.13–3.14); they sum to one."""
-    d2 = np.sum((centres - q) ** 2, axis=1) / (2.0 * sigma * sigma)
-    w = np.exp(-(d2 - d2.min()))                                     # shifted: Z never underflows
-    return w / w.sum()
 
 
 class Mixture(Controller):
@@ -180,26 +162,7 @@ class Mixture(Controller):
     def parameter_estimates(self, z):
         return z[:self.n * self.n_features]
 
-    def features(self, q: np.ndarray, tr: Tracking) -> np.ndarray:
-        """Φ (2nN,) = g(q) ⊗ [q̈_r; q̇_r]."""
-        phi = np.concatenate([tr.qdd_r, tr.qd_r])
-        return np.outer(gates(q[self.qidx], self.centres, self.sigma), phi).reshape(-1)   # [g_1 φ; …; g_N φ]
 
-    def law(self, inp, z, tr: Tracking):
-        m = self.n * self.n_features
-        W = z[:m].reshape(self.n, self.n_features)
-        Phi = self.features(inp.q, tr)
-        tau = -self.kd * tr.s + W @ Phi                              # τ = τ_pd + W Φ     (eq. 3.23)
-        if self.rule == "gradient":
-            return tau, (-self.eta * np.outer(tr.s, Phi)).reshape(-1)   # Ẇ = −η s Φᵀ     (eq. 3.26)
-        P = z[m:].reshape(self.n_features, self.n_features)
-        PPhi = P @ Phi
-        W_rate = -np.outer(tr.s, PPhi)                               # Ẇ = −s Φᵀ P        (eq. 3.27, P symmetric)
-        P_rate = -np.outer(PPhi, PPhi)                               # Ṗ = −P Φ Φᵀ P      (eq. 3.28)
-        if self.forgetting:                                          # bounded-gain forgetting: + ρ(t) P with
-            rho = self.forgetting * (1.0 - np.trace(P) / (self.eta * self.n_features))   # tr P ≤ tr P(0)
-            P_rate += rho * P
-        return tau, np.concatenate([W_rate.reshape(-1), P_rate.reshape(-1)])
 
 
 def default_centres(trajectory: Trajectory, n_experts: int) -> np.ndarray:

@@ -21,28 +21,17 @@ the joints (``θ = S_θ q``), and ``Λ = ∂q/∂θ`` spans 𝒩 with ``S_θ Λ 
 - Passive joints (eq. 55–62): with B the diagonal selector of the actuated joints, ``Q = (I − B)(I − P)``,
   ``H = −(I − P) Q⁺ (I − B)`` and ``f = (I + H) f∥``: a component in 𝒩⊥ (which moves nothing) is added so that the
   passive joints get no torque, the smallest such one.
+
+This module holds the controller's parameters; its law is compiled in :mod:`core.control.kernels`
+(``_projected``), where the projector uses a relative tolerance of 1e-9 on J's singular values.
 """
 from __future__ import annotations
 
 import numpy as np
 
-from ..constraints import constraint_rows
-from ..points import link_kinematics
-from .base import ControlInput, Controller, Tracking
+from .base import Controller
 
-__all__ = ["ProjectedInverseDynamics", "projector"]
-
-
-def projector(J: np.ndarray, tolerance: float = 1e-9) -> tuple[np.ndarray, np.ndarray]:
-    """``(P, J⁺)``: the null-space projector ``P = I − J⁺J`` (Aghili eq. 15) and the pseudo-inverse, from an SVD
-    that treats singular values below ``tolerance`` × the largest as zero (redundant or singular constraints)."""
-    n = J.shape[1]
-    if J.shape[0] == 0:
-        return np.eye(n), np.zeros((n, 0))
-    U, s, Vt = np.linalg.svd(J, full_matrices=False)
-    r = int(np.sum(s > tolerance * s[0])) if s.size and s[0] > 0 else 0
-    V = Vt[:r].T
-    return np.eye(n) - V @ V.T, V @ ((U[:, :r] / s[:r]).T)
+__all__ = ["ProjectedInverseDynamics"]
 
 
 class ProjectedInverseDynamics(Controller):
@@ -74,71 +63,3 @@ class ProjectedInverseDynamics(Controller):
     @property
     def n_state(self) -> int:
         return self.nv if self.force_control else 0                  # ∫ e_f dt (generalized force, nv)
-
-    def limit(self, u):
-        if self.torque_limit is None:
-            return u
-        lim = np.full(self.nv, np.inf)
-        lim[self.dofs] = self.torque_limit
-        return np.clip(u, -lim, lim)
-
-    def _constraints(self, inp: ControlInput):
-        model = self.model
-        active = inp.active if inp.active is not None else np.array([c.enabled for c in model.constraints], bool)
-        rows = constraint_rows(model, link_kinematics(model, inp.q, inp.qd), model.constraints, active, inp.t,
-                               inp.overrides)
-        return rows
-
-    def solve(self, inp: ControlInput, z: np.ndarray, tr: Tracking) -> dict:
-        """Everything the law computes at one state (for the torque and for diagnostics)."""
-        M, h, n = inp.M, inp.b, self.nv
-        rows = self._constraints(inp)
-        J, gamma = rows.J, rows.gamma
-        P, J_pinv = projector(J)
-        S = np.zeros((self.n, n))
-        S[np.arange(self.n), self.dofs] = 1.0                        # θ = S_θ q
-        v = tr.qdd_d - self.kd * tr.e_dot - self.kp * tr.e           # θ̈_d + G_D ė_p + G_P e_p  (e_p = −e)
-        u_p = np.linalg.lstsq(np.vstack([J, S]), np.concatenate([-gamma, v]), rcond=None)[0]   # (eq. 46)
-        f_par = P @ (h + M @ u_p)                                    # f∥ = h∥ + P M u_p         (eq. 45)
-        out = {"P": P, "f_par": f_par, "u_p": u_p, "rows": rows}
-        if self.force_control:
-            I = np.eye(n)
-            Q = I - P
-            Mc = M + P @ M - M @ P                                   # M_c = M + PM − MP          (eq. 23)
-            mu = Q @ M @ np.linalg.inv(Mc)                           # μ = (I − P) α, α = M M_c⁻¹  (eq. 32)
-            Cqd = -J_pinv @ gamma                                    # C q̇ = −J⁺ J̇q̇              (eq. 16)
-            lam_d = np.zeros(J.shape[0])
-            for i, force in self.desired_force.items():
-                s = rows.slices[i]
-                if s is not None:
-                    lam_d[s] = self.model.constraints[i].basis.T @ force
-            F_d = -J.T @ lam_d                                       # 𝓕_d = Aᵀλ_d, our sign: −Jᵀλ_d
-            ext = inp.tau_external
-            d = Q @ ext - mu @ (P @ ext)                             # what external forces add to 𝓕 (eq. 32)
-            zf = Q @ z
-            e_f = -(self.gi * zf + d) / (1.0 + self.gf)              # the loop 𝓕 = u_𝓕 + d solved for e_f
-            u_F = F_d + self.gf * e_f + self.gi * zf                 # u_𝓕 = 𝓕_d + G_F e_f + G_I ∫e_f  (eq. 52)
-            f_perp = Q @ h + mu @ (f_par - P @ h + M @ Cqd) + u_F    # f⊥ = h⊥ + μ(f∥ − h∥ + C_c q̇) + u_𝓕  (eq. 51)
-            out.update(f=f_par + f_perp, e_f=e_f, F_d=F_d, F=F_d - e_f)
-        elif not self.actuated.all():
-            B = np.diag(self.actuated.astype(float))
-            I = np.eye(n)
-            Q = (I - B) @ (I - P)                                    # Q = I − B − P + BP          (eq. 57)
-            H = -(I - P) @ np.linalg.pinv(Q) @ (I - B)               # H = −(I − P) Q⁺ (I − B)     (eq. 61)
-            f = (I + H) @ f_par                                      # f = (I + H) f∥              (eq. 62)
-            out.update(f=np.where(self.actuated, f, 0.0), passive_residual=float(np.abs(f[~self.actuated]).max()))
-        else:
-            out.update(f=f_par)                                      # minimum-norm torque         (eq. 48)
-        return out
-
-    def law(self, inp, z, tr: Tracking):
-        sol = self.solve(inp, z, tr)
-        z_rate = sol["e_f"] if self.force_control else z[:0]
-        return sol["f"], z_rate
-
-    def diagnostics(self, inp, z):
-        d = super().diagnostics(inp, z)
-        if self.force_control:
-            sol = self.solve(inp, z, self.tracking(inp))
-            d["constraint_force_error"] = sol["e_f"]
-        return d

@@ -225,7 +225,7 @@ def regressor(model: Model, q: np.ndarray, qd: np.ndarray, qdr: np.ndarray, qddr
     g = model.gravity if gravity is None else np.asarray(gravity, dtype=float)
     Y = np.zeros((model.nv, 10 * model.n_links))
     f = lambda x: np.ascontiguousarray(x, dtype=float)       # noqa: E731
-    ka = model.kernel_args
+    ka = model.tree
     regressor_kernel(ka.parent, ka.joint_type, ka.axis, ka.R_tree, ka.p_tree, ka.S, ka.q_start, ka.v_start,
                      ka.nv_j, f(g), f(q), f(qd), f(qdr), f(qddr), Y)
     return Y

@@ -21,12 +21,63 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-__all__ = ["Trajectory", "SetPoint", "Sinusoid", "PointToPoint", "sanner_slotine", "bandwidth",
+from ..jit import njit
+
+SET_POINT, SINUSOID, POINT_TO_POINT = range(3)
+
+__all__ = ["trajectory_kernel", "SET_POINT", "SINUSOID", "POINT_TO_POINT", "Trajectory", "SetPoint", "Sinusoid", "PointToPoint", "sanner_slotine", "bandwidth",
            "from_spec", "region"]
 
 
+@njit
+def trajectory_kernel(kind, n, segments, time_scale, f, o, t, q_d, qd_d, qdd_d):
+    """``q_d``, ``q̇_d``, ``q̈_d`` (n) at time t of a trajectory whose parameters start at ``f[o]``, with its time
+    scale k (``q_d(t) = base(k t)``; the thesis's movement bandwidth; :mod:`core.control.trajectories`):
+
+    - set point: q (n);
+    - sinusoid (eq. 3.38–3.39) as centre c, amplitude a, ω (n each): ``q_d = c + a cos ωt``;
+    - point-to-point (eq. 3.40–3.43): points ((S+1) x n), the S sigmoid centres t_j and rates λ_j:
+      ``q_d = q_0 + Σ_j σ_j(t)(q_{j+1} − q_j)``, ``σ_j = 1/(1 + exp(−λ_j (t − t_j)))``,
+      ``σ̇ = λσ(1 − σ)``, ``σ̈ = λ²σ(1 − σ)(1 − 2σ)``."""
+    k = time_scale
+    tt = k * t
+    if kind == SET_POINT:
+        for i in range(n):
+            q_d[i] = f[o + i]
+            qd_d[i] = 0.0
+            qdd_d[i] = 0.0
+    elif kind == SINUSOID:
+        for i in range(n):
+            c, a, w = f[o + i], f[o + n + i], f[o + 2 * n + i]
+            cs, sn = np.cos(w * tt), np.sin(w * tt)
+            q_d[i] = c + a * cs
+            qd_d[i] = -a * w * sn * k
+            qdd_d[i] = -a * w * w * cs * k * k
+    else:
+        S = segments
+        oc = o + (S + 1) * n
+        orate = oc + S
+        for i in range(n):
+            q_d[i] = f[o + i]
+            qd_d[i] = 0.0
+            qdd_d[i] = 0.0
+        for j in range(S):
+            lam = f[orate + j]
+            x = min(max(lam * (tt - f[oc + j]), -700.0), 700.0)
+            sig = 1.0 / (1.0 + np.exp(-x))
+            d1 = lam * sig * (1.0 - sig)
+            d2 = lam * lam * sig * (1.0 - sig) * (1.0 - 2.0 * sig)
+            for i in range(n):
+                step = f[o + (j + 1) * n + i] - f[o + j * n + i]
+                q_d[i] += sig * step
+                qd_d[i] += d1 * step * k
+                qdd_d[i] += d2 * step * k * k
+
+
+
 class Trajectory(ABC):
-    """Base of the desired trajectories: ``evaluate(t) -> (q_d, q̇_d, q̈_d)``; ``n`` coordinates."""
+    """Base of the desired trajectories: ``evaluate(t) -> (q_d, q̇_d, q̈_d)``; ``n`` coordinates. Every kind is
+    evaluated by :func:`trajectory_kernel` (the compiled step's, too) on its :meth:`packed` parameters."""
     time_scale: float = 1.0
 
     @property
@@ -35,14 +86,16 @@ class Trajectory(ABC):
         """Number of coordinates."""
 
     @abstractmethod
-    def _base(self, t: float):
-        """``(q_d, q̇_d, q̈_d)`` at time t before the time scale is applied."""
+    def packed(self) -> tuple[int, np.ndarray, int]:
+        """``(kind, parameters, segments)`` as :func:`trajectory_kernel` reads them."""
 
     def evaluate(self, t: float):
         """``(q_d, q̇_d, q̈_d)`` at time t (s), with the time scale applied: q_d(t) = base(k t)."""
-        k = self.time_scale
-        q, qd, qdd = self._base(k * t)
-        return q, k * qd, (k * k) * qdd
+        kind, params, segments = self.packed()
+        out = np.empty((3, self.n))
+        trajectory_kernel(kind, self.n, segments, float(self.time_scale), np.ascontiguousarray(params, float), 0,
+                          float(t), out[0], out[1], out[2])
+        return out[0], out[1], out[2]
 
     def sample(self, times) -> np.ndarray:
         """``q_d`` at many times, (len(times), n)."""
@@ -62,9 +115,8 @@ class SetPoint(Trajectory):
     def n(self) -> int:
         return self.q.size
 
-    def _base(self, t):
-        z = np.zeros_like(self.q)
-        return self.q.copy(), z, z.copy()
+    def packed(self):
+        return SET_POINT, self.q, 0
 
 
 @dataclass
@@ -93,11 +145,8 @@ class Sinusoid(Trajectory):
     def n(self) -> int:
         return self.alpha.size
 
-    def _base(self, t):
-        w, amp = self.omega, self._amp
-        wt = w * t
-        c, s = np.cos(wt), np.sin(wt)
-        return self._centre + amp * c, -amp * w * s, -amp * w * w * c
+    def packed(self):
+        return SINUSOID, np.concatenate([self._centre, self._amp, self.omega]), 0
 
 
 @dataclass
@@ -127,14 +176,8 @@ class PointToPoint(Trajectory):
     def duration(self) -> float:
         return float(self.durations.sum())
 
-    def _base(self, t):
-        steps = np.diff(self.points, axis=0)                  # (m, n): q_j − q_{j−1}
-        x = np.clip(self.rate * (t - self.centres), -700.0, 700.0)
-        sig = 1.0 / (1.0 + np.exp(-x))                        # σ_j(t)
-        d1 = self.rate * sig * (1.0 - sig)                    # σ̇ = λσ(1 − σ)                 (eq. 3.40, 3.42)
-        d2 = self.rate ** 2 * sig * (1.0 - sig) * (1.0 - 2.0 * sig)   # σ̈ = λ²σ(1 − σ)(1 − 2σ)  (eq. 3.43)
-        # q_d = q_0 + Σ σ_j (q_j − q_{j−1})  (eq. 3.41), shifted so q_d(0) is the first point up to exp(−λT/2)
-        return self.points[0] + sig @ steps, d1 @ steps, d2 @ steps
+    def packed(self):
+        return POINT_TO_POINT, np.concatenate([self.points.ravel(), self.centres, self.rate]), len(self.durations)
 
 
 def sanner_slotine(k: float = 1.0) -> Sinusoid:

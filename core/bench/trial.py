@@ -23,7 +23,9 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 
 __all__ = ["Trial", "TrialResult", "run_trial", "controller_spec", "trajectory_spec", "TRAJECTORIES",
-           "adaptive", "parse_controller"]
+           "adaptive", "parse_controller", "controller_key", "trial_id", "DEFAULT_GAINS"]
+
+DEFAULT_GAINS = (9.0, 1.0)
 
 TRAJECTORIES = {
     # eq. 3.38–3.39 with the Sanner–Slotine values; k scales time
@@ -46,6 +48,24 @@ def parse_controller(label: str) -> dict:
     if m and int(m.group(1)) >= 1:
         return {"kind": "mixture", "experts": int(m.group(1)), "rule": "recursive" if m.group(2) else "gradient"}
     raise ValueError(f"unknown controller {label!r}: expected pd, computed_torque, idsl, m<N> or m<N>_rls")
+
+
+def controller_key(label: str) -> tuple:
+    """The order controllers are listed in: PD, computed torque, IDSL, the gradient mixtures by N, then the
+    recursive ones, each at its gain levels by K_p."""
+    base, _, gains = label.partition("_kp")
+    info = parse_controller(base)
+    rank = {"pd": 0, "computed_torque": 1, "idsl": 2, "mixture": 3}[info["kind"]]
+    kp = float(gains.split("_kd")[0]) if gains else DEFAULT_GAINS[0]
+    return rank, info.get("rule", "") == "recursive", info.get("experts", 0), kp
+
+
+def trial_id(t: dict) -> str:
+    """The file stem of a trial's traces, from a trial dict or a results row."""
+    eta = "" if t["eta"] is None else f"_eta{t['eta']:g}"
+    traj = t.get("trajectory_name", t.get("trajectory"))
+    label = t.get("label") or t["controller"]
+    return f"{t['arm']}__{traj}__k{t['k']:g}__{label}{eta}__{'gravity' if t['gravity'] else 'nogravity'}"
 
 
 def adaptive(label: str) -> bool:

@@ -1,5 +1,5 @@
 """The adaptive-control bench as a grid (thesis §3.4): arm × trajectory × bandwidth k × controller × η × gravity
-(× PD gain level), each cell a :class:`~core.control.bench.Trial`, run in parallel on the local cores
+(× PD gain level), each cell a :class:`~core.bench.trial.Trial`, run in parallel on the local cores
 (``concurrent.futures.ProcessPoolExecutor``) or on a Dask cluster, then written as ``results.csv`` with the
 figures of the thesis.
 
@@ -46,14 +46,14 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ..fileio import atomic_write_bytes, atomic_write_text
 from ..scene.io import Problem
-from .bench import TRAJECTORIES, Trial, TrialResult, adaptive, parse_controller, run_trial
+from .trial import (DEFAULT_GAINS, TRAJECTORIES, Trial, TrialResult, adaptive, controller_key, parse_controller,
+                    run_trial, trial_id)
 
 __all__ = ["SweepSpec", "SweepSpecError", "ClusterError", "read_sweep_spec", "parse_sweep_spec", "make_trials", "run_sweep",
            "write_results", "COLUMNS"]
 
 COLUMNS = ("arm", "trajectory", "k", "controller", "eta", "gravity", "l2_error", "normalized_error", "unstable")
 SCENES = Path(__file__).resolve().parents[2] / "scenes"
-DEFAULT_GAINS = (9.0, 1.0)
 
 
 class _Strict(BaseModel):
@@ -268,14 +268,6 @@ def make_trials(res: ResolvedSpec) -> list[Trial]:
     return trials
 
 
-def trial_id(t: dict) -> str:
-    """The file stem of a trial's traces, from a trial dict or a results row."""
-    eta = "" if t["eta"] is None else f"_eta{t['eta']:g}"
-    traj = t.get("trajectory_name", t.get("trajectory"))
-    label = t.get("label") or t["controller"]
-    return f"{t['arm']}__{traj}__k{t['k']:g}__{label}{eta}__{'gravity' if t['gravity'] else 'nogravity'}"
-
-
 def _rows(results: list[TrialResult]) -> list[dict]:
     """The CSV rows, with the normalized errors against PD of the same task and gains."""
     key = lambda t: (t["arm"], t["trajectory_name"], t["k"], t["gravity"], t["kp"], t["kd"])   # noqa: E731
@@ -292,16 +284,6 @@ def _rows(results: list[TrialResult]) -> list[dict]:
     rows.sort(key=lambda r: (r["arm"], r["trajectory"], r["gravity"], r["k"], controller_key(r["controller"]),
                              -1 if r["eta"] is None else r["eta"]))
     return rows
-
-
-def controller_key(label: str) -> tuple:
-    """The order controllers are listed in: PD, computed torque, IDSL, the gradient mixtures by N, then the
-    recursive ones, each at its gain levels by K_p."""
-    base, _, gains = label.partition("_kp")
-    info = parse_controller(base)
-    rank = {"pd": 0, "computed_torque": 1, "idsl": 2, "mixture": 3}[info["kind"]]
-    kp = float(gains.split("_kd")[0]) if gains else DEFAULT_GAINS[0]
-    return rank, info.get("rule", "") == "recursive", info.get("experts", 0), kp
 
 
 def _fmt(v) -> str:

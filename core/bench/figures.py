@@ -18,6 +18,8 @@ from pathlib import Path
 
 import numpy as np
 
+from .trial import controller_key, trial_id
+
 __all__ = ["draw_figures"]
 
 DEFAULT_LABELS = ("pd", "computed_torque", "idsl")
@@ -50,7 +52,6 @@ def _eta_ok(row, eta) -> bool:
 
 
 def _controller_order(rows) -> list[str]:
-    from .sweep import controller_key
     return sorted(dict.fromkeys(r["controller"] for r in rows), key=controller_key)
 
 
@@ -101,7 +102,6 @@ def display(label: str) -> str:
 
 
 def _traces(out: Path, row) -> dict | None:
-    from .sweep import trial_id
     p = out / "traces" / f"{trial_id(row)}.npz"
     if not p.exists():
         return None

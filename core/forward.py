@@ -1,0 +1,192 @@
+"""One evaluation of the constrained dynamics at a state, as a pipeline of compiled stages over one named
+workspace (DESIGN.md's step; MJX's ``forward``): what q̈, ż and the powers are at (t, q, q̇, z), and — in a
+full evaluation — everything :class:`core.data.Data` reports.
+
+Stages, each a small function beside its physics, in the order they run::
+
+    kinematics      link poses, velocities v, c = v × S q̇ and a_vp (eq. 2.65)        core.kinematics, core.points
+    rows            J, γ, D, Ḋ, 2κḊ + κ²D of the active constraints (eq. 2.37–2.39, 2.21)   core.constraints
+    forces          τ of the force elements, their powers and elastic energy (§2.3.1)        core.forces
+    plant           M (CRBA), b = C q̇ + g and g (RNEA), when a stage needs them            core.crba, core.rnea
+    controllers     τ_c and ż of every controller (ch. 3; Aghili §7)                       core.control.kernels
+    dynamics        ABA with τ: q̈_free = M⁻¹(τ − b) and the factorization (§2.4.2)          core.aba
+    solve           the formulation: dynamic constraints, multipliers or projection          core.formulations
+    diagnostics     constraint forces, residuals, powers F·(J q̇), ranks, energies          here
+
+Controllers run after the rows and the applied forces because projected inverse dynamics needs J and γ and
+constraint-force control reads the applied forces (its force sensor); their torques then join τ before the
+dynamics. The projection formulation needs M and b explicitly (Aghili eq. 22–32); the other two need only
+ABA's factorization (M⁻¹Jᵀ by one O(N) solve per row).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .aba import aba_accelerations, aba_bias_forces, aba_inertias
+from .constraints import POINT_VELOCITY, rows_kernel
+from .control.kernels import control_stage
+from .crba import mass_matrix_kernel
+from .energy import energies_kernel
+from .forces import ACTUATORS, forces_kernel
+from .formulations import dynamic_constraints, jacobian_svd, minv_jt, multipliers, projection
+from .jit import njit
+from .kinematics import fk_kernel
+from .layout import MULTIPLIERS, PROJECTION
+from .linalg import numerical_rank
+from .points import velocity_product_kernel
+from .rnea import rnea_passes
+
+__all__ = ["evaluate"]
+
+
+@njit
+def kinematics_stage(tree, kin, q, qd):
+    """Link poses, velocities and velocity-product accelerations at (q, q̇)."""
+    fk_kernel(tree.parent, tree.joint_type, tree.axis, tree.R_tree, tree.p_tree, tree.q_start, q, kin.E, kin.r,
+              kin.R_WL, kin.p_WL)
+    velocity_product_kernel(tree.parent, tree.S, tree.v_start, tree.nv_j, kin.E, kin.r, qd, kin.v, kin.c, kin.a_vp)
+
+
+@njit
+def rows_stage(tree, tab, ws, t, q, qd, m, out):
+    """The rows of the active constraints (``ws.rows``) and every constraint's deviation norms and end points."""
+    kin, rows = ws.kin, ws.rows
+    rows.J[:m, :] = 0.0
+    rows_kernel(tree.parent, tree.S, tree.v_start, tree.nv_j, kin.R_WL, kin.p_WL, kin.v, kin.a_vp,
+                tab.constraints, tab.tape, tab.variables, rows.row_of, t, q, qd, rows.J, rows.gamma, rows.D,
+                rows.D_rate, rows.stab, out.deviation, out.deviation_rate, out.point_a, out.point_b, out.velocity_a,
+                rows.P3, (rows.val, rows.d1, rows.d2, rows.grad, rows.xv, rows.vv))
+
+
+@njit
+def plant_stage(tree, kin, plant, qd, with_gravity):
+    """M (CRBA) and b = C q̇ + g (RNEA with q̈ = 0) at this state, and g (RNEA at rest) when asked."""
+    p = plant
+    mass_matrix_kernel(tree.parent, tree.S, tree.v_start, tree.nv_j, kin.E, kin.r, tree.inertia, p.Ic, p.M, p.F6,
+                       p.col6, p.out6, p.W3)
+    rnea_passes(tree.parent, tree.S, tree.v_start, tree.nv_j, kin.E, kin.r, tree.inertia, tree.gravity, qd, p.zero,
+                p.fx, p.v, p.acc, p.f, p.b, p.s6[0], p.s6[1], p.s6[2])
+    if with_gravity:
+        rnea_passes(tree.parent, tree.S, tree.v_start, tree.nv_j, kin.E, kin.r, tree.inertia, tree.gravity, p.zero,
+                    p.zero, p.fx, p.v, p.acc, p.f, p.g, p.s6[0], p.s6[1], p.s6[2])
+
+
+@njit
+def evaluate(tree, tab, ws, t, q, qd, z, m, n_groups, scale, full, out):
+    """One evaluation at (t, q, q̇) with the controllers' state z and m active constraint rows in n_groups groups
+    (laid out in ``ws.rows`` by :func:`core.constraints.active_layout`; ``scale`` the largest Jacobian scale of the
+    active constraints). Always writes ``out.qdd``, ``out.power`` (K constraints, then dampers, drag, actuators,
+    external) and ``out.z_rate``; with ``full`` also every diagnostic of :class:`core.layout.Outputs`. Returns
+    False if q̈, ż or the powers are not finite."""
+    st = tab.settings[0]
+    cons, ctl = tab.constraints, tab.controllers
+    kin, aba, rows, solve, plant, dense = ws.kin, ws.aba, ws.rows, ws.solve, ws.plant, ws.dense
+    nv, K = qd.shape[0], cons.shape[0]
+    kinematics_stage(tree, kin, q, qd)
+    if m > 0 or (full and K > 0):
+        rows_stage(tree, tab, ws, t, q, qd, m, out)
+    tau, power = out.tau, out.power
+    tau[:] = 0.0
+    power[:] = 0.0
+    elastic = forces_kernel(tree.parent, tree.S, tree.v_start, tree.nv_j, kin.R_WL, kin.p_WL, kin.v, q, qd, t,
+                            tab.forces, tau, power[K:], rows.P3)
+    if st.mass_matrix or (full and ctl.shape[0] > 0):
+        plant_stage(tree, kin, plant, qd, st.gravity_torque)
+    out.tau_control[:] = 0.0
+    if ctl.shape[0] > 0:                                      # τ_c, ż; the force elements' τ is the force sensor
+        control_stage(tree, plant, rows, dense, ws.control, m, cons, ctl, tab.control_ints, tab.control_floats, t,
+                      q, qd, z, tau, out.tau_control, out.z_rate, out, full)
+        for k in range(nv):
+            tau[k] += out.tau_control[k]
+            power[K + ACTUATORS] += out.tau_control[k] * qd[k]   # the controllers act through the actuators
+    formulation = st.formulation if m > 0 else -1
+    if formulation == PROJECTION:
+        jacobian_svd(rows.J, m, nv, dense)
+        projection(st, rows, solve, plant, dense, m, scale, tau, out)
+    else:
+        aba_bias_forces(tree.inertia, kin.v, aba.fx, aba.pA, aba.s6[0])
+        aba_inertias(tree.parent, tree.S, tree.v_start, tree.nv_j, kin.E, kin.r, tree.inertia, tau, kin.c, aba.pA,
+                     aba.IA, aba.U, aba.W, aba.Dinv, aba.u, aba.Ia, aba.G, aba.T3, aba.D6, aba.out6, aba.s6[0],
+                     aba.s6[1])
+        a0 = aba.s6[2]                                        # gravity as a base acceleration
+        a0[0], a0[1], a0[2] = 0.0, 0.0, 0.0
+        a0[3], a0[4], a0[5] = -tree.gravity[0], -tree.gravity[1], -tree.gravity[2]
+        aba_accelerations(tree.parent, tree.S, tree.v_start, tree.nv_j, kin.E, kin.r, a0, kin.c, aba.W, aba.Dinv,
+                          aba.u, solve.qdd_free, aba.acc, aba.s6[0])
+        if m == 0:
+            out.qdd[:] = solve.qdd_free
+        else:
+            minv_jt(tree, kin, aba, rows, solve, m)
+            if formulation == MULTIPLIERS:
+                jacobian_svd(rows.J, m, nv, dense)
+                multipliers(st, rows, solve, dense, m, scale, out)
+            else:
+                dynamic_constraints(cons, st, rows, solve, m, n_groups, out)
+    constraint_power(cons, rows, m, qd, out)
+    if full:
+        diagnostics(tree, cons, st, kin, rows, dense, m, formulation, scale, elastic, out)
+    ok = True
+    for k in range(nv):
+        ok = ok and np.isfinite(out.qdd[k])
+    for k in range(power.shape[0]):
+        ok = ok and np.isfinite(power[k])
+    for k in range(out.z_rate.shape[0]):
+        ok = ok and np.isfinite(out.z_rate[k])
+    return ok
+
+
+@njit
+def constraint_power(cons, rows, m, qd, out):
+    """The power of each constraint on the system, F·(J q̇) (zero for an inactive one)."""
+    nv = qd.shape[0]
+    for c in range(cons.shape[0]):
+        row = rows.row_of[c]
+        p = 0.0
+        if row >= 0:
+            for b in range(cons[c].rows):
+                jq = 0.0
+                for k in range(nv):
+                    jq += rows.J[row + b, k] * qd[k]
+                p += out.multipliers[row + b] * jq
+        out.power[c] = p
+
+
+@njit
+def diagnostics(tree, cons, st, kin, rows, dense, m, formulation, scale, elastic, out):
+    """What a full evaluation adds: each constraint's force vector E λ and residual ‖η‖ (NaN when inactive), a
+    velocity constraint's Ḋ = J q̈ + γ, J's rank by ``rank_tolerance`` (every formulation, one rule:
+    :mod:`core.formulations`), the energies."""
+    nv = out.qdd.shape[0]
+    sc = out.scalars[0]
+    sc.rows = m
+    if m == 0:
+        sc.rank, sc.dropped, sc.cutoff, sc.n_svals, sc.jacobian_rank = 0, 0, np.nan, 0, 0
+    for c in range(cons.shape[0]):
+        row = rows.row_of[c]
+        f = out.constraint_force[c]
+        f[0], f[1], f[2] = 0.0, 0.0, 0.0
+        if row < 0:
+            out.residual[c] = np.nan
+            continue
+        E = cons[c].basis
+        r2 = 0.0
+        for b in range(cons[c].rows):
+            lam = out.multipliers[row + b]
+            for a in range(3):
+                f[a] += E[a, b] * lam
+            r2 += out.residual_rows[row + b] ** 2
+        out.residual[c] = np.sqrt(r2)
+        if cons[c].kind == POINT_VELOCITY:                    # Ḋ = J q̈ + γ
+            d2 = 0.0
+            for b in range(cons[c].rows):
+                s = rows.gamma[row + b]
+                for k in range(nv):
+                    s += rows.J[row + b, k] * out.qdd[k]
+                d2 += s * s
+            out.deviation_rate[c] = np.sqrt(d2)
+    if m > 0:
+        if formulation != PROJECTION and formulation != MULTIPLIERS:
+            jacobian_svd(rows.J, m, nv, dense)                # (the other two computed it already)
+        sc.jacobian_rank = numerical_rank(dense.sj, m, st.rank_tolerance, scale)
+    ke, pe = energies_kernel(tree.inertia, tree.gravity, kin.R_WL, kin.p_WL, kin.v)
+    sc.energy_kinetic, sc.energy_gravity, sc.energy_elastic = ke, pe, elastic

@@ -1,0 +1,154 @@
+"""Small dense linear algebra for the compiled step, allocation-free (the matrices are a few tens of rows: the
+constraint rows of one scene, or its degrees of freedom).
+
+- :func:`svd_columns` — the singular value decomposition by one-sided Jacobi rotations (Hestenes), which
+  resolves small singular values to high relative accuracy, as LAPACK's SVD does and an eigen-decomposition of
+  A Aᵀ does not (σ² would lose them below ~1e-8 σ_max).
+- :func:`lu_factor`, :func:`lu_apply`, :func:`lu_solve` — A x = b by Gaussian elimination with partial pivoting.
+- :func:`pinv_apply` — the minimum-norm least-squares solution A⁺b from an SVD.
+- :func:`numerical_rank` — how many singular values count (:mod:`core.formulations`, *Rank*).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .jit import njit
+
+__all__ = ["svd_columns", "lu_factor", "lu_apply", "lu_solve", "numerical_rank", "pinv_apply"]
+
+
+@njit
+def svd_columns(A, p, n, V, s):
+    """One-sided Jacobi SVD of the p x n matrix ``A[:p, :n]``: on return ``A[:p, :n]`` holds U Σ (orthogonal
+    columns, column k of length σ_k), ``V[:n, :n]`` the orthogonal V, so that the original A = (UΣ) Vᵀ, and
+    ``s[:n]`` the singular values σ, sorted descending (columns of A and V permuted alike).
+
+    Rotations of column pairs (a_i, a_j) make them orthogonal; sweeps stop when every pair has
+    |a_i·a_j| ≤ 1e-15 ‖a_i‖‖a_j‖ (Demmel & Veselić: relative accuracy of every σ)."""
+    for a in range(n):
+        for b in range(n):
+            V[a, b] = 1.0 if a == b else 0.0
+    for _ in range(60):
+        rotated = False
+        for i in range(n - 1):
+            for j in range(i + 1, n):
+                alpha = 0.0
+                beta = 0.0
+                gamma = 0.0
+                for k in range(p):
+                    alpha += A[k, i] * A[k, i]
+                    beta += A[k, j] * A[k, j]
+                    gamma += A[k, i] * A[k, j]
+                if gamma == 0.0 or abs(gamma) <= 1e-15 * np.sqrt(alpha * beta):
+                    continue
+                rotated = True
+                zeta = (beta - alpha) / (2.0 * gamma)
+                t = (1.0 if zeta >= 0 else -1.0) / (abs(zeta) + np.sqrt(1.0 + zeta * zeta))
+                c = 1.0 / np.sqrt(1.0 + t * t)
+                sn = c * t
+                for k in range(p):
+                    ai, aj = A[k, i], A[k, j]
+                    A[k, i] = c * ai - sn * aj
+                    A[k, j] = sn * ai + c * aj
+                for k in range(n):
+                    vi, vj = V[k, i], V[k, j]
+                    V[k, i] = c * vi - sn * vj
+                    V[k, j] = sn * vi + c * vj
+        if not rotated:
+            break
+    for a in range(n):
+        t = 0.0
+        for k in range(p):
+            t += A[k, a] * A[k, a]
+        s[a] = np.sqrt(t)
+    for a in range(n):                                        # selection sort, descending
+        best = a
+        for b in range(a + 1, n):
+            if s[b] > s[best]:
+                best = b
+        if best != a:
+            s[a], s[best] = s[best], s[a]
+            for k in range(p):
+                A[k, a], A[k, best] = A[k, best], A[k, a]
+            for k in range(n):
+                V[k, a], V[k, best] = V[k, best], V[k, a]
+
+
+@njit
+def numerical_rank(s, n, tolerance, scale):
+    """How many of the singular values ``s[:n]`` (descending) exceed ``tolerance · max(s[0], scale)``."""
+    ref = max(s[0] if n > 0 else 0.0, scale)
+    if ref <= 0.0:
+        return 0
+    r = 0
+    for a in range(n):
+        if s[a] > tolerance * ref:
+            r += 1
+    return r
+
+
+@njit
+def lu_factor(A, n, piv):
+    """A[:n, :n] ← its LU factors with partial pivoting (``piv[k]``: the row swapped with k at step k).
+    Returns False if A is singular to working precision."""
+    for k in range(n):
+        p = k
+        for a in range(k + 1, n):
+            if abs(A[a, k]) > abs(A[p, k]):
+                p = a
+        piv[k] = p
+        if A[p, k] == 0.0:
+            return False
+        if p != k:
+            for c in range(n):
+                A[k, c], A[p, c] = A[p, c], A[k, c]
+        for a in range(k + 1, n):
+            f = A[a, k] / A[k, k]
+            A[a, k] = f
+            for c in range(k + 1, n):
+                A[a, c] -= f * A[k, c]
+    return True
+
+
+@njit
+def lu_apply(A, n, piv, b, x):
+    """x ← A⁻¹ b with the factors of :func:`lu_factor` (x may be b)."""
+    for k in range(n):
+        x[k] = b[k]
+    for k in range(n):
+        p = piv[k]
+        if p != k:
+            x[k], x[p] = x[p], x[k]
+        for a in range(k + 1, n):
+            x[a] -= A[a, k] * x[k]
+    for k in range(n - 1, -1, -1):
+        s = x[k]
+        for c in range(k + 1, n):
+            s -= A[k, c] * x[c]
+        x[k] = s / A[k, k]
+
+
+@njit
+def lu_solve(A, n, b, x, piv):
+    """x ← A⁻¹ b for the n x n ``A`` (overwritten by its LU factors) by Gaussian elimination with partial
+    pivoting (``piv``: n ints of scratch). Returns False (x untouched) if A is singular to working precision."""
+    if not lu_factor(A, n, piv):
+        return False
+    lu_apply(A, n, piv, b, x)
+    return True
+
+
+@njit
+def pinv_apply(US, V, s, n, r, b, x):
+    """x ← A⁺ b = Σ_{i<r} u_i σ_i⁻¹ (v_iᵀ b) for A = V Σ Uᵀ given as :func:`svd_columns` of Aᵀ (``US`` = UΣ, p x n;
+    ``V`` n x n; σ descending): the minimum-norm least-squares solution of A x = b, with the r largest σ."""
+    p = US.shape[0]
+    for k in range(p):
+        x[k] = 0.0
+    for i in range(r):
+        t = 0.0
+        for a in range(n):
+            t += V[a, i] * b[a]
+        t /= s[i] * s[i]
+        for k in range(p):
+            x[k] += US[k, i] * t

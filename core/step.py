@@ -1,0 +1,384 @@
+"""The public step: ``core.step(model, state, inputs, dt) -> (state, data, events)`` and
+``core.evaluate(model, state, inputs) -> data`` — one pipeline for every scene, the command line, the sweeps
+and the studio (DESIGN.md; MuJoCo's viewer only calls ``mj_step``).
+
+Both are pure: they read a :class:`~core.model.Model` (frozen), a :class:`~core.model.State` (never modified;
+a step returns a new one) and :class:`Inputs` — what may change between steps without changing the model: the
+formulation, the integrator and its tolerance, the solver, dragged nails, actuator commands, the studio's mouse
+spring and edited controller gains. Everything else a step needs (the compiled tables, an evaluation already
+made at the state it starts from) is cached behind them, per model and inputs; a cache never changes a result.
+
+A step handles the events at its start (thesis §2.3.4 and Kearney: an active constraint beyond its deviation
+bound breaks and is removed; a change of the constraint Jacobian's rank deficiency is reported), then advances
+one step of the compiled integrator (:mod:`core.integrators`). :func:`advance` takes a whole batch in one call
+and stops at the first event, which the next step then handles — :meth:`core.Simulation.run` uses it.
+"""
+from __future__ import annotations
+
+import copy
+import threading
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+
+from .constraints import constraint_table
+from .control.kernels import COMPUTED_TORQUE, PROJECTED, controller_table
+from .data import Data
+from .forces import force_table, pull_force
+from .formulations import FORMULATIONS, RANK_TOLERANCE
+from .integrators import CLOCK, EVENT, NOT_FINITE, RUNNING, advance as advance_kernel
+from .joint_constraints import JOINT_SPACE
+from .layout import (FORMULATION_CODES, INTEGRATOR_CODES, PROJECTION, SETTINGS, VARIANT_CODES, OutputArrays, Outputs,
+                     Tables, outputs, workspace)
+from .model import Model, State
+
+__all__ = ["Inputs", "step", "evaluate", "advance", "DivergenceError", "INTEGRATOR_NAMES", "handle_events"]
+
+INTEGRATOR_NAMES = tuple(INTEGRATOR_CODES)
+
+
+class DivergenceError(RuntimeError):
+    """The state became non-finite or could not be evaluated; the caller keeps its last good state."""
+
+
+@dataclass(frozen=True)
+class Inputs:
+    """What may change between steps without changing the model (all optional; None: the scene's own).
+
+    - ``formulation``: dynamic_constraints | projection | multipliers; ``integrator``: rk4 | cash_karp |
+      semi_implicit_euler; ``tolerance``: cash_karp's error tolerance; ``solver``: ((key, value), …) over the
+      scene's ``simulation.solver`` (method, rcond, rho);
+    - ``nails``: ((name, t0, position, velocity), …) — a nail put at ``position`` at time t0, moving with
+      ``velocity`` (the studio's drag);
+    - ``actuators``: ((name, command), …);
+    - ``pull``: (link, point in the link frame, world target, stiffness, damping) — the studio's mouse spring,
+      whose work is booked as external;
+    - ``gains``: ((controller, parameter, value), …) — edited controller parameters (kp, kd, eta, …).
+
+    Build new ones with :meth:`with_` (the instances are immutable and hashable)."""
+    formulation: str | None = None
+    integrator: str | None = None
+    tolerance: float | None = None
+    solver: tuple = ()
+    nails: tuple = ()
+    actuators: tuple = ()
+    pull: tuple | None = None
+    gains: tuple = ()
+
+    def with_(self, **changes) -> "Inputs":
+        """A copy with ``changes``; ``nails``, ``actuators`` and ``gains`` given as dicts are merged by name."""
+        merged = {}
+        for key, value in changes.items():
+            if key == "nails" and isinstance(value, dict):
+                old = {n[0]: n for n in self.nails}
+                for name, (t0, p, v) in value.items():
+                    old[name] = (name, float(t0), _vec(p), _vec(v))
+                value = tuple(old.values())
+            elif key == "actuators" and isinstance(value, dict):
+                old = dict(self.actuators)
+                old.update({k: float(v) for k, v in value.items()})
+                value = tuple(old.items())
+            elif key == "gains" and isinstance(value, dict):
+                old = {(c, p): v for c, p, v in self.gains}
+                old.update({k: _hashable(v) for k, v in value.items()})
+                value = tuple((c, p, v) for (c, p), v in old.items())
+            elif key == "pull" and value is not None:
+                link, r, target, k, c = value
+                value = (int(link), _vec(r), _vec(target), float(k), float(c))
+            elif key == "solver":
+                value = tuple(sorted(dict(value).items()))
+            merged[key] = value
+        return replace(self, **merged)
+
+
+def _vec(x) -> tuple:
+    return tuple(float(v) for v in np.asarray(x, dtype=float).reshape(3))
+
+
+def _hashable(v):
+    if isinstance(v, (list, tuple, np.ndarray)):
+        return tuple(float(x) for x in np.asarray(v, dtype=float).ravel())
+    return v
+
+
+NO_INPUTS = Inputs()
+
+
+# ---- plans: the compiled tables of a model under some inputs --------------------------------------------
+
+@dataclass
+class _Plan:
+    """The tables of one (model, inputs), the sizes of the integrated vector, and the output buffer of the last
+    full evaluation with the state it belongs to (``at``: t, q, q̇, z, active)."""
+    tables: Tables
+    controllers: tuple
+    nq: int
+    nv: int
+    nw: int
+    integrator: str
+    formulation: str
+    out: OutputArrays
+    kernel_out: Outputs
+    workspace: object
+    stage: Outputs
+    clock: np.ndarray
+    at: tuple | None = None
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+
+_PLANS: dict = {}
+_PLANS_LOCK = threading.Lock()
+
+
+def _plan(model: Model, inputs: Inputs) -> _Plan:
+    key = (id(model), inputs)
+    plan = _PLANS.get(key)
+    if plan is not None and plan[0] is model:
+        return plan[1]
+    plan = _build_plan(model, inputs)
+    with _PLANS_LOCK:
+        if len(_PLANS) > 32:
+            _PLANS.pop(next(iter(_PLANS)))
+        _PLANS[key] = (model, plan)
+    return plan
+
+
+def controllers_under(model: Model, inputs: Inputs) -> tuple:
+    """The model's controllers with the gains of ``inputs`` applied (copies; validated by each controller)."""
+    if not inputs.gains:
+        return model.controllers
+    out = []
+    for c in model.controllers:
+        mine = [(p, v) for name, p, v in inputs.gains if name == c.name]
+        if mine:
+            c = copy.copy(c)
+            for p, v in mine:
+                c.set_parameter(p, list(v) if isinstance(v, tuple) else v)
+        out.append(c)
+    return tuple(out)
+
+
+def _build_plan(model: Model, inputs: Inputs) -> _Plan:
+    s = model.settings
+    formulation = inputs.formulation or s.get("formulation", "dynamic_constraints")
+    if formulation not in FORMULATIONS:
+        raise ValueError(f"unknown formulation {formulation!r}; choose one of {', '.join(FORMULATIONS)}")
+    integrator = inputs.integrator or s.get("integrator", "rk4")
+    if integrator not in INTEGRATOR_CODES:
+        raise ValueError(f"unknown integrator {integrator!r}; choose one of {', '.join(INTEGRATOR_CODES)}")
+    names = model.constraint_names
+    for name, *_ in inputs.nails:
+        if name not in names:
+            raise KeyError(f"no constraint {name!r}; constraints: {', '.join(names)}")
+    force_names = [f.name for f in model.forces]
+    for name, _ in inputs.actuators:
+        if name not in force_names:
+            raise KeyError(f"no force element {name!r}")
+    solver = {**s.get("solver", {}), **dict(inputs.solver)}
+    projection = s.get("projection", {}) or {}
+    drags = {n: (t0, np.array(p), np.array(v)) for n, t0, p, v in inputs.nails}
+    cons, tape, variables = constraint_table(model.constraints, drags)
+    pull = () if inputs.pull is None else (pull_force(*inputs.pull),)
+    forces = force_table(model.forces + pull, dict(inputs.actuators))
+    controllers = controllers_under(model, inputs)
+    K = len(model.constraints)
+    ctl, ints, floats = controller_table(controllers, model.nv, K)
+    kinds = set(ctl["kind"].tolist())
+    settings = np.zeros(1, SETTINGS)
+    st = settings[0]
+    st["formulation"] = FORMULATION_CODES[formulation]
+    st["method"] = 1 if solver.get("method", "svd") == "damped_least_squares" else 0
+    st["rcond"], st["rho"] = solver.get("rcond", 1e-12), solver.get("rho", 1e-3)
+    st["rank_tolerance"] = s.get("rank_tolerance", RANK_TOLERANCE)
+    st["variant"] = VARIANT_CODES[projection.get("variant", "Mc")]
+    st["gamma"] = projection.get("gamma") or np.nan
+    st["projection_tolerance"] = projection.get("tolerance") or st["rank_tolerance"]
+    st["position_tolerance"] = projection.get("position_tolerance", 1e-12)
+    st["max_iterations"] = projection.get("max_iterations", 20)
+    st["integrator"] = INTEGRATOR_CODES[integrator]
+    tolerance = inputs.tolerance if inputs.tolerance is not None else s.get("tolerance", 1e-8)
+    if not (np.isfinite(tolerance) and tolerance > 0):
+        raise ValueError(f"the integrator tolerance must be positive, got {tolerance}")
+    st["tolerance"] = tolerance
+    st["mass_matrix"] = (st["formulation"] == PROJECTION or COMPUTED_TORQUE in kinds or PROJECTED in kinds)
+    st["gravity_torque"] = any(c.kind == "computed_torque" and not c.model_gravity for c in controllers)
+    tables = Tables(cons, tape, variables, forces, ctl, ints, floats, settings)
+    nz = sum(c.n_state for c in controllers)
+    nc = sum(c.n for c in controllers)
+    R = sum(c.rows for c in model.constraints)
+    arrays, out = outputs(model.nv, K, R, nz, nc, len(controllers))
+    stage = outputs(model.nv, K, R, nz, nc, len(controllers))[1]
+    L = max([len(c.tape) for c in model.constraints if c.kind == JOINT_SPACE] + [1])
+    V = max([len(c.names) for c in model.constraints if c.kind == JOINT_SPACE] + [1])
+    P = 10 * model.n_links if controllers else 0               # the regressor's parameters (Slotine–Li)
+    F = max([2 * c.n * c.experts for c in controllers if c.kind == "mixture"] + [1])
+    ws = workspace(model.n_links, model.nv, K, R, L, V, P, F)
+    return _Plan(tables, controllers, model.nq, model.nv, K + 4 + nz, integrator, formulation, arrays, out, ws,
+                 stage, np.zeros(1, CLOCK))
+
+
+# ---- the state as the integrated vector ----------------------------------------------------------------
+
+def _pack(model: Model, state: State) -> np.ndarray:
+    return np.concatenate([np.asarray(state.q, float), np.asarray(state.qd, float), state.work, state.z])
+
+
+def _unpack(model: Model, y: np.ndarray, state: State, t: float, corrections: float, step_size: float,
+            active=None, rank_deficient=None) -> State:
+    nq, nv = model.nq, model.nv
+    nw = len(model.constraints) + 4
+    return State(t, y[:nq].copy(), y[nq:nq + nv].copy(), y[nq + nv + nw:].copy(), y[nq + nv:nq + nv + nw].copy(),
+                 state.active.copy() if active is None else active, corrections, step_size,
+                 state.rank_deficient if rank_deficient is None else rank_deficient)
+
+
+def _key(state: State) -> tuple:
+    return (state.t, state.q.tobytes(), state.qd.tobytes(), state.z.tobytes(), state.active.tobytes())
+
+
+def _clock(plan: _Plan, state: State, dt: float, t_end: float, max_steps: int, evaluated: bool) -> np.ndarray:
+    c = plan.clock[0]
+    c["t"], c["t_end"], c["dt"] = state.t, t_end, dt
+    c["step_size"], c["corrections"], c["max_steps"] = state.step_size, state.corrections, max_steps
+    c["rank_deficient"], c["evaluated"] = state.rank_deficient, evaluated
+    return plan.clock
+
+
+def _run(model: Model, state: State, plan: _Plan, dt: float, t_end: float, max_steps: int):
+    """One call of the compiled batch: ``(state after the last good step, steps, status)``; the plan's output
+    buffer then holds the full evaluation at that state (unless the status is NOT_FINITE)."""
+    y = _pack(model, state)
+    active = np.ascontiguousarray(state.active, dtype=np.bool_)
+    evaluated = plan.at is not None and plan.at == _key(state)
+    clock = _clock(plan, state, dt, t_end, max_steps, evaluated)
+    advance_kernel(model.kernel_tree, plan.tables, plan.workspace, plan.stage, y, active, clock, plan.kernel_out)
+    c = clock[0]
+    steps, status = int(c["steps"]), int(c["status"])
+    new = state if steps == 0 else _unpack(model, y, state, float(c["t"]), float(c["corrections"]),
+                                           float(c["step_size"]))
+    plan.at = _key(new) if c["evaluated"] else None           # the buffer holds the evaluation at `new`
+    return new, steps, status
+
+
+def _evaluated(model: Model, state: State, plan: _Plan) -> None:
+    """Make sure the plan's output buffer holds the full evaluation at ``state``."""
+    if plan.at is not None and plan.at == _key(state):
+        return
+    _, _, status = _run(model, state, plan, 1.0, state.t, 0)
+    if status == NOT_FINITE:
+        raise DivergenceError(f"the dynamics could not be evaluated near t = {state.t:.6g} s (non-finite "
+                              f"accelerations or powers); the state is diverging")
+
+
+def _data(model: Model, plan: _Plan, state: State) -> Data:
+    """A :class:`Data` (copies) of the plan's output buffer, which holds the evaluation at ``state``."""
+    o = plan.out
+    sc = o.scalars[0]
+    K = len(model.constraints)
+    R = o.singular_values.shape[0]
+    ns = int(sc["n_svals"])
+    sv = np.full(R, np.nan)
+    sv[:ns] = o.singular_values[:ns]
+    force = o.constraint_force.copy()
+    m = int(sc["rows"])
+    controllers, k = {}, 0
+    for i, c in enumerate(plan.controllers):
+        controllers[c.name] = {"tracking_error": o.tracking_error[k:k + c.n].copy(),
+                               "desired": o.desired[k:k + c.n].copy(),
+                               "sliding_variable": o.sliding[k:k + c.n].copy(),
+                               "s_energy": float(o.s_energy[i]), "torque": o.torque[i].copy()}
+        k += c.n
+    return Data(qdd=o.qdd.copy(), tau_applied=o.tau.copy(), tau_control=o.tau_control.copy(), constraint_force=force,
+                constraint_force_magnitude=np.linalg.norm(force, axis=1) if K else np.zeros(0),
+                point_a=o.point_a.copy(), point_b=o.point_b.copy(), velocity_a=o.velocity_a.copy(),
+                deviation=o.deviation.copy(), deviation_rate=o.deviation_rate.copy(), residual=o.residual.copy(),
+                singular_values=sv, rank=int(sc["rank"]), dropped=int(sc["dropped"]),
+                singular_value_cutoff=float(sc["cutoff"]), jacobian_rank=int(sc["jacobian_rank"]),
+                rank_deficient=bool(m > 0 and sc["jacobian_rank"] < m), power_constraints=o.power[:K].copy(),
+                power_sources=o.power[K:].copy(), energy_kinetic=float(sc["energy_kinetic"]),
+                energy_gravity=float(sc["energy_gravity"]), energy_elastic=float(sc["energy_elastic"]),
+                controller_rate=o.z_rate.copy(), controllers=controllers,
+                projection_iterations=int(sc["projection_iterations"]))
+
+
+# ---- the public face ---------------------------------------------------------------------------------------
+
+def evaluate(model: Model, state: State, inputs: Inputs = NO_INPUTS) -> Data:
+    """Everything derived at ``state`` under ``inputs`` (:class:`core.data.Data`); raises
+    :class:`DivergenceError` if the dynamics cannot be evaluated there (non-finite results)."""
+    state = model.complete(state)
+    plan = _plan(model, inputs)
+    with plan.lock:
+        _evaluated(model, state, plan)
+        return _data(model, plan, state)
+
+
+def handle_events(model: Model, state: State, inputs: Inputs = NO_INPUTS) -> tuple[State, list[dict]]:
+    """The events at ``state`` (thesis §2.3.4; Kearney's named constraints removed at run time): every active
+    constraint whose deviation exceeds its bound breaks (``{"t", "type": "break", "constraint", "deviation",
+    "max_deviation"}``), and a change of the constraint Jacobian's rank deficiency since the last report is
+    reported (``{"t", "type": "rank_deficient" | "full_rank", "jacobian_rank", "rows", "formulation"}``).
+    Returns the state with the broken constraints inactive and the report updated, and the events."""
+    state = model.complete(state)
+    plan = _plan(model, inputs)
+    events: list[dict] = []
+    with plan.lock:
+        _evaluated(model, state, plan)
+        dev = plan.out.deviation
+        broken = [i for i, c in enumerate(model.constraints)
+                  if state.active[i] and dev[i] > c.max_deviation]
+        if broken:
+            active = state.active.copy()
+            for i in broken:
+                c = model.constraints[i]
+                active[i] = False
+                events.append({"t": state.t, "type": "break", "constraint": c.name, "deviation": float(dev[i]),
+                               "max_deviation": c.max_deviation})
+            state = replace(state, active=active)
+            _evaluated(model, state, plan)
+        sc = plan.out.scalars[0]
+        m = int(sc["rows"])
+        deficient = bool(m > 0 and sc["jacobian_rank"] < m)
+        if deficient != state.rank_deficient:
+            events.append({"t": state.t, "type": "rank_deficient" if deficient else "full_rank",
+                           "jacobian_rank": int(sc["jacobian_rank"]), "rows": m,
+                           "formulation": plan.formulation})
+            state = replace(state, rank_deficient=deficient)
+    return state, events
+
+
+def step(model: Model, state: State, inputs: Inputs = NO_INPUTS, dt: float | None = None):
+    """Advance ``state`` by one step of ``dt`` (default: the scene's; with cash_karp, one accepted adaptive step
+    of at most ``dt``): ``(new state, its Data, events)``. The events at the start are handled first
+    (:func:`handle_events`). Raises :class:`DivergenceError` if the step gives a non-finite state or one whose
+    dynamics cannot be evaluated; ``state`` is never modified."""
+    dt = _dt(model, dt)
+    state, events = handle_events(model, state, inputs)
+    plan = _plan(model, inputs)
+    with plan.lock:
+        new, steps, status = _run(model, state, plan, dt, state.t + dt, 1)
+        if status == NOT_FINITE or steps == 0:
+            raise DivergenceError(f"the step from t = {state.t:.6g} s (dt = {dt:g} s) gave a non-finite state or "
+                                  f"dynamics; the state is diverging")
+        return new, _data(model, plan, new), events
+
+
+def advance(model: Model, state: State, inputs: Inputs = NO_INPUTS, dt: float | None = None,
+            t_end: float = np.inf, max_steps: int = 1):
+    """Up to ``max_steps`` steps of ``dt`` from ``state`` in one compiled call, none past ``t_end`` (the last one
+    shortened to land on it): ``(state, steps taken, status)`` with status ``"ok"``, ``"event"`` (the batch
+    stopped after a step that ends with an event: handle it with :func:`handle_events` or :func:`step`) or
+    ``"diverged"`` (the step after the returned state failed). Events at ``state`` itself are not handled."""
+    dt = _dt(model, dt)
+    state = model.complete(state)
+    plan = _plan(model, inputs)
+    with plan.lock:
+        new, steps, status = _run(model, state, plan, dt, t_end, int(max_steps))
+    return new, steps, {RUNNING: "ok", EVENT: "event", NOT_FINITE: "diverged"}[status]
+
+
+def _dt(model: Model, dt) -> float:
+    dt = float(dt if dt is not None else model.settings.get("dt", 1e-3))
+    if not (np.isfinite(dt) and dt > 0):
+        raise ValueError(f"time step must be positive, got {dt}")
+    return dt

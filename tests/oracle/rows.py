@@ -1,0 +1,272 @@
+"""Constraint rows in NumPy: deviation functions, Jacobians and bias terms of every constraint of a model.
+
+Point constraints (Mitchell thesis §2.2.2–2.2.4, §2.4.3; Barzel & Barr). A constraint acts between body point
+``r_a`` of link a and body point ``r_b`` of link b, or a (possibly moving) world point when ``link_b = -1``; a
+constant world basis E (3 x m) picks its m rows::
+
+    D = Eᵀ(x_a − x_b)            Ḋ = Eᵀ(ẋ_a − ẋ_b)                                  (position constraints)
+    J = Eᵀ(J_a − J_b)            γ = Eᵀ(J̇_a q̇ − J̇_b q̇),  Eᵀ(J̇_a q̇ − n̈) for a world end    (eq. 2.37–2.39, 2.59)
+    D̈ = J q̈ + γ                  stab = 2κḊ + κ²D   so that  D̈ + 2κḊ + κ²D = 0         (eq. 2.21)
+
+A velocity constraint (kind 4) has ``D = Eᵀ(ẋ_a − v)``, Ḋ = 0 in the rows (its rate is J q̈ + γ, filled in by the
+evaluation), and ``stab = κ D`` (first-order stabilization). J_a is the point Jacobian of eq. 2.37 and J̇_a q̇ the
+velocity-product acceleration of eq. 2.65–2.67, both taken from core's public point kinematics.
+
+A world end moves along a prescribed path ``n(t) = n0 + v t + a ∘ sin(2π f t + φ)``, or, when the user drags
+it, ``n = p + v (t − t0)`` with n̈ = 0 (``nails[name] = (t0, p, v)``).
+
+Joint-space constraints (kind 5; Aghili eq. 11 and 67, the slider condition): ``Φ(q) = value``, one row::
+
+    D = Φ(q) − value     J = ∂Φ/∂q     Ḋ = J q̇     γ = q̇ᵀ (∂²Φ/∂q²) q̇     stab = 2κḊ + κ²D
+
+Φ is evaluated by walking the scene's checked syntax tree (``expression.tree``) with NumPy; J and the Hessian
+come *exactly* from SymPy (the tree's nodes mapped to SymPy, never the text evaluated). Today's core uses
+fourth-order finite differences there (J within ~1e-12, γ within ~2e-10 ‖q̇‖²), so comparisons with it on
+joint-space scenes need a looser tolerance.
+
+``deviation`` and ``deviation_rate`` (‖D‖, ‖Ḋ‖) are reported for every constraint, active or not; only the active
+ones get rows, stacked in constraint order. ``scale`` is the largest ``jacobian_scale`` of the active
+constraints: the floor of the rank test (see :mod:`oracle.solve`).
+"""
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+
+import numpy as np
+
+import core
+
+NAIL, POINT_TO_POINT, POINT_ON_LINE, POINT_ON_PLANE, POINT_VELOCITY, JOINT_SPACE = range(6)
+
+__all__ = ["Rows", "constraint_rows", "nail_target", "constraint_links", "constraint_groups", "JOINT_SPACE",
+           "POINT_VELOCITY", "joint_space_functions", "point_kinematics"]
+
+
+# ---- point kinematics (core's public, stable functions) -------------------------------------------------------
+
+def point_kinematics(model, q, qd, link: int, r, bias: bool = True):
+    """``(x, ẋ, J (3 x nv), J̇q̇ or None)`` of body point r on link ``link``, world frame (eq. 2.37, 2.66–2.67)."""
+    r = np.asarray(r, dtype=float)
+    x = core.point_position(model, q, int(link), r)
+    xd = core.point_velocity(model, q, qd, int(link), r)
+    J = core.point_jacobian(model, q, int(link), r)
+    b = core.point_bias_acceleration(model, q, qd, int(link), r) if bias else None
+    return x, xd, J, b
+
+
+def nail_target(c, t: float, override=None):
+    """World position, velocity and acceleration of constraint c's world end at time t."""
+    if override is not None:
+        t0, p, v = override
+        p, v = np.asarray(p, dtype=float), np.asarray(v, dtype=float)
+        return p + v * (t - t0), v, np.zeros(3)
+    if c.path is None:
+        return np.asarray(c.r_b, dtype=float), np.zeros(3), np.zeros(3)
+    vel, amp, freq, phase = (np.asarray(x, dtype=float) for x in c.path)
+    w = 2.0 * np.pi * freq
+    s, co = np.sin(w * t + phase), np.cos(w * t + phase)
+    return c.r_b + vel * t + amp * s, vel + amp * w * co, -amp * w * w * s
+
+
+# ---- joint-space constraints ----------------------------------------------------------------------------------
+
+_NP_FUNCTIONS = {"sin": np.sin, "cos": np.cos, "tan": np.tan, "sqrt": np.sqrt, "exp": np.exp, "log": np.log,
+                 "abs": np.abs}
+_NP_BINARY = {ast.Add: np.add, ast.Sub: np.subtract, ast.Mult: np.multiply, ast.Div: np.divide,
+              ast.Pow: np.power}
+
+
+def _phi_numpy(node, values: dict):
+    """Φ by walking the checked tree with NumPy (numbers, joint names, pi, + − * / **, unary ±, whitelisted calls)."""
+    if isinstance(node, ast.Constant):
+        return float(node.value)
+    if isinstance(node, ast.Name):
+        return float(np.pi) if node.id == "pi" else values[node.id]
+    if isinstance(node, ast.BinOp):
+        return _NP_BINARY[type(node.op)](_phi_numpy(node.left, values), _phi_numpy(node.right, values))
+    if isinstance(node, ast.UnaryOp):
+        x = _phi_numpy(node.operand, values)
+        return -x if isinstance(node.op, ast.USub) else +x
+    if isinstance(node, ast.Call):
+        return _NP_FUNCTIONS[node.func.id](_phi_numpy(node.args[0], values))
+    raise ValueError(f"unexpected node {type(node).__name__} in a checked expression")
+
+
+def _to_sympy(node, symbols: dict):
+    """The checked ast tree as a SymPy expression (floats as exact rationals, so no digit is lost)."""
+    import sympy as sp
+    if isinstance(node, ast.Constant):
+        v = node.value
+        return sp.Integer(v) if isinstance(v, int) else sp.Rational(float(v))
+    if isinstance(node, ast.Name):
+        return sp.pi if node.id == "pi" else symbols[node.id]
+    if isinstance(node, ast.BinOp):
+        a, b = _to_sympy(node.left, symbols), _to_sympy(node.right, symbols)
+        op = type(node.op)
+        if op is ast.Add:
+            return a + b
+        if op is ast.Sub:
+            return a - b
+        if op is ast.Mult:
+            return a * b
+        if op is ast.Div:
+            return a / b
+        if op is ast.Pow:
+            return a ** b
+    if isinstance(node, ast.UnaryOp):
+        x = _to_sympy(node.operand, symbols)
+        return -x if isinstance(node.op, ast.USub) else x
+    if isinstance(node, ast.Call):
+        fn = {"sin": sp.sin, "cos": sp.cos, "tan": sp.tan, "sqrt": sp.sqrt, "exp": sp.exp, "log": sp.log,
+              "abs": sp.Abs}[node.func.id]
+        return fn(_to_sympy(node.args[0], symbols))
+    raise ValueError(f"unexpected node {type(node).__name__} in a checked expression")
+
+
+_JS_CACHE: dict = {}
+
+
+def joint_space_functions(c):
+    """``(gradient(x) -> (n,), hessian(x) -> (n, n))`` of Φ over the constraint's joint coordinates, exact by
+    SymPy and lambdified to NumPy (cached per constraint object)."""
+    hit = _JS_CACHE.get(id(c))
+    if hit is not None and hit[0] is c:
+        return hit[1]
+    import sympy as sp
+    names = list(c.names)
+    syms = [sp.Symbol(f"x{j}", real=True) for j in range(len(names))]
+    phi = _to_sympy(c.expression.tree, dict(zip(names, syms)))
+    grad = [sp.diff(phi, s) for s in syms]
+    hess = [[sp.diff(g, s) for s in syms] for g in grad]
+    g_fn = sp.lambdify([syms], grad, modules="numpy")
+    h_fn = sp.lambdify([syms], hess, modules="numpy")
+    n = len(names)
+
+    def gradient(x):
+        return np.array(np.broadcast_arrays(*g_fn(list(x))), dtype=float).reshape(n)
+
+    def hessian(x):
+        return np.array([np.broadcast_arrays(*row) for row in h_fn(list(x))], dtype=float).reshape(n, n)
+
+    _JS_CACHE[id(c)] = (c, (gradient, hessian))
+    return gradient, hessian
+
+
+def joint_space_row(c, q, qd, nv: int):
+    """``(D, Ḋ, J row (nv,), γ)`` of one joint-space constraint, exact derivatives."""
+    x = np.asarray(q, dtype=float)[np.asarray(c.q_index)]
+    v = np.asarray(qd, dtype=float)[np.asarray(c.v_index)]
+    gradient, hessian = joint_space_functions(c)
+    g = gradient(x)
+    d = float(_phi_numpy(c.expression.tree, dict(zip(c.names, x)))) - c.value
+    gamma = float(v @ hessian(x) @ v)                                    # γ = q̇ᵀ (∂²Φ/∂q²) q̇
+    J = np.zeros(nv)
+    np.add.at(J, np.asarray(c.v_index), g)
+    return d, float(g @ v), J, gamma
+
+
+# ---- all rows ---------------------------------------------------------------------------------------------------
+
+@dataclass
+class Rows:
+    """Stacked rows of the active constraints (m rows): ``J`` (m x nv), ``gamma``, ``D``, ``D_rate``, ``stab``
+    (m,), ``slices[c]`` (None if inactive); ``deviation``, ``deviation_rate`` (K,) of every constraint; ``scale``
+    the largest Jacobian scale of the active ones (0 if none); ``first_order`` (m,) bools of velocity rows."""
+    J: np.ndarray
+    gamma: np.ndarray
+    D: np.ndarray
+    D_rate: np.ndarray
+    stab: np.ndarray
+    slices: list
+    deviation: np.ndarray
+    deviation_rate: np.ndarray
+    scale: float
+    first_order: np.ndarray
+
+
+def constraint_rows(model, t: float, q, qd, active, nails=None) -> Rows:
+    """Rows of every constraint of ``model`` at (t, q, q̇) with the flags ``active`` and dragged ``nails``."""
+    nails = nails or {}
+    cons = model.constraints
+    K, nv = len(cons), model.nv
+    active = np.asarray(active, dtype=bool)
+    m = sum(c.rows for c, on in zip(cons, active) if on)
+    J = np.zeros((m, nv))
+    gamma, D, D_rate, stab = np.zeros(m), np.zeros(m), np.zeros(m), np.zeros(m)
+    first_order = np.zeros(m, dtype=bool)
+    slices = [None] * K
+    deviation, deviation_rate = np.zeros(K), np.zeros(K)
+    scale, row = 0.0, 0
+    for i, c in enumerate(cons):
+        if active[i]:
+            slices[i] = slice(row, row + c.rows)
+            row += c.rows
+            scale = max(scale, float(c.jacobian_scale))
+    for i, c in enumerate(cons):
+        s = slices[i]
+        kappa = float(c.stabilization)
+        if c.kind == JOINT_SPACE:
+            d, dr, Ji, gi = joint_space_row(c, q, qd, nv)
+            deviation[i], deviation_rate[i] = abs(d), abs(dr)
+            if s is not None:
+                J[s.start], gamma[s.start], D[s.start], D_rate[s.start] = Ji, gi, d, dr
+                stab[s.start] = 2.0 * kappa * dr + kappa * kappa * d                    # eq. 2.21
+            continue
+        E = np.asarray(c.basis, dtype=float)
+        xa, va, Ja, ba = point_kinematics(model, q, qd, c.link_a, c.r_a, bias=s is not None)
+        if c.link_b >= 0:
+            xb, vb, Jb, bb = point_kinematics(model, q, qd, c.link_b, c.r_b, bias=s is not None)
+        else:
+            xb, vb, nddot = nail_target(c, t, nails.get(c.name))
+            Jb, bb = None, nddot                                                # γ gets −n̈ of the world end
+        if c.kind == POINT_VELOCITY:
+            d = E.T @ (va - np.asarray(c.target_velocity, dtype=float))
+            dr = np.zeros(c.rows)
+        else:
+            d = E.T @ (xa - xb)
+            dr = E.T @ (va - vb)
+        deviation[i], deviation_rate[i] = np.linalg.norm(d), np.linalg.norm(dr)
+        if s is None:
+            continue
+        D[s], D_rate[s] = d, dr
+        stab[s] = kappa * d if c.kind == POINT_VELOCITY else 2.0 * kappa * dr + kappa * kappa * d
+        first_order[s] = c.kind == POINT_VELOCITY
+        gamma[s] = E.T @ (ba - bb)
+        J[s] = E.T @ Ja if Jb is None else E.T @ (Ja - Jb)
+    return Rows(J, gamma, D, D_rate, stab, slices, deviation, deviation_rate, scale, first_order)
+
+
+# ---- grouping -------------------------------------------------------------------------------------------------
+
+def constraint_links(c) -> tuple:
+    """The links a constraint's rows depend on (the world excluded)."""
+    if c.kind == JOINT_SPACE:
+        return tuple(int(k) for k in c.links)
+    return (int(c.link_a),) + ((int(c.link_b),) if c.link_b >= 0 else ())
+
+
+def constraint_groups(model, indices) -> list[list[int]]:
+    """Partition the constraints ``indices`` into groups that share a tree (A is block diagonal over them,
+    eq. 2.41: "a block i, j is zero if constraints i and j act on no common body"). Each group lists constraint
+    indices in increasing order."""
+    parent = {i: i for i in indices}
+
+    def find(i):
+        while parent[i] != i:
+            i = parent[i]
+        return i
+    owner: dict[int, int] = {}
+    for i in indices:
+        for link in constraint_links(model.constraints[i]):
+            root = model.root_of(link)
+            if root in owner:
+                a, b = find(i), find(owner[root])
+                if a != b:
+                    parent[a] = b
+            else:
+                owner[root] = i
+    groups: dict[int, list[int]] = {}
+    for i in indices:
+        groups.setdefault(find(i), []).append(i)
+    return [sorted(g) for g in groups.values()]
