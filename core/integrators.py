@@ -34,6 +34,7 @@ from .forward import evaluate, kinematics_stage
 from .jit import entry, njit
 from .kinematics import integrate_kernel, normalize_kernel, qdot_kernel
 from .layout import CASH_KARP, PROJECTION, RK4, SEMI_IMPLICIT_EULER
+from .records import write_record
 
 __all__ = ["advance", "CLOCK", "RUNNING", "EVENT", "NOT_FINITE"]
 
@@ -44,11 +45,16 @@ RUNNING, EVENT, NOT_FINITE = 0, 1, 2
 #: ``max_steps``, ``rank_deficient`` (as last reported), ``evaluated`` (``out`` already holds the full
 #: evaluation at y). Out: the same after the last good step, ``steps`` taken, ``status`` (RUNNING: the batch
 #: ended normally, EVENT: it stopped after a step that ends with an event, NOT_FINITE: the next step diverged;
-#: ``out`` is then not valid) and the projection's ``iterations`` at the last step.
+#: ``out`` is then not valid) and the projection's ``iterations`` at the last step. Records (:mod:`core.records`)
+#: go into the rows of ``trace``: the state it starts from when ``record_first``, then every ``record_every``-th
+#: step (``since`` counts the steps since the last record, across calls) and the step that reaches ``t_end``;
+#: ``recorded`` rows are written (E(0) of the energy audit: ``energy0``); a full ``trace`` ends the batch.
 CLOCK = np.dtype([
     ("t", np.float64), ("t_end", np.float64), ("dt", np.float64), ("step_size", np.float64),
     ("corrections", np.float64), ("max_steps", np.int64), ("steps", np.int64), ("status", np.int64),
     ("iterations", np.int64), ("rank_deficient", np.bool_), ("evaluated", np.bool_),
+    ("energy0", np.float64), ("record_every", np.int64), ("since", np.int64), ("recorded", np.int64),
+    ("record_first", np.bool_),
 ], align=True)
 
 # Butcher tableaux: nodes c, the lower-triangular A (rows by stage) and the weights of each solution.
@@ -132,10 +138,11 @@ def _finite(y):
 
 
 @entry
-def advance(tree, tab, ws, stage, y, active, clock, out):
+def advance(tree, tab, ws, stage, y, active, clock, out, trace):
     """Up to ``clock.max_steps`` steps from (clock.t, y) with the constraints flagged in ``active`` (module
     docstring), in the scratch ``ws`` (:func:`core.layout.workspace`) with the stages evaluated into ``stage``;
-    y, the clock and ``out`` (the full evaluation at the final y) are updated in place."""
+    y, the clock and ``out`` (the full evaluation at the final y) are updated in place; records go into
+    ``trace`` (:data:`CLOCK`)."""
     st = tab.settings[0]
     ck = clock[0]
     cons = tab.constraints
@@ -150,25 +157,28 @@ def advance(tree, tab, ws, stage, y, active, clock, out):
             scale = max(scale, cons[c].jacobian_scale)
     n = y.shape[0]
     z0 = nq + nv + npow                                        # where z starts in y
-    flags = np.array([False, True])                            # run-time bools: one compiled evaluation
-    partial, full = flags[0], flags[1]
+    iw = ws.integrator
+    partial, full = iw.flags[0], iw.flags[1]                   # run-time bools: one compiled evaluation
     t = ck.t
     ck.steps = 0
     ck.status = RUNNING
     ck.iterations = 0
+    ck.recorded = 0
+    capacity = trace.shape[0]
     if not ck.evaluated:
         if not evaluate(tree, tab, ws, t, y[:nq], y[nq:nq + nv], y[z0:], m, n_groups, scale, full, out):
             ck.status = NOT_FINITE
             return
         ck.evaluated = True
         out.scalars[0].projection_iterations = 0
-    stages = 6 if st.integrator == CASH_KARP else 4
-    k = np.empty((stages, n))
-    y1, y2 = np.empty(n), np.empty(n)
+    if ck.record_first and capacity > 0:
+        write_record(out, tab.controllers, t, y, nq, nv, ck.corrections, ck.energy0, active, trace[0])
+        ck.recorded = 1
+    k, y1, y2 = iw.k, iw.y1, iw.y2
     eps = 1e-12 * max(1.0, abs(ck.t_end))
     h_try = ck.step_size if ck.step_size > 0.0 else ck.dt
     for _ in range(ck.max_steps):
-        if t >= ck.t_end - eps:
+        if t >= ck.t_end - eps or (capacity > 0 and ck.recorded == capacity):
             break
         limit = min(ck.dt, ck.t_end - t)
         if st.integrator == RK4:
@@ -224,13 +234,19 @@ def advance(tree, tab, ws, stage, y, active, clock, out):
         y[:] = y1
         t = t_new
         ck.steps += 1
+        ck.since += 1
         ck.iterations = iterations
         out.scalars[0].projection_iterations = iterations
+        if capacity > 0 and (ck.since >= ck.record_every or t >= ck.t_end - eps):
+            write_record(out, tab.controllers, t, y, nq, nv, ck.corrections, ck.energy0, active,
+                         trace[ck.recorded])
+            ck.recorded += 1
+            ck.since = 0
         for c in range(K):                                    # events at the step boundary
             if active[c] and out.deviation[c] > cons[c].max_deviation:
                 ck.status = EVENT
         if (m > 0 and out.scalars[0].jacobian_rank < m) != ck.rank_deficient:
             ck.status = EVENT
-        if ck.status != RUNNING:
+        if ck.status != RUNNING or (capacity > 0 and ck.recorded == capacity):
             break
     ck.t = t

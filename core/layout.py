@@ -30,7 +30,7 @@ class _Struct(types.StructRef):
 
 
 __all__ = ["Tables", "Outputs", "OutputArrays", "OUTPUT_FIELDS", "TreeRef", "Workspace", "Kinematics", "Articulated", "RowsWork", "SolveWork", "Plant", "Dense",
-           "ControlWork", "SETTINGS", "SCALARS", "workspace", "outputs", "DYNAMIC_CONSTRAINTS", "PROJECTION",
+           "ControlWork", "IntegratorWork", "SETTINGS", "SCALARS", "workspace", "outputs", "DYNAMIC_CONSTRAINTS", "PROJECTION",
            "MULTIPLIERS", "FORMULATION_CODES", "RK4", "CASH_KARP", "SEMI_IMPLICIT_EULER", "INTEGRATOR_CODES",
            "MC", "MC_SYMMETRIC", "MC_GAMMA", "VARIANT_CODES"]
 
@@ -214,6 +214,19 @@ class ControlWorkType(_Struct):
 
 define_proxy(ControlWork, ControlWorkType, ['Y', 'qd_r', 'qdd_r', 'q_d', 'qd_d', 'qdd_d', 'e', 'e_dot', 's', 'u', 'phi', 'Pphi', 'S2', 'V2', 's2', 'b2', 'N1', 'N2', 'N3', 'v1', 'v2', 'v3', 'v4', 'g3'])
 
+class IntegratorWork(StructRefProxy):
+    """The integrator's stages ``k`` (6 x n: the derivatives of y = [q, q̇, work, z], n entries), the two
+    solutions ``y1``, ``y2`` (n) of an embedded pair, and ``flags`` (two run-time booleans, False and True)."""
+
+
+@structref.register
+class IntegratorWorkType(_Struct):
+    pass
+
+
+define_proxy(IntegratorWork, IntegratorWorkType, ["k", "y1", "y2", "flags"])
+
+
 class Workspace(StructRefProxy):
     """All scratch of one compiled call, by stage."""
 
@@ -223,12 +236,13 @@ class WorkspaceType(_Struct):
     pass
 
 
-define_proxy(Workspace, WorkspaceType, ['kin', 'aba', 'rows', 'solve', 'plant', 'dense', 'control'])
+define_proxy(Workspace, WorkspaceType, ['kin', 'aba', 'rows', 'solve', 'plant', 'dense', 'control', 'integrator'])
 
 @njit
-def workspace(N, nv, K, R, L, V, P, F):
+def workspace(N, nv, K, R, L, V, P, F, n):
     """A :class:`Workspace` for N links, nv velocities, K constraints of R rows, joint-space programs of at
-    most L instructions over V variables, a regressor of P parameters and mixtures of F features."""
+    most L instructions over V variables, a regressor of P parameters, mixtures of F features and an integrated
+    vector of n entries."""
     buf = np.empty(30 * N + 36 * 6 * N + 250)
     E, o = carve(buf, 0, 9 * N, (N, 3, 3))
     r, o = carve(buf, o, 3 * N, (N, 3))
@@ -272,4 +286,7 @@ def workspace(N, nv, K, R, L, V, P, F):
                           np.zeros((nv, R2)), np.zeros((R2, R2)), np.zeros(R2), np.zeros(R2), np.zeros((nv, nv)),
                           np.zeros((nv, nv)), np.zeros((nv, nv)), np.zeros(nv), np.zeros(nv), np.zeros(nv),
                           np.zeros(nv), np.zeros(3))
-    return Workspace(kin, aba, rows, solve, plant, dense, control)
+    flags = np.zeros(2, np.bool_)
+    flags[1] = True
+    integrator = IntegratorWork(np.zeros((6, n)), np.zeros(n), np.zeros(n), flags)
+    return Workspace(kin, aba, rows, solve, plant, dense, control, integrator)

@@ -25,9 +25,13 @@ import numpy as np
 from .data import Data
 from .formulations import FORMULATIONS
 from .model import POWER_SOURCES, Model, State
-from .step import INTEGRATOR_NAMES, DivergenceError, Inputs, advance, controllers_under, evaluate, handle_events
+from .records import record_width, split
+from .step import (INTEGRATOR_NAMES, DivergenceError, Inputs, advance, controllers_under, evaluate, handle_events,
+                   record_layout)
 
 __all__ = ["Simulation", "Snapshot", "Records", "DivergenceError", "INTEGRATOR_NAMES"]
+
+_CHUNK = 4096                 # rows of records one compiled call writes at most
 
 
 @dataclass
@@ -222,88 +226,78 @@ class Simulation:
 
     # ---- stepping -----------------------------------------------------------------------------------------
     def _handle_events(self) -> None:
-        self._reference_energy()
+        if self._energy0 is None:
+            self._reference_energy()
         self.state, events = handle_events(self.model, self.state, self.inputs)
-        self.events.extend(events)
+        if events:
+            self.events.extend(events)
 
     def step(self, dt_max: float | None = None) -> State:
         """Advance one step (``dt``, or one accepted adaptive step no longer than ``dt_max``); raises
         :class:`DivergenceError` with the state unchanged if the result is not finite."""
         self._handle_events()
         h = self.dt if dt_max is None else min(self.dt, dt_max)
-        new, steps, status = advance(self.model, self.state, self.inputs, self.dt, self.state.t + h, 1)
-        if status == "diverged" or steps == 0:
+        batch = advance(self.model, self.state, self.inputs, self.dt, self.state.t + h, 1)
+        if batch.status == "diverged" or batch.steps == 0:
             raise DivergenceError(f"the step from t = {self.state.t:.6g} s (dt = {h:g} s) gave a non-finite state "
                                   f"or dynamics; the state is diverging")
-        self.state = new
+        self.state = batch.state
         self.steps_taken += 1
         return self.state
 
     def run(self, duration: float, record_every: int = 1, progress: bool = False) -> dict[str, np.ndarray]:
         """Step until ``duration`` more seconds of simulated time have passed; returns the recorded time series
-        as arrays (see :meth:`record`; per-constraint arrays have one column per constraint, in
-        ``model.constraint_names`` order). Whole batches of steps run in one compiled call; raises
-        :class:`DivergenceError` (the state is the last good one) if the state diverges."""
+        as arrays (:mod:`core.records`: the state it starts from, every ``record_every``-th step and the last;
+        per-constraint arrays have one column per constraint, in ``model.constraint_names`` order). Whole
+        batches of steps run in one compiled call, which records as it goes; raises :class:`DivergenceError`
+        (the state is the last good one) if the state diverges."""
         t_end = self.state.t + duration
         eps = 1e-12 * max(1.0, abs(t_end))
-        records = Records()
-        self.record(records)
+        columns = record_layout(self.model, self.inputs)
+        expected = int(min(duration / self.dt, 1e9) / max(record_every, 1)) + 2
+        trace = np.empty((max(2, min(expected, _CHUNK)), record_width(columns)))
+        chunks: list[np.ndarray] = []
+        energy0 = self._reference_energy()
         bar = None
         if progress:
             from tqdm import tqdm
             bar = tqdm(total=round(duration, 9), unit="s", desc=self.model.name, leave=False,
                        bar_format="{l_bar}{bar}| {n:.2f}/{total:.2f} s [{elapsed}<{remaining}]")
         start = time.perf_counter()
-        since, shown = 0, self.state.t
+        since, shown, first = 0, self.state.t, True
         try:
-            while self.state.t < t_end - eps:
-                self._handle_events()
-                t0 = self.state.t
-                new, steps, status = advance(self.model, self.state, self.inputs, self.dt, t_end,
-                                             record_every - since)
-                self.state = new
-                self.steps_taken += steps
-                since += steps
-                if status == "diverged":
-                    raise DivergenceError(f"the step from t = {new.t:.6g} s (dt = {self.dt:g} s) gave a non-finite "
-                                          f"state or dynamics; the state is diverging")
-                if since >= record_every or self.state.t >= t_end - eps:
-                    self.record(records)
-                    since = 0
+            while first or self.state.t < t_end - eps:
+                if not first:
+                    self._handle_events()
+                batch = advance(self.model, self.state, self.inputs, self.dt, t_end, 0 if first else 1 << 62,
+                                trace, energy0, record_every, since, first)
+                first = False
+                self.state, since = batch.state, batch.since
+                self.steps_taken += batch.steps
+                if batch.recorded:
+                    chunks.append(trace[:batch.recorded].copy())
+                if batch.status == "diverged":
+                    raise DivergenceError(f"the step from t = {batch.state.t:.6g} s (dt = {self.dt:g} s) gave a "
+                                          "non-finite state or dynamics; the state is diverging")
                 if bar is not None and self.state.t - shown >= 0.01 * duration:
                     bar.update(self.state.t - shown)
                     shown = self.state.t
-                if steps == 0 and status == "ok" and self.state.t <= t0:
-                    break                                           # (nothing left to step)
         finally:
             if bar is not None:
                 bar.close()
             self.wall_time += time.perf_counter() - start
-        return records.arrays()
+        return split(np.concatenate(chunks) if chunks else np.zeros((0, record_width(columns))), columns)
 
     # ---- records ------------------------------------------------------------------------------------------
     def record(self, records: Records) -> None:
-        """Append the current state and everything derived at it."""
-        s, d = self.state, self.data
-        E = d.energy_total
-        K = len(self.model.constraints)
-        records.append(
-            t=s.t, q=s.q, qd=s.qd,
-            energy_kinetic=d.energy_kinetic, energy_potential=d.energy_gravity + d.energy_elastic,
-            energy_gravity=d.energy_gravity, energy_elastic=d.energy_elastic, energy_total=E,
-            work_constraints=s.work[:K], work_total_constraints=s.work[:K].sum(),
-            **{f"work_{name}": s.work[K + n] for n, name in enumerate(POWER_SOURCES)},
-            work_corrections=s.corrections,
-            energy_error=E - self._reference_energy() - s.work.sum() - s.corrections,
-            jacobian_rank=d.jacobian_rank, rank_deficient=float(d.rank_deficient),
-            projection_iterations=d.projection_iterations,
-            constraint_force=d.constraint_force, constraint_force_magnitude=d.constraint_force_magnitude,
-            deviation=d.deviation, deviation_rate=d.deviation_rate, residual=d.residual,
-            singular_values=d.singular_values, rank=d.rank, dropped=d.dropped,
-            singular_value_cutoff=d.singular_value_cutoff,
-            active=s.active.astype(float))
-        if self.model.controllers:
-            records.append(**self.controller_diagnostics(d))
+        """Append the current state and everything derived at it (the columns of :mod:`core.records`)."""
+        columns = record_layout(self.model, self.inputs)
+        trace = np.empty((1, record_width(columns)))
+        batch = advance(self.model, self.state, self.inputs, self.dt, self.state.t, 0, trace,
+                        self._reference_energy(), 1, 0, True)
+        if batch.status == "diverged":
+            raise DivergenceError(f"the state at t = {self.state.t:.6g} s cannot be evaluated; it is diverging")
+        records.append(**{name: value[0] for name, value in split(trace, columns).items()})
 
     def controller_diagnostics(self, data: Data | None = None) -> dict[str, np.ndarray]:
         """Per controller, at the current state: ``tracking_error_<name>`` (e = q − q_d), ``desired_<name>``,

@@ -18,6 +18,7 @@ from __future__ import annotations
 import copy
 import threading
 from dataclasses import dataclass, field, replace
+from typing import NamedTuple
 
 import numpy as np
 
@@ -31,8 +32,10 @@ from .joint_constraints import JOINT_SPACE
 from .layout import (FORMULATION_CODES, INTEGRATOR_CODES, PROJECTION, SETTINGS, VARIANT_CODES, OutputArrays, Outputs,
                      Tables, outputs, workspace)
 from .model import Model, State
+from .records import record_columns
 
-__all__ = ["Inputs", "step", "evaluate", "advance", "DivergenceError", "INTEGRATOR_NAMES", "handle_events"]
+__all__ = ["Inputs", "Batch", "step", "evaluate", "advance", "DivergenceError", "INTEGRATOR_NAMES", "handle_events",
+           "record_layout"]
 
 INTEGRATOR_NAMES = tuple(INTEGRATOR_CODES)
 
@@ -64,6 +67,14 @@ class Inputs:
     actuators: tuple = ()
     pull: tuple | None = None
     gains: tuple = ()
+
+    def __hash__(self) -> int:                # computed once: an Inputs is looked up at every step
+        h = self.__dict__.get("_hash")
+        if h is None:
+            h = hash((self.formulation, self.integrator, self.tolerance, self.solver, self.nails, self.actuators,
+                      self.pull, self.gains))
+            object.__setattr__(self, "_hash", h)
+        return h
 
     def with_(self, **changes) -> "Inputs":
         """A copy with ``changes``; ``nails``, ``actuators`` and ``gains`` given as dicts are merged by name."""
@@ -122,7 +133,8 @@ class _Plan:
     workspace: object
     stage: Outputs
     clock: np.ndarray
-    at: tuple | None = None
+    at_state: State | None = None          # the State `out` was evaluated at (States are values)
+    clear_state: State | None = None       # a State whose events were checked: none at its start
     lock: threading.Lock = field(default_factory=threading.Lock)
 
 
@@ -212,7 +224,7 @@ def _build_plan(model: Model, inputs: Inputs) -> _Plan:
     V = max([len(c.names) for c in model.constraints if c.kind == JOINT_SPACE] + [1])
     P = 10 * model.n_links if controllers else 0               # the regressor's parameters (Slotine–Li)
     F = max([2 * c.n * c.experts for c in controllers if c.kind == "mixture"] + [1])
-    ws = workspace(model.n_links, model.nv, K, R, L, V, P, F)
+    ws = workspace(model.n_links, model.nv, K, R, L, V, P, F, model.nq + model.nv + K + 4 + nz)
     return _Plan(tables, controllers, model.nq, model.nv, K + 4 + nz, integrator, formulation, arrays, out, ws,
                  stage, np.zeros(1, CLOCK))
 
@@ -220,52 +232,73 @@ def _build_plan(model: Model, inputs: Inputs) -> _Plan:
 # ---- the state as the integrated vector ----------------------------------------------------------------
 
 def _pack(model: Model, state: State) -> np.ndarray:
+    """A fresh integrated vector y = [q, q̇, work, z] of ``state`` (the kernel advances it in place)."""
+    y = state.__dict__.get("_y")
+    if y is not None and state.q.base is y and state.qd.base is y and state.work.base is y and state.z.base is y:
+        return y.copy()                                       # (a State made by _unpack: its fields are views)
     return np.concatenate([np.asarray(state.q, float), np.asarray(state.qd, float), state.work, state.z])
 
 
-def _unpack(model: Model, y: np.ndarray, state: State, t: float, corrections: float, step_size: float,
-            active=None, rank_deficient=None) -> State:
+def _unpack(model: Model, y: np.ndarray, state: State, t: float, corrections: float, step_size: float) -> State:
+    """The State of the integrated vector y (which it takes over: q, q̇, work and z are views of it)."""
     nq, nv = model.nq, model.nv
-    nw = len(model.constraints) + 4
-    return State(t, y[:nq].copy(), y[nq:nq + nv].copy(), y[nq + nv + nw:].copy(), y[nq + nv:nq + nv + nw].copy(),
-                 state.active.copy() if active is None else active, corrections, step_size,
-                 state.rank_deficient if rank_deficient is None else rank_deficient)
+    w = nq + nv + len(model.constraints) + 4
+    new = State(t, y[:nq], y[nq:nq + nv], y[w:], y[nq + nv:w], state.active.copy(), corrections, step_size,
+                state.rank_deficient)
+    new.__dict__["_y"] = y
+    return new
 
 
 def _key(state: State) -> tuple:
     return (state.t, state.q.tobytes(), state.qd.tobytes(), state.z.tobytes(), state.active.tobytes())
 
 
-def _clock(plan: _Plan, state: State, dt: float, t_end: float, max_steps: int, evaluated: bool) -> np.ndarray:
-    c = plan.clock[0]
-    c["t"], c["t_end"], c["dt"] = state.t, t_end, dt
-    c["step_size"], c["corrections"], c["max_steps"] = state.step_size, state.corrections, max_steps
-    c["rank_deficient"], c["evaluated"] = state.rank_deficient, evaluated
-    return plan.clock
+def _holds(plan: _Plan, state: State) -> bool:
+    """Whether the plan's output buffer holds the evaluation at ``state`` (the same State, or an equal one)."""
+    at = plan.at_state
+    return at is not None and (at is state or _key(at) == _key(state))
 
 
-def _run(model: Model, state: State, plan: _Plan, dt: float, t_end: float, max_steps: int):
-    """One call of the compiled batch: ``(state after the last good step, steps, status)``; the plan's output
-    buffer then holds the full evaluation at that state (unless the status is NOT_FINITE)."""
+_NO_TRACE = np.zeros((0, 1))
+
+
+class Batch(NamedTuple):
+    """What :func:`advance` did: the ``state`` after the last good step, the ``steps`` taken, the ``status``
+    ("ok", "event": stopped after a step that ends with an event, "diverged": the next step failed), the rows
+    ``recorded`` into the trace and the steps ``since`` the last record."""
+    state: State
+    steps: int
+    status: str
+    recorded: int
+    since: int
+
+
+def _run(model: Model, state: State, plan: _Plan, dt: float, t_end: float, max_steps: int, trace=_NO_TRACE,
+         energy0: float = 0.0, record_every: int = 1, since: int = 0, record_first: bool = False) -> Batch:
+    """One call of the compiled batch; the plan's output buffer then holds the full evaluation at the returned
+    state (unless it diverged before one could be made)."""
     y = _pack(model, state)
-    active = np.ascontiguousarray(state.active, dtype=np.bool_)
-    evaluated = plan.at is not None and plan.at == _key(state)
-    clock = _clock(plan, state, dt, t_end, max_steps, evaluated)
-    advance_kernel(model.kernel_tree, plan.tables, plan.workspace, plan.stage, y, active, clock, plan.kernel_out)
-    c = clock[0]
-    steps, status = int(c["steps"]), int(c["status"])
-    new = state if steps == 0 else _unpack(model, y, state, float(c["t"]), float(c["corrections"]),
-                                           float(c["step_size"]))
-    plan.at = _key(new) if c["evaluated"] else None           # the buffer holds the evaluation at `new`
-    return new, steps, status
+    clock = plan.clock
+    clock[0] = (state.t, t_end, dt, state.step_size, state.corrections, max_steps, 0, 0, 0, state.rank_deficient,
+                _holds(plan, state), energy0, max(1, record_every), since, 0, record_first)
+    advance_kernel(model.kernel_tree, plan.tables, plan.workspace, plan.stage, y, state.active, clock,
+                   plan.kernel_out, trace)
+    t, _, _, step_size, corrections, _, steps, status, _, _, evaluated, _, _, since, recorded, _ = clock[0].item()
+    new = state if steps == 0 else _unpack(model, y, state, t, corrections, step_size)
+    plan.at_state = new if evaluated else None
+    if steps > 0 and status == RUNNING:
+        plan.clear_state = new                                # the kernel found no event at its end
+    return Batch(new, steps, _STATUS[status], recorded, since)
+
+
+_STATUS = {RUNNING: "ok", EVENT: "event", NOT_FINITE: "diverged"}
 
 
 def _evaluated(model: Model, state: State, plan: _Plan) -> None:
     """Make sure the plan's output buffer holds the full evaluation at ``state``."""
-    if plan.at is not None and plan.at == _key(state):
+    if _holds(plan, state):
         return
-    _, _, status = _run(model, state, plan, 1.0, state.t, 0)
-    if status == NOT_FINITE:
+    if _run(model, state, plan, 1.0, state.t, 0).status == "diverged":
         raise DivergenceError(f"the dynamics could not be evaluated near t = {state.t:.6g} s (non-finite "
                               f"accelerations or powers); the state is diverging")
 
@@ -322,6 +355,8 @@ def handle_events(model: Model, state: State, inputs: Inputs = NO_INPUTS) -> tup
     state = model.complete(state)
     plan = _plan(model, inputs)
     events: list[dict] = []
+    if plan.clear_state is state:
+        return state, events
     with plan.lock:
         _evaluated(model, state, plan)
         dev = plan.out.deviation
@@ -344,6 +379,7 @@ def handle_events(model: Model, state: State, inputs: Inputs = NO_INPUTS) -> tup
                            "jacobian_rank": int(sc["jacobian_rank"]), "rows": m,
                            "formulation": plan.formulation})
             state = replace(state, rank_deficient=deficient)
+        plan.clear_state = state
     return state, events
 
 
@@ -356,25 +392,33 @@ def step(model: Model, state: State, inputs: Inputs = NO_INPUTS, dt: float | Non
     state, events = handle_events(model, state, inputs)
     plan = _plan(model, inputs)
     with plan.lock:
-        new, steps, status = _run(model, state, plan, dt, state.t + dt, 1)
-        if status == NOT_FINITE or steps == 0:
+        new, steps, status, _, _ = _run(model, state, plan, dt, state.t + dt, 1)
+        if status == "diverged" or steps == 0:
             raise DivergenceError(f"the step from t = {state.t:.6g} s (dt = {dt:g} s) gave a non-finite state or "
                                   f"dynamics; the state is diverging")
         return new, _data(model, plan, new), events
 
 
 def advance(model: Model, state: State, inputs: Inputs = NO_INPUTS, dt: float | None = None,
-            t_end: float = np.inf, max_steps: int = 1):
+            t_end: float = np.inf, max_steps: int = 1, trace: np.ndarray | None = None, energy0: float = 0.0,
+            record_every: int = 1, since: int = 0, record_first: bool = False) -> Batch:
     """Up to ``max_steps`` steps of ``dt`` from ``state`` in one compiled call, none past ``t_end`` (the last one
-    shortened to land on it): ``(state, steps taken, status)`` with status ``"ok"``, ``"event"`` (the batch
-    stopped after a step that ends with an event: handle it with :func:`handle_events` or :func:`step`) or
-    ``"diverged"`` (the step after the returned state failed). Events at ``state`` itself are not handled."""
+    shortened to land on it): a :class:`Batch`. It stops early after a step that ends with an event (handle it
+    with :func:`handle_events` or :func:`step`) or before a step that fails; events at ``state`` itself are not
+    handled. With a ``trace`` (rows x :func:`core.records.record_width`), records are written into its rows:
+    ``state`` itself when ``record_first``, every ``record_every``-th step counting ``since`` steps already
+    taken since the last record, and the step that reaches ``t_end``; a full trace ends the batch."""
     dt = _dt(model, dt)
     state = model.complete(state)
     plan = _plan(model, inputs)
     with plan.lock:
-        new, steps, status = _run(model, state, plan, dt, t_end, int(max_steps))
-    return new, steps, {RUNNING: "ok", EVENT: "event", NOT_FINITE: "diverged"}[status]
+        return _run(model, state, plan, dt, t_end, int(max_steps), _NO_TRACE if trace is None else trace,
+                    energy0, record_every, since, record_first)
+
+
+def record_layout(model: Model, inputs: Inputs = NO_INPUTS) -> list:
+    """The columns of the records of ``model`` under ``inputs`` (:func:`core.records.record_columns`)."""
+    return record_columns(model, _plan(model, inputs).controllers)
 
 
 def _dt(model: Model, dt) -> float:

@@ -62,9 +62,14 @@ class Controller(ABC):
     def initial_state(self) -> np.ndarray:
         return np.zeros(self.n_state)
 
+    @property
+    def n_parameters(self) -> int:
+        """How many of its state's first entries are adaptive parameters (recorded, fig. 3.10)."""
+        return 0
+
     def parameter_estimates(self, z: np.ndarray) -> np.ndarray:
         """The adaptive parameters recorded as a diagnostic (fig. 3.10); empty for a fixed controller."""
-        return z[:0]
+        return z[:self.n_parameters]
 
     # ---- parameters -----------------------------------------------------------------------------------------
     def set_parameter(self, key: str, value) -> None:

@@ -80,8 +80,9 @@ class SlotineLi(Controller):
     def initial_state(self) -> np.ndarray:
         return self._a0.copy()
 
-    def parameter_estimates(self, z):
-        return z
+    @property
+    def n_parameters(self) -> int:
+        return self.n_state
 
     def true_parameters(self) -> np.ndarray:
         """θ of the plant (what â would be with perfect knowledge)."""
@@ -159,8 +160,9 @@ class Mixture(Controller):
             z[self.n * self.n_features:] = (self.eta * np.eye(self.n_features)).reshape(-1)   # P(0) = η 1
         return z
 
-    def parameter_estimates(self, z):
-        return z[:self.n * self.n_features]
+    @property
+    def n_parameters(self) -> int:
+        return self.n * self.n_features
 
 
 

@@ -43,14 +43,15 @@ GRADIENT, RECURSIVE = range(2)
 #: One controller of the compiled step. Offsets point into the integer pool (``dofs``, ``qidx``: its n entries of
 #: q̇ and q; ``actuated``: nv flags; ``has_desired``: K flags) or the float pool (``kp``, ``kd``, ``limit``: n
 #: each, ``limit`` inf where unlimited; ``trajectory``: its parameters, laid out by ``trajectory_kind``;
-#: ``centres``: experts x n; ``desired``: K x 3 world forces). ``z_start``, ``n_state``: its slice of State.z;
+#: ``centres``: experts x n; ``desired``: K x 3 world forces). ``z_start``, ``n_state``: its slice of State.z,
+#: whose first ``n_parameters`` are adaptive parameters;
 #: ``diag``: its first coordinate in the per-coordinate diagnostics. ``regressor_gravity``: whether Y models
 #: gravity (Slotine–Li); ``model_gravity``: whether b includes it (computed torque).
 CONTROLLER = np.dtype([
     ("kind", np.int64), ("enabled", np.bool_), ("n", np.int64), ("dofs", np.int64), ("qidx", np.int64),
     ("kp", np.int64), ("kd", np.int64), ("limit", np.int64),
     ("trajectory_kind", np.int64), ("trajectory", np.int64), ("segments", np.int64), ("time_scale", np.float64),
-    ("z_start", np.int64), ("n_state", np.int64), ("diag", np.int64),
+    ("z_start", np.int64), ("n_state", np.int64), ("n_parameters", np.int64), ("diag", np.int64),
     ("eta", np.float64), ("sigma", np.float64), ("forgetting", np.float64), ("rule", np.int64),
     ("model_gravity", np.bool_), ("experts", np.int64), ("centres", np.int64),
     ("actuated", np.int64), ("all_actuated", np.bool_), ("force_control", np.bool_), ("has_desired", np.int64),
@@ -80,7 +81,7 @@ def controller_table(controllers, nv: int, K: int) -> tuple[np.ndarray, np.ndarr
         kind, params, segments = c.trajectory.packed()
         row["trajectory_kind"], row["trajectory"], row["segments"] = kind, put(floats, params), segments
         row["time_scale"] = c.trajectory.time_scale
-        row["z_start"], row["n_state"], row["diag"] = z_start, c.n_state, diag
+        row["z_start"], row["n_state"], row["n_parameters"], row["diag"] = z_start, c.n_state, c.n_parameters, diag
         z_start += c.n_state
         diag += n
         row["eta"] = getattr(c, "eta", 0.0)
