@@ -13,6 +13,8 @@
                                                projection, multipliers); write DIR/comparison.md,
                                                DIR/comparison.csv and DIR/differences.png (core.compare)
 
+    python -m core warm                        compile (or load) every kernel now, so later runs start at once
+
 Exit codes: 0 success, 2 invalid input (a bad scene or argument), 3 the simulation diverged (for compare: every
 formulation diverged; one that diverges is a result, reported in the table).
 """
@@ -161,6 +163,14 @@ def _compare(args) -> int:
     return 3 if all(r.diverged for r in runs) else 0
 
 
+def _warm(args) -> int:
+    from .warmup import warm
+    seconds = warm()
+    if not args.quiet:
+        print(f"the physics kernels are compiled and cached ({seconds:.1f} s)")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m core", description=__doc__.split("\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
@@ -192,14 +202,17 @@ def main(argv: list[str] | None = None) -> int:
     c.add_argument("--reference", default="projection", help="formulation the differences are taken against")
     c.add_argument("--record-every", type=int, default=1, metavar="N", help="record every N-th step")
     c.add_argument("--quiet", action="store_true")
+    k = sub.add_parser("warm", help="compile every kernel now (the first run of a version on a machine)")
+    k.add_argument("--quiet", action="store_true")
     args = parser.parse_args(argv)
     np.seterr(all="ignore")           # divergence is detected and reported by the simulation itself
-    if args.command != "validate":
+    if args.command not in ("validate", "warm") or (args.command == "warm" and not args.quiet):
         from .jit import kernels_cached
         if not kernels_cached():
             print("compiling the physics kernels (the first run of this version on this machine: about a minute; "
                   "later runs load them from the cache)", file=sys.stderr)
-    return {"validate": _validate, "run": _run, "sweep": _sweep, "compare": _compare}[args.command](args)
+    return {"validate": _validate, "run": _run, "sweep": _sweep, "compare": _compare,
+            "warm": _warm}[args.command](args)
 
 
 if __name__ == "__main__":

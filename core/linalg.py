@@ -112,13 +112,15 @@ def lu_factor(A, n, piv):
 
 @njit
 def lu_apply(A, n, piv, b, x):
-    """x ← A⁻¹ b with the factors of :func:`lu_factor` (x may be b)."""
+    """x ← A⁻¹ b with the factors of :func:`lu_factor` (x may be b): the row interchanges in order, then the
+    unit-lower and the upper triangular solves (whole rows, multipliers included, were interchanged)."""
     for k in range(n):
         x[k] = b[k]
     for k in range(n):
         p = piv[k]
         if p != k:
             x[k], x[p] = x[p], x[k]
+    for k in range(n):
         for a in range(k + 1, n):
             x[a] -= A[a, k] * x[k]
     for k in range(n - 1, -1, -1):

@@ -171,6 +171,20 @@ class Simulation:
     def clear_pull(self) -> None:
         self.inputs = self.inputs.with_(pull=None)
 
+    def set_integrator(self, name: str, tolerance: float | None = None, dt: float | None = None) -> None:
+        """Switch the integrator (rk4, cash_karp, semi_implicit_euler), its tolerance and the step ``dt`` from
+        the next step on."""
+        if name not in INTEGRATOR_NAMES:
+            raise ValueError(f"unknown integrator {name!r}; choose one of {', '.join(INTEGRATOR_NAMES)}")
+        tol = self.tolerance if tolerance is None else float(tolerance)
+        if not (np.isfinite(tol) and tol > 0):
+            raise ValueError(f"the integrator tolerance must be positive, got {tol}")
+        if dt is not None:
+            if not (np.isfinite(dt) and dt > 0):
+                raise ValueError(f"time step must be positive, got {dt}")
+            self.dt = float(dt)
+        self.inputs = self.inputs.with_(integrator=name, tolerance=tol)
+
     def set_formulation(self, name: str) -> None:
         """Switch formulation (dynamic_constraints, projection, multipliers) at the next step boundary."""
         if name not in FORMULATIONS:

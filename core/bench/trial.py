@@ -132,7 +132,7 @@ def build_simulation(trial: Trial):
     """The :class:`core.Simulation` of a trial and its controller."""
     from .. import Simulation
     from ..scene import compile_scene, parse_spec
-    from .trajectories import from_spec
+    from ..control.trajectories import from_spec
 
     traj = trajectory_spec(trial.trajectory, trial.k)
     doc = dict(trial.scene)
@@ -152,7 +152,9 @@ def build_simulation(trial: Trial):
 
 
 def run_trial(trial: Trial | dict) -> TrialResult:
-    """Simulate one trial and score it (runs in a worker process or on a Dask worker)."""
+    """Simulate one trial and score it (runs in a worker process or on a Dask worker). The simulation runs in
+    chunks of one simulated second, each one compiled call that records every step; the L2 error sums over the
+    integrator's own sample times, the tracking error the step derived (:class:`core.Simulation`'s records)."""
     from ..simulation import DivergenceError
 
     if isinstance(trial, dict):
@@ -161,43 +163,60 @@ def run_trial(trial: Trial | dict) -> TrialResult:
     sim, ctrl = build_simulation(trial)
     t_end = trial.adapt + trial.measure
     eps = 1e-9 * max(1.0, t_end)
-    acc, span = 0.0, 0.0
-    unstable, reason = False, ""
-    t_trace, e_trace, q_trace, qd_trace = [], [], [], []
-    t_par, par_trace = [], []
-    next_trace, next_par = 0.0, 0.0
     max_steps = int(50 * t_end / trial.dt) + 1000                 # an adaptive step that collapses is divergence
-    steps = 0
-    while True:
-        s = sim.state
-        q_d = ctrl.trajectory.evaluate(s.t)[0]
-        e = s.q[ctrl.qidx] - q_d
-        if not np.all(np.isfinite(e)) or np.max(np.abs(e)) > trial.unstable_error:
-            unstable, reason = True, f"tracking error {np.max(np.abs(e)):.3g} rad at t = {s.t:.3f} s"
-            break
-        if s.t >= next_trace - eps:
-            t_trace.append(s.t), e_trace.append(e), q_trace.append(s.q[ctrl.qidx].copy()), qd_trace.append(q_d)
-            next_trace += trial.trace_every
-        if s.t >= next_par - eps and ctrl.n_state:
-            t_par.append(s.t), par_trace.append(ctrl.parameter_estimates(sim.controller_state(ctrl.name)).copy())
-            next_par += trial.parameter_every
-        if s.t >= t_end - eps:
-            break
+    name = ctrl.name
+    t_all, e_all, q_all, qd_all, par_all = [], [], [], [], []
+    unstable, reason = False, ""
+    while sim.state.t < t_end - eps:
         try:
-            sim.step(dt_max=t_end - s.t)
+            rec = sim.run(min(1.0, t_end - sim.state.t))
         except DivergenceError as exc:
             unstable, reason = True, str(exc)
             break
-        steps += 1
-        if steps > max_steps:
-            unstable, reason = True, f"the step size collapsed ({steps} steps by t = {sim.state.t:.3f} s)"
+        first = 1 if t_all else 0                                 # (a chunk's first record ends the last one)
+        t_all.append(rec["t"][first:])
+        e_all.append(rec[f"tracking_error_{name}"][first:])
+        q_all.append(rec["q"][first:][:, ctrl.qidx])
+        qd_all.append(rec[f"desired_{name}"][first:])
+        par_all.append(rec[f"parameters_{name}"][first:])
+        worst = np.abs(e_all[-1])
+        bad = ~np.isfinite(worst).all(axis=1) | (np.nan_to_num(worst, nan=np.inf).max(axis=1) > trial.unstable_error)
+        if bad.any():
+            i = int(np.argmax(bad))
+            unstable, reason = True, (f"tracking error {np.nanmax(worst[i]):.3g} rad at t = {t_all[-1][i]:.3f} s")
             break
-        h = sim.state.t - s.t
-        if s.t >= trial.adapt - eps:                              # Σ ‖e(t_i)‖² (t_{i+1} − t_i)   (eq. 3.44)
-            acc += float(e @ e) * h
-            span += h
-    l2 = math.sqrt(acc / span) if (span > 0 and not unstable) else math.nan
-    traces = {"t": np.array(t_trace), "error": np.array(e_trace), "q": np.array(q_trace),
-              "desired": np.array(qd_trace), "parameter_t": np.array(t_par),
-              "parameters": np.array(par_trace) if par_trace else np.zeros((0, 0))}
-    return TrialResult(asdict(trial), l2, unstable, reason, time.perf_counter() - start, steps, traces)
+        if sim.steps_taken > max_steps:
+            unstable, reason = True, f"the step size collapsed ({sim.steps_taken} steps by t = {sim.state.t:.3f} s)"
+            break
+    t = np.concatenate(t_all) if t_all else np.zeros(0)
+    e = np.concatenate(e_all) if e_all else np.zeros((0, ctrl.n))
+    l2 = math.nan
+    if not unstable and t.size > 1:                               # Σ ‖e(t_i)‖² (t_{i+1} − t_i)   (eq. 3.44)
+        h = np.diff(t)
+        measured = t[:-1] >= trial.adapt - eps
+        span = float(h[measured].sum())
+        l2 = math.sqrt(float(np.sum(np.sum(e[:-1] ** 2, axis=1)[measured] * h[measured])) / span) if span > 0 \
+            else math.nan
+    q = np.concatenate(q_all) if q_all else np.zeros((0, ctrl.n))
+    desired = np.concatenate(qd_all) if qd_all else np.zeros((0, ctrl.n))
+    parameters = np.concatenate(par_all) if par_all else np.zeros((0, 0))
+    keep = _every(t, trial.trace_every, eps)
+    traces = {"t": t[keep], "error": e[keep], "q": q[keep], "desired": desired[keep]}
+    if ctrl.n_parameters and parameters.size:
+        keep = _every(t, trial.parameter_every, eps)
+        traces.update(parameter_t=t[keep], parameters=parameters[keep])
+    else:
+        traces.update(parameter_t=np.zeros(0), parameters=np.zeros((0, 0)))
+    return TrialResult(asdict(trial), l2, unstable, reason, time.perf_counter() - start, sim.steps_taken, traces)
+
+
+def _every(t: np.ndarray, period: float, eps: float) -> np.ndarray:
+    """Indices of the first sample at or after each multiple of ``period``."""
+    keep, next_t = [], 0.0
+    for i, ti in enumerate(t):
+        if ti >= next_t - eps:
+            keep.append(i)
+            next_t += period
+            while ti >= next_t - eps:                             # (a long step may pass several)
+                next_t += period
+    return np.array(keep, dtype=np.int64)

@@ -1,0 +1,71 @@
+"""Compile every kernel of the core once, so that no later process waits for numba (``python -m core warm``).
+
+The kernels are compiled for one set of argument types — every scene, robot and set of inputs uses the same —
+and cached on disk (:mod:`core.jit`), so warming them on a small model warms them for all. ``.ci/setup`` runs
+this after installing, and the studio runs it in a separate process when it finds the cache cold (the
+compiler holds Python's lock, which would freeze a window).
+"""
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+__all__ = ["warm", "WARM_SCENE"]
+
+#: A small scene that takes every path of the step: a hinge arm with a nail, a joint-space constraint, a spring,
+#: an actuator and a controller, beside a free body and a ball joint.
+WARM_SCENE = {
+    "format_version": 1, "name": "warm-up", "gravity": [0, 0, -9.81],
+    "bodies": [
+        {"name": "a", "parent": "world", "joint": {"type": "hinge", "axis": [0, 1, 0], "q0": 0.3},
+         "inertial": {"mass": 1.0, "com": [0, 0, -0.5], "inertia": [0.1, 0.1, 0.01, 0, 0, 0]},
+         "points": {"tip": [0, 0, -1]}},
+        {"name": "b", "parent": "a", "joint": {"type": "hinge", "axis": [0, 1, 0], "position": [0, 0, -1],
+                                                "q0": 0.2},
+         "inertial": {"mass": 1.0, "com": [0, 0, -0.5], "inertia": [0.1, 0.1, 0.01, 0, 0, 0]},
+         "points": {"tip": [0, 0, -1]}},
+        {"name": "c", "parent": "world", "joint": {"type": "ball", "position": [2, 0, 0]},
+         "shapes": [{"type": "box", "size": [0.2, 0.2, 1.0], "position": [0, 0, -0.5], "mass": 1.0}]},
+        {"name": "d", "parent": "world", "joint": {"type": "free", "q0": [0, 3, 0, 1, 0, 0, 0]},
+         "shapes": [{"type": "sphere", "radius": 0.1, "mass": 1.0}]},
+    ],
+    "constraints": [
+        {"type": "nail", "name": "nail", "body": "b", "point": "tip", "max_deviation": 10.0},
+        {"type": "joint_space", "name": "keep", "expression": "sin(a) + 0.1 * b", "value": 0.3,
+         "max_deviation": 10.0},
+    ],
+    "forces": [
+        {"type": "spring", "name": "spring", "body_a": "c", "point_a": [0, 0, -1], "body_b": "world",
+         "point_b": [2, 0, -1.5], "stiffness": 10.0},
+        {"type": "actuator", "name": "motor", "joint": "a", "torque": 0.1},
+    ],
+    "controllers": [
+        {"type": "pd", "name": "pd", "joints": ["b"], "trajectory": {"type": "set_point", "q": [0.1]}},
+    ],
+}
+
+
+def warm(verbose: bool = False) -> float:
+    """Compile (or load from the cache) every kernel; returns the seconds it took."""
+    start = time.perf_counter()
+    from . import (State, Simulation, evaluate, forward_dynamics, inverse_dynamics, kinetic_energy, mass_matrix,
+                   point_acceleration, point_jacobian, point_velocity, potential_energy)
+    from .control.trajectories import Sinusoid
+    from .scene import compile_scene, parse_spec
+    model = compile_scene(parse_spec(WARM_SCENE, "warm-up"), "warm-up")
+    q, qd = model.q0, model.qd0
+    mass_matrix(model, q)
+    inverse_dynamics(model, q, qd, np.zeros(model.nv), np.zeros((model.n_links, 6)))
+    forward_dynamics(model, q, qd, np.zeros(model.nv), np.zeros((model.n_links, 6)))
+    point_jacobian(model, q, "b", "tip")
+    point_velocity(model, q, qd, "b", "tip")
+    point_acceleration(model, q, qd, np.zeros(model.nv), "b", "tip")
+    kinetic_energy(model, q, qd), potential_energy(model, q)
+    Sinusoid([0.0], [1.0], [1.0]).evaluate(0.5)
+    evaluate(model, State(0.0, q, qd))
+    sim = Simulation(model)
+    sim.run(0.002)
+    if verbose:
+        print(f"warm: the kernels are ready ({time.perf_counter() - start:.1f} s)")
+    return time.perf_counter() - start
