@@ -15,7 +15,8 @@ patterns: Qt-free models, a worker that owns the simulation, immutable messages 
   stack), :mod:`studio.selection`, :mod:`studio.viewport`, :mod:`studio.overlays` and :mod:`studio.presenter`
   (3D view), :mod:`studio.scene_tree`, :mod:`studio.inspector` and :mod:`studio.editors`, :mod:`studio.item_actions`,
   :mod:`studio.plots`, :mod:`studio.control_panel`, :mod:`studio.status`, :mod:`studio.files`,
-  :mod:`studio.recording` (its encoder on a thread of its own), :mod:`studio.main_window`;
+  :mod:`studio.recording` (its encoder on a thread of its own), :mod:`studio.kernels` (the first run's compile
+  of the core's kernels, in a child process), :mod:`studio.main_window`;
 - :mod:`studio.__main__` — ``python -m studio [SCENE]``.
 """
 from pathlib import Path

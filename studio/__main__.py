@@ -1,15 +1,17 @@
 """``python -m studio [SCENE]`` (also installed as ``limbstudio``): open a scene in the studio (default:
-scenes/arm_nail_singular.json, the nailed arm of thesis fig. 2.9).
+scenes/arm_nail_singular.json, the nailed arm of thesis fig. 2.9) and play it (``--paused``: don't).
 
 ``--screenshot PATH --after SECONDS`` plays for that many seconds of wall-clock time, saves a PNG of the whole
 window and quits (for the README, for checking a change by eye, and for headless runs under ``xvfb-run``); it
 uses the default layout, not the one remembered. ``--select`` picks an item to show in the inspector (a body,
 constraint or force name), ``--speed`` sets the real-time factor asked for.
 
-Thread: GUI (the process's main thread). The scene is read and compiled on a helper thread: on a machine that
-never ran this version of the core, that compiles the kernels the GUI thread uses (seconds), and a splash says so
-meanwhile; the simulation's own kernels (about a minute) compile later on the worker thread, with the window open
-(:mod:`studio.worker`).
+Thread: GUI (the process's main thread). The scene is read and compiled on a helper thread, behind a splash if
+that takes long: on a machine that never ran this version of the core it compiles the few kernels the GUI thread
+itself calls (about 15 s). There, the step's kernels (about 100 s) are compiled in a separate process (``python -m
+core warm``; :mod:`studio.kernels`), alongside on four cores or more, else once the scene is read; the window
+opens meanwhile, shows the scene at t = 0, counts the seconds and lets the scene be edited, and the simulation
+starts when the kernels are ready.
 """
 from __future__ import annotations
 
@@ -18,6 +20,7 @@ import os
 import sys
 import tempfile
 import threading
+import time
 from pathlib import Path
 
 from . import DEFAULT_SCENE
@@ -37,6 +40,7 @@ def _parse_args(argv):
     parser.add_argument("--size", default="1600x1000", metavar="WxH", help="window size (default 1600x1000)")
     parser.add_argument("--select", metavar="NAME", help="select this body, constraint or force")
     parser.add_argument("--speed", type=float, metavar="FACTOR", help="real-time factor to ask for (default 1)")
+    parser.add_argument("--paused", action="store_true", help="open the scene paused instead of playing it")
     args = parser.parse_args(argv)
     if args.after is not None and args.screenshot is None:
         parser.error("--after needs --screenshot")
@@ -59,9 +63,17 @@ def main(argv=None) -> int:
     from PySide6.QtCore import QCoreApplication, QSettings, Qt, QTimer
     from PySide6.QtWidgets import QApplication
 
+    from .kernels import KernelWarmup, WarmProcess, compile_alongside, kernels_needed
+    # First run of this version here: compile the kernels in a child process (the GIL-holding compiler must not
+    # run in this process), from now on if there are cores enough, else once the scene is read.
+    started = time.monotonic()
+    cold = kernels_needed()
+    warm = WarmProcess(started=started) if cold and compile_alongside() else None
     loader = _SceneLoader(args.scene)
     loader.join(SPLASH_AFTER)              # a missing or invalid file is reported before any window appears
     if loader.done and loader.error is not None:
+        if warm is not None:
+            warm.close()
         return _cannot_open(args.scene, loader.error)
 
     # Before the QApplication exists, or a second GL view in the process draws nothing (shared/GUI-CI.md).
@@ -72,17 +84,22 @@ def main(argv=None) -> int:
     app.setApplicationName("limbstudio")
     app.setOrganizationName("limbstudio")
     if not loader.done:
-        loader.wait_with_splash(app)
+        loader.wait_with_splash(app, started if cold else None)
     if loader.error is not None:
+        if warm is not None:
+            warm.close()
         return _cannot_open(args.scene, loader.error)
     model = loader.model
+    if cold and warm is None:
+        warm = WarmProcess(started=started)
 
     from .main_window import MainWindow
     settings = None
     if args.screenshot is not None:   # the default layout, and nothing remembered from this run
         scratch = tempfile.mkdtemp(prefix="limbstudio-")
         settings = QSettings(os.path.join(scratch, "studio.ini"), QSettings.Format.IniFormat)
-    window = MainWindow(model, path=args.scene, settings=settings)
+    window = MainWindow(model, path=args.scene, settings=settings,
+                        warmup=KernelWarmup(warm) if warm is not None else None)
     window.resize(*args.size)
     if args.speed is not None:
         window.controls.set_speed(args.speed)
@@ -90,6 +107,8 @@ def main(argv=None) -> int:
         _select(window, args.select)
     window.show()
     _show_uncaught_exceptions(window)
+    if not args.paused:
+        window.play()                      # queued until the worker is ready (the kernels loaded or compiled)
 
     status = {"code": 0}
     if args.screenshot is not None:
@@ -151,23 +170,38 @@ class _SceneLoader:
     def join(self, timeout: float) -> None:
         self._thread.join(timeout)
 
-    def wait_with_splash(self, app) -> None:
-        """Show a splash that says what takes so long, keep it painted, and return when the scene is loaded."""
+    def wait_with_splash(self, app, compiling_since: float | None = None) -> None:
+        """Show a splash that says what takes so long (with the seconds since ``compiling_since``, a
+        ``time.monotonic()``, on a first run whose kernels compile), keep it painted, and return when the scene
+        is loaded."""
         from PySide6.QtCore import QEventLoop, Qt
         from PySide6.QtGui import QColor, QPixmap
         from PySide6.QtWidgets import QSplashScreen
 
-        from .worker import PREPARING
-        pixmap = QPixmap(560, 120)
+        from .kernels import compiling_message
+        pixmap = QPixmap(640, 140)
         pixmap.fill(QColor(38, 41, 46))
         splash = QSplashScreen(pixmap)
-        splash.showMessage(f"limbstudio\n\n{PREPARING}", Qt.AlignmentFlag.AlignCenter | Qt.AlignmentFlag.AlignVCenter,
-                           QColor(220, 223, 228))
+        shown = None
+
+        def say():
+            nonlocal shown
+            text = SPLASH_MESSAGE if compiling_since is None else \
+                compiling_message(time.monotonic() - compiling_since, hint=False).replace(" (", "\n(", 1)
+            if text != shown:
+                shown = text
+                splash.showMessage(f"limbstudio\n\n{text}",
+                                   Qt.AlignmentFlag.AlignCenter | Qt.AlignmentFlag.AlignVCenter, QColor(220, 223, 228))
+        say()
         splash.show()
         while not self.done:
             app.processEvents(QEventLoop.ProcessEventsFlag.AllEvents, 20)
             self._thread.join(0.02)
+            say()
         splash.close()
+
+
+SPLASH_MESSAGE = "Reading the scene and preparing the physics kernels…"
 
 
 def warm_gui_kernels(model) -> None:

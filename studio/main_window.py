@@ -5,6 +5,11 @@ Thread: GUI. :class:`MainWindow` composes the parts and wires them; it holds no 
 :class:`~studio.document.SceneDocument` (edits, undo), the shared :class:`~studio.selection.Selection` and a
 :class:`~studio.simthread.SimulationThread`, to which it only sends commands; it shows the snapshots and samples
 the worker sends back. Closing the window asks about unsaved edits, then stops the worker thread and waits for it.
+
+On the first run of a version of the core on a machine (its compiled kernels not cached yet), the window starts
+the worker only once a :class:`~studio.kernels.KernelWarmup` has compiled them in a separate process; meanwhile
+the scene is drawn at t = 0, can be browsed and edited (the edits and a Play wait in the worker's queue), and the
+status bar counts the seconds.
 """
 from __future__ import annotations
 
@@ -19,10 +24,12 @@ from .document import SceneDocument
 from .files import FileActions, open_settings
 from .inspector import Inspector
 from .item_actions import ItemActions
+from .kernels import KernelWarmup, kernels_needed
 from .messages import Snapshot
 from .overlays import KINDS
 from .plots import PlotPanel
 from .presenter import ViewportPresenter
+from .probe import resting_overlay
 from .recording import VideoRecorder
 from .scene_tree import SceneTree
 from .selection import Selection
@@ -42,9 +49,11 @@ click: select a body or a nail · <b>Ctrl + left drag on a body</b>: pull it wit
 class MainWindow(QMainWindow):
     """GUI thread. One scene: ``model`` (a frozen ``core.Model`` compiled from a scene spec) run by ``simulation``
     (default ``core.Simulation(model)``), which from now on belongs to the worker thread. ``path`` is the scene's
-    file (None: not saved yet); ``settings`` a QSettings (default: the user's)."""
+    file (None: not saved yet); ``settings`` a QSettings (default: the user's). ``warmup``: a
+    :class:`~studio.kernels.KernelWarmup` that compiles the kernels first (default: one, if they are not cached;
+    :attr:`kernels` holds it), after which the worker starts."""
 
-    def __init__(self, model, simulation=None, path=None, settings=None, parent=None):
+    def __init__(self, model, simulation=None, path=None, settings=None, parent=None, warmup=None):
         super().__init__(parent)
         self.settings = settings if settings is not None else open_settings()
         self.document = SceneDocument(model.spec if model.spec is not None else None, path, self)
@@ -73,7 +82,17 @@ class MainWindow(QMainWindow):
         self._update_title()
         self._default_state = self.saveState()
         self._restore_layout()
-        self.sim_thread.start()
+        self._kernels_failed = ""
+        self.kernels = warmup if warmup is not None else (KernelWarmup(parent=self) if kernels_needed() else None)
+        if self.kernels is None or self.kernels.done:
+            self.sim_thread.start()
+        else:
+            self.kernels.setParent(self)
+            self.kernels.progress.connect(self.status.busy)
+            self.kernels.finished.connect(self._kernels_finished)
+            self.status.rate_label.setText("waiting for the kernels")
+            self._show_resting_scene(model)
+            self.kernels.start()
 
     # ---- building ------------------------------------------------------------------------------------------
     def _action(self, text, slot=None, shortcut=None, icon=None, tip="", checkable=False) -> QAction:
@@ -193,7 +212,7 @@ class MainWindow(QMainWindow):
         st.samples_ready.connect(self.plots.add_batch)
         st.error.connect(self._show_error)
         st.notice.connect(self.status.note)
-        st.busy.connect(self.status.busy)
+        st.busy.connect(self._worker_busy)
         for source in (self.scene_tree, self.item_actions, self.plots, self.file_actions, self.controls):
             source.message.connect(self.status.note)
         self.file_actions.error.connect(lambda text: QMessageBox.warning(self, "limbstudio", text))
@@ -324,6 +343,33 @@ class MainWindow(QMainWindow):
             self.scene_tree.edit(index)
 
     # ---- what the worker tells us --------------------------------------------------------------------------
+    @Slot(bool, str)
+    def _kernels_finished(self, ok: bool, message: str) -> None:
+        """The separate process that compiled the kernels has finished: start the worker (which loads them from
+        the cache, or compiles them itself if the process failed)."""
+        self.status.busy("")
+        self.status.rate_label.setText("paused")
+        if ok:
+            self.status.note(message, 4000)
+        else:
+            self._kernels_failed = message
+            self.status.error(f"{message}; compiling them on the simulation thread instead")
+        self.sim_thread.start()
+
+    def _show_resting_scene(self, model) -> None:
+        """Nails and springs at t = 0 before the worker's first snapshot (its kernels are not compiled yet)."""
+        try:
+            self.viewport.overlays.update(resting_overlay(model))
+        except Exception:                  # only a preview: the first snapshot brings the real overlay
+            return
+        self.viewport.update()
+
+    @Slot(str)
+    def _worker_busy(self, message: str) -> None:
+        if message and self._kernels_failed:
+            message = f"{self._kernels_failed}; {message[0].lower()}{message[1:]}"
+        self.status.busy(message)
+
     @Slot(object)
     def _show_snapshot(self, snap: Snapshot) -> None:
         if self.play_action.isChecked() != snap.playing:   # the worker paused by itself (or after Step/Reset)
@@ -344,6 +390,9 @@ class MainWindow(QMainWindow):
             return
         if self.recorder.recording:
             self.recorder.stop()
+        if self.kernels is not None and not self.kernels.done:
+            self.kernels.finished.disconnect(self._kernels_finished)
+            self.kernels.stop()            # the worker never started; what was compiled so far stays cached
         self._save_layout()
         self.sim_thread.shutdown()
         super().closeEvent(event)

@@ -54,7 +54,8 @@ class Snapshot:
     written); ``run`` counts resets and reloads (the plots start over when it changes); ``overlay`` the
     :class:`studio.probe.Overlay` (nails, springs, arrows) or None; ``step_cost`` wall-clock seconds per step,
     averaged; ``energy_error`` the energy audit's error E − E₀ − Σ work (J); ``speed`` the requested real-time
-    factor."""
+    factor; ``batched`` the worker runs the simulation in batches of compiled steps (every ``core.Simulation``:
+    False only for a stand-in)."""
     t: float
     q: np.ndarray
     steps: int
@@ -66,6 +67,7 @@ class Snapshot:
     step_cost: float | None = None
     energy_error: float = float("nan")
     speed: float = 1.0
+    batched: bool = False
 
 
 @dataclass(frozen=True)

@@ -9,6 +9,7 @@ and SVG (the panel) and CSV (each plot's curves) through pyqtgraph's exporters.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -27,6 +28,14 @@ __all__ = ["PlotPanel", "PLOTS", "PlotSpec", "WINDOWS", "OpaqueGridAxis"]
 #: Rolling windows (s of simulated time) the user can pick; None = the whole run.
 WINDOWS = {"1 s": 1.0, "2 s": 2.0, "5 s": 5.0, "10 s": 10.0, "30 s": 30.0, "60 s": 60.0, "whole run": None}
 LOG_FLOOR = 1e-16
+LINEAR_TEXT_FILL_LIMITS = [(0, 0.8), (2, 0.6), (4, 0.4), (6, 0.2)]     # pyqtgraph's
+LOG_TEXT_FILL_LIMITS = [(0, 4.0), (2, 0.6), (4, 0.4), (6, 0.2)]
+#: The shortest y range of a log plot, in decades (a factor of 2): a nearly constant signal (the nail holding an
+#: arm against gravity, 9.7900 ± 2e-7 N) is drawn as the flat line it is, between labelled ticks, instead of its
+#: rounding noise zoomed to the plot's height on an axis with no tick at all.
+LOG_MIN_RANGE = 0.3
+AXIS_WIDTH = 62               # px of every left axis (aligned plots): room for "8·10⁻¹⁴" beside the unit
+SUPERSCRIPT = str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹")
 BACKGROUND = (30, 32, 36)
 PALETTE = [(86, 180, 233), (230, 159, 0), (0, 158, 115), (240, 228, 66), (204, 121, 167), (213, 94, 0),
            (0, 114, 178), (200, 200, 200)]   # Okabe–Ito, readable on a dark background and by most eyes
@@ -37,17 +46,46 @@ class OpaqueGridAxis(pg.AxisItem):
     show over ``background`` (the plots' uniform background): the same picture, but the raster engine no longer
     alpha-blends every grid line across the plot, which made each repaint of the panel about three times as slow
     (46 → 15 ms for the 20-link chain's six plots). Put it under the curves (a lower z than the view box), or the
-    opaque lines would hide them where they cross."""
+    opaque lines would hide them where they cross.
+
+    On a log axis spanning less than a few decades, pyqtgraph's labels go wrong; here: no SI multiplier
+    ("(x0.001)" beside ticks that already read 10⁻³ …), labels from :func:`log_label`, the minor ticks' labels
+    drawn when no major tick is in range (pyqtgraph drops them all for crowding) and none drawn over another (the
+    0.7, 0.8, 0.9 of a short axis; the major ticks' labels come first and are kept)."""
 
     def __init__(self, orientation: str, background, **kwargs):
         super().__init__(orientation, **kwargs)
         self._background = QColor(*background)
+
+    def updateAutoSIPrefix(self):
+        if self.logMode:
+            self.autoSIPrefixScale, self.labelUnitPrefix = 1.0, ""
+            self._updateLabel()
+        else:
+            super().updateAutoSIPrefix()
+
+    def setLogMode(self, *args, **kwargs):
+        super().setLogMode(*args, **kwargs)
+        # On a log axis that spans less than a decade only minor ticks have labels: let them be drawn even if
+        # they crowd (generateDrawSpecs then drops any that overlap).
+        self.style["textFillLimits"] = LOG_TEXT_FILL_LIMITS if self.logMode else LINEAR_TEXT_FILL_LIMITS
+        if self.autoSIPrefix:
+            self.updateAutoSIPrefix()
+
+    def logTickStrings(self, values, scale, spacing):
+        return [log_label(10.0 ** float(v) * scale) for v in values]
 
     def generateDrawSpecs(self, p):
         specs = super().generateDrawSpecs(p)
         if specs is None:
             return None
         axis, ticks, text = specs
+        if self.logMode:
+            kept = []
+            for spec in text:                  # major ticks' labels first (pyqtgraph lists them level by level)
+                if not any(spec[0].intersects(other[0]) for other in kept):
+                    kept.append(spec)
+            text = kept
         bg, opaque = self._background, []
         for pen, p1, p2 in ticks:
             colour = pen.color()
@@ -59,6 +97,22 @@ class OpaqueGridAxis(pg.AxisItem):
                                              a * colour.blueF() + (1 - a) * bg.blueF()))
             opaque.append((pen, p1, p2))
         return axis, opaque, text
+
+
+def log_label(x: float) -> str:
+    """A tick label of a log axis: plain from 0.01 to 9000 (0.07, 3, 10, 200), else a power of ten (10⁻⁵,
+    2·10⁻⁵, 10⁴); pyqtgraph's own prints 10 as 10¹ beside 9 and 0.0001 wider than the axis."""
+    if not (x > 0 and math.isfinite(x)):
+        return ""
+    n = math.floor(math.log10(x) + 1e-9)
+    m = x / 10.0 ** n
+    if abs(m - round(m)) > 1e-6:
+        return f"{x:.2g}"
+    m = round(m)
+    if -2 <= n <= 3:
+        return f"{m * 10.0 ** n:.{max(0, -n)}f}"
+    power = "10" + str(n).translate(SUPERSCRIPT)
+    return power if m == 1 else f"{m}·{power}"
 
 
 @dataclass(frozen=True)
@@ -197,9 +251,14 @@ class PlotPanel(QWidget):
     def set_log(self, key: str, on: bool) -> None:
         self.log[key] = bool(on)
         if key in self.plots:
-            self.plots[key].setLogMode(y=bool(on))
+            self._set_log_mode(self.plots[key], bool(on))
         self._dirty = True
         self.redraw()
+
+    @staticmethod
+    def _set_log_mode(plot, on: bool) -> None:
+        plot.setLogMode(y=on)
+        plot.vb.setLimits(minYRange=LOG_MIN_RANGE if on else None)
 
     # ---- data ----------------------------------------------------------------------------------------------
     @Slot(object)
@@ -247,10 +306,10 @@ class PlotPanel(QWidget):
             for name in ("left", "bottom"):
                 plot.getAxis(name).setZValue(plot.vb.zValue() - 1)   # the (opaque) grid under the curves
             plot.setLabel("left", units=None, text=spec.unit)
-            plot.getAxis("left").setWidth(52)
+            plot.getAxis("left").setWidth(AXIS_WIDTH)
             plot.setClipToView(True)
             plot.setDownsampling(auto=True, mode="peak")
-            plot.setLogMode(y=self.log[spec.key])
+            self._set_log_mode(plot, self.log[spec.key])
             if self._curve_count(spec) <= 8:
                 plot.addLegend(offset=(-4, 4), labelTextSize="8pt", colCount=2, brush=(30, 32, 36, 160))
             if first is None:

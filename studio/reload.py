@@ -1,15 +1,19 @@
 """Bring an edited scene into a running simulation at a step boundary.
 
 Thread: worker (called by :class:`studio.worker.SimulationWorker` on a LOAD command). Plain Python over the core's
-public API.
+public API: ``Simulation.snapshot``/``restore``, the ``set_*`` methods and a new ``State`` assigned whole — never
+a write into a simulation's internals.
 
 The new spec is compiled into a new frozen ``core.Model``. Then, when the state may be kept:
 
-- only the run settings changed (time step, integrator, formulation, tolerance): the running simulation takes them
-  in place, so its energy audit and event log go on;
+- only the run settings changed (time step, integrator, formulation, tolerance), or only controller gains: a
+  simulation of the new model takes over the running one's snapshot (state, inputs, events, energy reference)
+  and then the new settings (``set_integrator``, ``set_formulation``) or gains (``set_controller_parameter``),
+  so its energy audit and event log go on;
 - the joints are the same (same links, joint types and coordinate layout): a new simulation continues from the
-  current t, q, q̇, keeping the user's inputs that still apply (actuator commands, dragged nails, the mouse spring)
-  and the constraints that broke during the run (unless the edit disabled them anyway); its energy audit restarts;
+  current t, q, q̇ (and the controllers' state and the work integrals where they still fit), keeping the user's
+  inputs that still apply (actuator commands, dragged nails, the mouse spring) and the constraints that broke
+  during the run (unless the edit disabled them anyway); its reference energy is the new scene's;
 - otherwise a new simulation starts from the scene's initial state.
 """
 from __future__ import annotations
@@ -18,6 +22,7 @@ import numpy as np
 
 import core
 from core.constraints import NAIL
+from core.model import N_POWER_SOURCES, State
 
 __all__ = ["reload_simulation", "same_coordinates", "RUN_SETTINGS"]
 
@@ -72,39 +77,66 @@ def reload_simulation(sim, spec, keep_state: bool = True):
     old_spec = getattr(old_model, "spec", None)
     gains = _gain_changes(old_spec, spec) if keep_state else None
     if gains:
-        new_model = core.compile_scene(spec)
+        new = _taking_over(sim, core.compile_scene(spec))
         try:
             for name, parameter, value in gains:
-                sim.set_controller_parameter(name, parameter, list(value) if isinstance(value, tuple) else value)
+                new.set_controller_parameter(name, parameter, list(value) if isinstance(value, tuple) else value)
         except (KeyError, ValueError):
-            pass                                      # not editable in place: recompile below
+            pass                                      # not editable in a running controller: recompile below
         else:
-            sim.model = new_model                     # its controllers are the ones reset() will copy
-            return sim, True
+            return new, True
     if keep_state and old_model is not None and _only_run_settings_changed(old_spec, spec):
         settings = spec.simulation
-        new_model = core.compile_scene(spec)          # validated: also checks that it still compiles
-        sim.dt, sim.integrator, sim.tolerance = float(settings.dt), settings.integrator, float(settings.tolerance)
-        sim.set_formulation(settings.formulation)
-        sim.model = new_model                         # identical but for its settings
-        return sim, True
+        new = _taking_over(sim, core.compile_scene(spec))       # validated: also checks that it still compiles
+        new.set_integrator(settings.integrator, tolerance=float(settings.tolerance), dt=float(settings.dt))
+        new.set_formulation(settings.formulation)
+        return new, True
     model = core.compile_scene(spec)
     new = core.Simulation(model)
     if not (keep_state and old_model is not None and same_coordinates(old_model, model)):
         return new, False
-    new.state = sim.state.copy()
-    z0 = getattr(new.state, "z", None)
-    if z0 is not None and np.size(z0) != np.size(getattr(model.initial_state(), "z", z0)):
-        new.state.z = model.initial_state().z           # other controllers: their own initial state
-    names = set(model.constraint_names)
+    new.state = _continued_state(sim, old_model, model)
     forces = {f.name for f in model.forces}
-    new.actuator_values.update({k: v for k, v in sim.actuator_values.items() if k in forces})
-    for name, override in sim.nail_overrides.items():
-        if name in names and model.constraints[model.constraint_names.index(name)].kind == NAIL:
-            new.nail_overrides[name] = override
-    broken = {c.name for c, on in zip(old_model.constraints, sim.active) if c.enabled and not on}
-    for i, c in enumerate(model.constraints):
-        if c.name in broken:
-            new.active[i] = False
-    new.pull = sim.pull
+    for name, value in sim.actuator_values.items():
+        if name in forces:
+            new.set_actuator(name, value)
+    names = model.constraint_names
+    for name, (t0, position, velocity) in sim.nail_overrides.items():
+        if name in names and model.constraints[names.index(name)].kind == NAIL:
+            now = np.asarray(position, dtype=float) + np.asarray(velocity, dtype=float) * (new.state.t - t0)
+            new.move_nail(name, now, velocity)
+    if sim.pull is not None:
+        link, point, target, stiffness, damping = sim.pull
+        new.set_pull(link, point, target, stiffness, damping)
     return new, True
+
+
+def _taking_over(sim, model):
+    """A ``core.Simulation`` of ``model`` (the running one's but for settings or gains) restored to ``sim``'s
+    snapshot: the state, the inputs, the events and the energy audit's reference go on."""
+    new = core.Simulation(model)
+    new.restore(sim.snapshot())
+    return new
+
+
+def _controllers_key(model) -> tuple:
+    return tuple((c.name, c.kind, c.n_state) for c in model.controllers)
+
+
+def _continued_state(sim, old_model, model) -> State:
+    """The state of ``model`` that continues ``sim`` (running ``old_model``, same coordinates): its t, q, q̇; the
+    controllers' state if the controllers are the same; the work integrals of the constraints that are still
+    there (by name) and of the other sources; the constraints that broke stay removed."""
+    old, init = sim.state, model.initial_state()
+    z = np.array(old.z, dtype=float) if _controllers_key(old_model) == _controllers_key(model) else init.z
+    work = np.zeros_like(init.work)
+    old_names = old_model.constraint_names
+    old_work = np.asarray(old.work, dtype=float)
+    for i, name in enumerate(model.constraint_names):
+        if name in old_names:
+            work[i] = old_work[old_names.index(name)]
+    work[-N_POWER_SOURCES:] = old_work[-N_POWER_SOURCES:]
+    broken = {c.name for c, on in zip(old_model.constraints, old.active) if c.enabled and not on}
+    active = np.array([c.enabled and c.name not in broken for c in model.constraints], dtype=bool)
+    return State(old.t, np.array(old.q, dtype=float), np.array(old.qd, dtype=float), z, work, active,
+                 float(old.corrections), float(old.step_size), bool(old.rank_deficient))

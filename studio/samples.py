@@ -23,8 +23,8 @@ group              size  content
 ``parameters``     P     the controllers' adaptive parameter estimates (thesis fig. 3.10)
 =================  ====  ==================================================================================
 
-The controller groups come from ``core.Simulation.controller_diagnostics`` and are empty for a scene without
-controllers (or a core without them).
+The controller groups come from ``core.Simulation.controller_diagnostics`` (one state) or the controllers' columns
+of the records (a batch), and are empty for a scene without controllers.
 """
 from __future__ import annotations
 
@@ -71,16 +71,14 @@ def _controller_columns(model, sim) -> dict:
     """Labels of the controller groups, read off the simulation's controllers (empty without any)."""
     out = {"desired": [], "tracking_error": [], "parameters": []}
     controllers = getattr(sim, "controllers", ()) if sim is not None else ()
-    if not controllers or not hasattr(sim, "controller_diagnostics"):
+    if not controllers:
         return out
     joint_of_q = {int(model.q_start[i]): model.joint_link_names[i] for i in range(model.n_links)}
-    diagnostics = sim.controller_diagnostics()
     for c in controllers:
         joints = [joint_of_q.get(int(k), f"q{k}") for k in getattr(c, "qidx", ())]
         out["desired"] += [(c.name, j) for j in joints]
         out["tracking_error"] += [(c.name, j) for j in joints]
-        n = np.size(diagnostics.get(f"parameters_{c.name}", ()))
-        out["parameters"] += [(c.name, f"â{k + 1}") for k in range(n)]
+        out["parameters"] += [(c.name, f"â{k + 1}") for k in range(int(getattr(c, "n_parameters", 0)))]
     return out
 
 
@@ -139,9 +137,9 @@ def sample_row(sim, layout: SampleLayout) -> np.ndarray:
 
 
 def sample_rows(records: dict, layout: SampleLayout) -> np.ndarray:
-    """The rows (n, width) of the states recorded by ``core.Simulation.run`` (its returned arrays): the columns
-    :func:`sample_row` reads at each of them. For a run without controllers (``layout.controllers`` empty), which
-    is what the compiled batches are; the controller groups stay NaN."""
+    """The rows (n, width) of the states recorded by ``core.Simulation.run`` (its returned arrays, the columns of
+    ``core.records``): what :func:`sample_row` reads at each of them, the controllers' ``desired_<name>``,
+    ``tracking_error_<name>`` and ``parameters_<name>`` included."""
     t = np.asarray(records["t"], dtype=float)
     n, g = t.shape[0], layout.groups
     rows = np.full((n, layout.width), np.nan)
@@ -149,7 +147,7 @@ def sample_rows(records: dict, layout: SampleLayout) -> np.ndarray:
     def put(group, values):
         s = g[group]
         if s.stop > s.start:
-            rows[:, s] = np.asarray(values, dtype=float).reshape(n, -1)[:, :s.stop - s.start]
+            rows[:, s] = _columns(values, n)[:, :s.stop - s.start]
 
     rows[:, g["t"].start] = t
     rows[:, g["energy"].start:g["energy"].stop] = np.column_stack([
@@ -158,9 +156,23 @@ def sample_rows(records: dict, layout: SampleLayout) -> np.ndarray:
     for group, key in (("force", "constraint_force_magnitude"), ("deviation", "deviation"),
                        ("deviation_rate", "deviation_rate"), ("residual", "residual")):
         put(group, records[key])
-    sv = np.asarray(records["singular_values"], dtype=float).reshape(n, -1)
+    sv = _columns(records["singular_values"], n)
     k = min(sv.shape[1], layout.size("singular"))
     rows[:, g["singular"].start:g["singular"].start + k] = sv[:, :k]
     if layout.joint_q:
-        rows[:, g["joint"]] = np.asarray(records["q"], dtype=float).reshape(n, -1)[:, list(layout.joint_q)]
+        rows[:, g["joint"]] = _columns(records["q"], n)[:, list(layout.joint_q)]
+    for group in ("desired", "tracking_error", "parameters"):
+        s = g[group]
+        parts = [_columns(records[f"{group}_{name}"], n) for name in layout.controllers
+                 if f"{group}_{name}" in records]
+        if parts and s.stop > s.start:
+            values = np.concatenate(parts, axis=1)
+            m = min(values.shape[1], s.stop - s.start)
+            rows[:, s.start:s.start + m] = values[:, :m]
     return rows
+
+
+def _columns(values, n: int) -> np.ndarray:
+    """A recorded series (n, *shape) as n rows of columns (n, prod(shape)); works for empty shapes too."""
+    values = np.asarray(values, dtype=float)
+    return values.reshape(n, int(np.prod(values.shape[1:], dtype=int)))

@@ -12,31 +12,32 @@ one :class:`~studio.messages.Snapshot` (latest wins on the GUI side) and one
 therefore lowers the real-time factor, never the frame rate; more than ``max_lag`` behind, the worker forgives the
 lag instead of catching up.
 
-Batches: a scene that the core steps in compiled code (``core.Simulation.compiled_scene``, RK4) is advanced a
-frame's worth of steps per ``Simulation.run`` call, sampled every ``stride``-th step, instead of one Python call per
-step. Each call into a compiled kernel releases the GIL and must win it back from the GUI thread (up to a switch
-interval, 0.5 ms, whenever the GUI is busy), so one call per step made a 60 µs step cost 0.5–2 ms; a batch pays
-that a few times a frame. Other simulations (the Python path, adaptive steps, stand-ins) step one step at a time.
-The plots get at most ``max_samples_per_frame`` rows a frame (4: 240 a second, plenty for curves a few hundred
-pixels wide); sampling every step (1000 rows a second at 1 ms) split every batch into single steps and made the
-plots' repaints much slower.
+Batches: every scene runs on the core's one compiled pipeline (controllers, the three formulations, joint-space
+constraints, every integrator), a frame's worth of steps per ``Simulation.run`` call, recorded every ``stride``-th
+step into the columns of ``core.records`` (the controllers' tracking errors, desired motions and adaptive
+parameters included). Each call into compiled code releases the GIL and must win it back from the GUI thread (up
+to a switch interval, 0.5 ms, whenever the GUI is busy), so one call per step made a 60 µs step cost 0.5–2 ms; a
+batch pays that a few times a frame. With adaptive steps (Cash–Karp) a batch spans the simulated time that many
+steps have covered on average, so that it still fits its share of the frame. Stand-ins without ``run`` step one
+step at a time. The plots get at most ``max_samples_per_frame`` rows a frame (4: 240 a second, plenty for curves a
+few hundred pixels wide); sampling every step (1000 rows a second at 1 ms) made the plots' repaints much slower.
 
 Divergence: a step that raises, leaves a non-finite state or a constraint residual above ``residual_limit`` is
-undone (the last good state is kept), the worker pauses and ``error`` says why. A batch is checked at every sampled
-step and at its end; when it raised or went bad, the simulation goes back to where the batch began and steps it one
-step at a time, so the pause comes at the same step as without batches. An exception in a command is reported the
-same way; nothing is lost silently.
+undone with ``Simulation.restore`` of the snapshot taken before it (the last good state is kept), the worker pauses
+and ``error`` says why. A batch is checked at every recorded step and at its end; when it raised or went bad, the
+simulation is restored to the snapshot taken where the batch began and steps it one step at a time, so the pause
+comes at the same step as without batches. An exception in a command is reported the same way; nothing is lost
+silently.
 
-First use: the core compiles its kernels on the first evaluation and the first step in a process (about a minute
-on a machine that never ran this version, then a second to load them from the disk cache). That happens here, on
-the worker thread, never on the GUI thread: the worker's constructor evaluates nothing. Before the first
-evaluation of a kind of simulation in the process, ``busy`` says the kernels are being prepared; the worker then
-evaluates the initial state, steps a throwaway copy once (so that Play does not stall later) and clears the message
-(``busy("")``).
+First use: the core's kernels are compiled once per version and machine and cached on disk. The main window has
+them compiled in a separate process before it starts this worker when the cache is cold (:mod:`studio.kernels`);
+if that failed, they compile here, on the worker thread, never on the GUI thread (about a minute), and loading them
+from the cache takes about a second. The worker's constructor evaluates nothing: before the first evaluation in
+the process, ``busy`` says the kernels are being prepared; the worker then evaluates the initial state, steps once
+and restores its snapshot (so that Play does not stall later) and clears the message (``busy("")``).
 """
 from __future__ import annotations
 
-import copy
 import math
 import queue
 import time
@@ -55,12 +56,13 @@ RATE_WINDOW = 0.5          # seconds over which the reported real-time factor is
 COST_WEIGHT = 0.05         # weight of the newest step in the averaged cost per step
 MAX_BATCH = 2000           # steps in one Simulation.run call at most (a frame's worth is usually far fewer)
 
-PREPARING = ("Preparing the compiled physics kernels (the first run on this machine compiles them, about a "
-             "minute)…")
+PREPARING = ("Compiling the physics kernels on the simulation thread (the first run of this version on this "
+             "machine: about a minute or two); the scene can be edited meanwhile…")
 LOADING = "Loading the compiled physics kernels…"
 
-#: Kinds of simulation (see :func:`_kind`) already evaluated and stepped in this process: their kernels are
-#: compiled (or loaded from the cache) and the next one starts at once. Worker thread only.
+#: Kinds of simulation (their types: every core.Simulation runs the same compiled pipeline) already evaluated and
+#: stepped in this process: their kernels are compiled (or loaded from the cache) and the next one starts at once.
+#: Worker thread only.
 _PREPARED: set = set()
 
 
@@ -99,8 +101,10 @@ class SimulationWorker(QObject):
         self._run = 0
         self._rate: float | None = None                  # smoothed real-time factor while playing
         self._cost: float | None = None                  # smoothed wall-clock seconds per step
+        self._span: float | None = None                  # smoothed simulated seconds per step (adaptive steps)
         self._sim = simulation                           # evaluated first on the worker thread, in run()
         self._layout = None
+        self._batched = False
         self._rows: list[np.ndarray] = []
 
     def _set_simulation(self, sim) -> None:
@@ -110,7 +114,8 @@ class SimulationWorker(QObject):
         self._events_seen = len(getattr(sim, "events", ()))
         self._rows = []
         self._stride, self._since_sample, self._steps_this_frame = 1, 0, 0
-        kind = _kind(sim)
+        self._span = None
+        kind = type(sim).__qualname__
         first = kind not in _PREPARED
         if first:
             self.busy.emit(_preparing_message())
@@ -123,8 +128,7 @@ class SimulationWorker(QObject):
             if first:
                 _PREPARED.add(kind)
                 self.busy.emit("")
-        self._batched = self.batches and _runs_batches(sim) and self._layout is not None \
-            and not self._layout.controllers
+        self._batched = self.batches and _runs_batches(sim) and self._layout is not None
         self._anchor_wall, self._anchor_t = self._clock(), sim.state.t   # sim time _anchor_t reached at wall time
         self._last_emit_wall, self._last_emit_t = self._anchor_wall, sim.state.t
 
@@ -246,11 +250,17 @@ class SimulationWorker(QObject):
             else:
                 self._step_once()
 
+    def _step_span(self) -> float:
+        """Simulated seconds per step: ``dt``, or less with adaptive steps (averaged over the batches run)."""
+        dt = self._sim.dt
+        span = self._span
+        return dt if span is None or span >= dt * (1 - 1e-9) else span
+
     def _batch_size(self, target: float, deadline: float) -> int:
         """Steps of the next batch: enough to reach ``target`` (rounded up to a multiple of the sampling stride),
         but no more than fit before ``deadline`` at the averaged cost per step (a few while there is no average)."""
         sim, stride = self._sim, self._stride
-        n = MAX_BATCH if math.isinf(target) else math.ceil((target - sim.state.t) / sim.dt - 1e-9)
+        n = MAX_BATCH if math.isinf(target) else math.ceil((target - sim.state.t) / self._step_span() - 1e-9)
         n = stride * math.ceil(max(n, 1) / stride)
         budget = 8 if self._cost is None else int(max(0.0, deadline - self._clock()) / max(self._cost, 1e-9))
         if n > budget:
@@ -258,22 +268,22 @@ class SimulationWorker(QObject):
         return max(stride, min(n, MAX_BATCH))
 
     def _step_once(self) -> bool:
-        """One step; on an exception, a non-finite result or a residual over the limit, go back to the last good
-        state, pause and report."""
+        """One step; on an exception, a non-finite result or a residual over the limit, restore the snapshot taken
+        before it (the last good state), pause and report."""
         sim = self._sim
-        good = sim.state.copy()
-        work = getattr(sim, "work", None)
+        good = _save(sim)
+        t_before = sim.state.t
         start = self._clock()
         try:
             sim.step()
         except Exception as exc:
-            self._restore(good, work)
+            _restore(sim, good)
             self._diverged(f"{type(exc).__name__}: {exc}")
             return False
         cost = self._clock() - start
-        why = self._why_bad(good.t)
+        why = self._why_bad(t_before)
         if why:
-            self._restore(good, work)
+            _restore(sim, good)
             self._diverged(why)
             return False
         self._cost = cost if self._cost is None else self._cost + COST_WEIGHT * (cost - self._cost)
@@ -287,31 +297,32 @@ class SimulationWorker(QObject):
 
     def _step_batch(self, n: int) -> None:
         """``n`` steps in one ``Simulation.run`` call, sampled every ``stride``-th step and at the end. If it
-        raises, or a sampled state is not finite or has a residual over the limit, go back to where it began and
-        step one step at a time (:meth:`_step_once` then pauses at the bad step, as without batches)."""
+        raises, or a sampled state is not finite or has a residual over the limit, restore the snapshot taken
+        where it began and step one step at a time (:meth:`_step_once` then pauses at the bad step, as without
+        batches)."""
         sim = self._sim
-        saved = copy.deepcopy(sim, {id(sim.model): sim.model})   # ~0.1 ms: the state, work, events, tables
+        saved = sim.snapshot()
         t0, taken0 = sim.state.t, sim.steps_taken
         start = self._clock()
         try:
             with np.errstate(all="ignore"):
-                records = sim.run(n * sim.dt, record_every=self._stride)
+                records = sim.run(n * self._step_span(), record_every=self._stride)
             rows = sample_rows(records, self._layout)[1:]       # row 0: the state the batch started from
             bad = not self._state_is_finite() or not self._rows_are_good(rows)
         except Exception:
             bad = True
         if bad:
-            vars(sim).clear()
-            vars(sim).update(vars(saved))
+            sim.restore(saved)
             for _ in range(n):
                 if not (self._playing and self._step_once()):
                     break
             return
         taken = sim.steps_taken - taken0
         if taken > 0:
-            cost = (self._clock() - start) / taken
+            cost, span = (self._clock() - start) / taken, (sim.state.t - t0) / taken
             weight = min(1.0, COST_WEIGHT * taken)
             self._cost = cost if self._cost is None else self._cost + weight * (cost - self._cost)
+            self._span = span if self._span is None else self._span + weight * (span - self._span)
         self._steps += taken
         self._steps_this_frame += taken
         self._since_sample = 0                      # the run recorded its last state
@@ -338,15 +349,6 @@ class SimulationWorker(QObject):
                 return (f"the solve residual of constraint {name!r} reached {residual[worst]:.3g} m/s², over the "
                         f"limit of {self.residual_limit:.3g} m/s²")
         return None
-
-    def _restore(self, good, work) -> None:
-        # The core keeps the last good state itself on DivergenceError; for the other cases put it back.
-        # (A public Simulation.restore would be cleaner: the cached evaluation is private.)
-        self._sim.state = good
-        if work is not None:
-            self._sim.work = work
-        if hasattr(self._sim, "_data"):
-            self._sim._data = None
 
     def _check_finite(self) -> bool:
         if self._state_is_finite():
@@ -414,48 +416,47 @@ class SimulationWorker(QObject):
         self.snapshot.emit(Snapshot(
             t=float(s.t), q=frozen_copy(s.q), steps=self._steps, playing=self._playing, realtime_factor=factor,
             model=model, run=self._run, overlay=overlay, step_cost=self._cost,
-            energy_error=float("nan") if energy_error is None else energy_error, speed=self.speed))
-
-
-def _kind(sim) -> tuple:
-    """What decides which compiled kernels a simulation needs: the compiled RK4 step, or the Python path."""
-    try:
-        compiled = sim.compiled_scene() is not None
-    except Exception:                       # a stand-in, or a state the core cannot tabulate
-        compiled = None
-    return type(sim).__qualname__, getattr(sim, "integrator", None), compiled
+            energy_error=float("nan") if energy_error is None else energy_error, speed=self.speed,
+            batched=self._batched))
 
 
 def _runs_batches(sim) -> bool:
-    """Whether ``sim`` steps whole batches in compiled code (``core.Simulation.run`` on the compiled RK4 path)."""
-    try:
-        return (callable(getattr(sim, "run", None)) and hasattr(sim, "steps_taken")
-                and getattr(sim, "integrator", None) == "rk4" and sim.compiled_scene() is not None)
-    except Exception:
-        return False
+    """Whether ``sim`` steps whole batches in compiled code and can go back to a snapshot (``core.Simulation``)."""
+    return all(callable(getattr(sim, name, None)) for name in ("run", "snapshot", "restore")) \
+        and hasattr(sim, "steps_taken")
+
+
+def _save(sim):
+    """What :func:`_restore` needs to bring ``sim`` back: its snapshot, or the state of a stand-in without one."""
+    return sim.snapshot() if callable(getattr(sim, "snapshot", None)) else sim.state.copy()
+
+
+def _restore(sim, saved) -> None:
+    if callable(getattr(sim, "restore", None)):
+        sim.restore(saved)
+    else:
+        sim.state = saved
 
 
 def _preparing_message() -> str:
     try:
         from core.jit import kernels_cached
-    except ImportError:
-        return PREPARING
-    try:
         return LOADING if kernels_cached() else PREPARING
     except Exception:
         return PREPARING
 
 
 def _warm_up_step(sim) -> None:
-    """Step a throwaway copy of ``sim`` once, so that its step's kernels are compiled (or loaded) now and not at
-    the first Play. Whatever goes wrong here is left for the real step to report."""
+    """Step ``sim`` once and bring it back, so that its step's kernels are compiled (or loaded) now and not at the
+    first Play. Whatever goes wrong here is left for the real step to report."""
+    saved = _save(sim)
     try:
-        memo = {id(sim.model): sim.model} if hasattr(sim, "model") else {}
-        probe = copy.deepcopy(sim, memo)
         with np.errstate(all="ignore"):
-            probe.step()
+            sim.step()
     except Exception:
         pass
+    finally:
+        _restore(sim, saved)
 
 
 def _layout_of(sim):

@@ -7,10 +7,12 @@ received.
 """
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import threading
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -22,6 +24,7 @@ from PySide6.QtGui import QImage
 import core
 from core.model import State
 from studio import DEFAULT_SCENE, SCENES_DIR
+from studio import worker as worker_module
 from studio.__main__ import main
 from studio.main_window import MainWindow
 from studio.simthread import SimulationThread
@@ -31,8 +34,8 @@ from studio.messages import Snapshot
 ROOT = Path(__file__).resolve().parent.parent
 SCENES = sorted(SCENES_DIR.glob("*.json"))
 #: How long to wait for a worker's first snapshot, or for the first step of a kind of simulation new to the
-#: process: the worker evaluates (and steps a copy of) it first, which compiles the core's kernels on a machine
-#: that never ran this version of the core (about a minute; loading them from the cache takes a second).
+#: process: the worker evaluates it (and steps it once, then restores its snapshot) first, which compiles the core's
+#: kernels on a machine that never ran this version of the core (about a minute; loading them takes a second).
 FIRST_USE_MS = 180_000
 
 
@@ -107,7 +110,9 @@ def show(qtbot, widget, w=480, h=360):
 # ---- worker thread (no display needed) ------------------------------------------------------------------------
 def test_worker_given_a_nan_state_pauses_and_reports(start_worker, qtbot):
     sim = core.Simulation(core.load_scene(DEFAULT_SCENE))
-    sim.state.q[1] = np.nan
+    q = sim.state.q.copy()
+    q[1] = np.nan
+    sim.state = replace(sim.state, q=q)                  # states are values: a new one, never written in place
     st = start_worker(sim)
     st.play()
     qtbot.waitUntil(lambda: bool(st.errors))
@@ -137,6 +142,50 @@ def test_worker_reports_an_exception_in_a_step_and_stays_alive(start_worker, qtb
     st.reset()
     st.step()
     qtbot.waitUntil(lambda: st.latest.steps == 1 and st.latest.t == pytest.approx(sim.dt))
+
+
+class RestoreSpy(core.Simulation):
+    """A core.Simulation that notes the time of every snapshot it is restored to (worker thread)."""
+
+    def __init__(self, model):
+        super().__init__(model)
+        self.restored = []
+
+    def restore(self, snapshot):
+        self.restored.append(snapshot.state.t)
+        super().restore(snapshot)
+
+
+def _naive_arm():
+    """Thesis fig. 2.9 with a 1e12 N bound: the SVD keeps a near-singular direction and the solve blows up within
+    a few milliseconds (the residual first, then the state itself)."""
+    doc = json.loads(DEFAULT_SCENE.read_text())
+    doc["constraints"][0]["max_force"] = 1e12
+    return core.compile_scene(core.scene.parse_spec(doc, "naive"))
+
+
+@pytest.mark.parametrize("limit,why", [(1e6, "solve residual of constraint 'tip_nail'"), (1e300, "diverging")])
+def test_a_diverging_batch_is_undone_and_the_last_good_step_kept(start_worker, qtbot, monkeypatch, limit, why):
+    monkeypatch.setattr(worker_module, "_PREPARED", {RestoreSpy.__qualname__})     # no warm-up step (and restore)
+    model = _naive_arm()
+    sim = RestoreSpy(model)
+    st = start_worker(sim, residual_limit=limit)
+    assert st.latest.batched                              # a core.Simulation runs in batches of compiled steps
+    st.play()
+    qtbot.waitUntil(lambda: bool(st.errors) and not st.latest.playing, timeout=20_000)
+    assert "keeping the last good state" in st.errors[0] and why in st.errors[0], st.errors
+    snap = st.latest
+    # the batch that went bad was undone (a restore to where it began, before the last good step) and stepped
+    # again one step at a time; the bad step itself was undone too
+    *batch_starts, bad_step = sim.restored
+    assert batch_starts and all(t < snap.t for t in batch_starts) and bad_step == snap.t, sim.restored
+    # the state kept is the one of the last good step: the same as stepping one step at a time from the start
+    ref = core.Simulation(model)
+    for _ in range(snap.steps):
+        ref.step()
+    assert ref.state.t == pytest.approx(snap.t, abs=1e-15) and snap.steps > 0
+    np.testing.assert_allclose(snap.q, ref.state.q, rtol=1e-12, atol=1e-15)
+    assert np.all(np.isfinite(snap.q))
 
 
 def test_commands_are_applied_in_order_and_none_is_dropped(start_worker, qtbot):
@@ -207,6 +256,11 @@ def test_gui_side_delivers_only_the_latest_snapshot(qtbot):
 def test_command_line_rejects_a_missing_scene(tmp_path, capsys):
     assert main([str(tmp_path / "nowhere.json")]) == 2
     assert "nowhere.json" in capsys.readouterr().err
+
+
+def test_command_line_plays_the_scene_unless_told_to_wait():
+    from studio.__main__ import _parse_args
+    assert not _parse_args([]).paused and _parse_args(["--paused"]).paused
 
 
 def test_command_line_wants_screenshot_with_after():
@@ -316,7 +370,9 @@ def test_a_window_deleted_without_closing_still_stops_its_worker(qtbot, gl_rende
 def test_window_shows_a_divergence_in_the_status_bar(qtbot, gl_renderer):
     model = core.load_scene(DEFAULT_SCENE)
     sim = core.Simulation(model)
-    sim.state.qd[0] = np.inf
+    qd = sim.state.qd.copy()
+    qd[0] = np.inf
+    sim.state = replace(sim.state, qd=qd)
     win = show(qtbot, MainWindow(model, sim))
     win.play()
     qtbot.waitUntil(lambda: "not finite" in win.statusBar().currentMessage())

@@ -9,11 +9,12 @@ import numpy as np
 import pytest
 
 import core
+from core.constraints import JOINT_SPACE
 from core.scene import SceneError
 from studio import SCENES_DIR, edits, glyphs
 from studio.history import History
 from studio.picking import hit_shape, hit_sphere, pick_shape, ray_plane, ray_through
-from studio.probe import overlay
+from studio.probe import overlay, resting_overlay
 from studio.reload import reload_simulation, same_coordinates
 from studio.samples import sample_layout, sample_row, sample_rows
 
@@ -154,7 +155,8 @@ def test_sample_rows_hold_what_the_plots_show():
     assert len(lay.columns()) == lay.width and "force[tip_nail]" in lay.columns()
 
 
-@pytest.mark.parametrize("scene", ["arm_nail_singular", "chain20_nailed", "three_link_free_bodies"])
+@pytest.mark.parametrize("scene", ["arm_nail_singular", "chain20_nailed", "three_link_free_bodies", "slotine_li_arm",
+                                   "slider_crank_joint_space"])
 def test_rows_from_a_batch_match_the_rows_read_step_by_step(scene):
     """The worker samples a batch of compiled steps from the records of Simulation.run: the same columns that
     sample_row reads off the simulation after each step."""
@@ -169,6 +171,9 @@ def test_rows_from_a_batch_match_the_rows_read_step_by_step(scene):
             expected.append(sample_row(again, lay))
     assert rows.shape == (4, lay.width)
     np.testing.assert_allclose(rows, np.array(expected), rtol=1e-9, atol=1e-12)
+    if lay.controllers:                                     # the controllers' columns are filled from the records
+        for group in ("desired", "tracking_error", "parameters"):
+            assert lay.size(group) > 0 and np.all(np.isfinite(rows[:, lay.groups[group]])), group
 
 
 def test_the_overlay_puts_the_nail_spring_and_force_where_the_core_says():
@@ -187,6 +192,27 @@ def test_the_overlay_puts_the_nail_spring_and_force_where_the_core_says():
     assert not ov.broken.any() and ov.pull is None
     with pytest.raises(ValueError):
         ov.point_a[0, 0] = 1.0                          # frozen copies cross the thread boundary
+    sim.move_nail("tip_nail", [0.2, 0.0, 1.5])          # a dragged nail and the mouse spring, as the core has them
+    sim.set_pull("link2", [0.0, 0.0, 0.5], [1.0, 0.0, 2.0], 30.0, 3.0)
+    sim.step()
+    ov = overlay(sim)
+    assert ov.point_b[0] == pytest.approx([0.2, 0.0, 1.5])
+    assert ov.pull[0] == pytest.approx(core.point_position(model, sim.state.q, "link2", [0.0, 0.0, 0.5]))
+    assert ov.pull[1] == pytest.approx([1.0, 0.0, 2.0])
+
+
+@pytest.mark.parametrize("scene", ["arm_nail_singular", "elbow_singularity", "four_bar", "slider_crank_joint_space",
+                                   "nail_cylinder_spring"])
+def test_the_resting_overlay_shows_the_scene_at_t0_as_the_simulation_does(scene):
+    """Drawn while the step's kernels compile (from the geometry alone): the same ends and springs as the first
+    snapshot's overlay, a moving nail where its path starts; no forces, no velocities."""
+    model = core.load_scene(SCENES_DIR / f"{scene}.json")
+    rest, live = resting_overlay(model), overlay(core.Simulation(model))
+    np.testing.assert_allclose(rest.point_a, live.point_a, atol=1e-12)
+    np.testing.assert_allclose(rest.point_b, live.point_b, atol=1e-12)
+    np.testing.assert_allclose(rest.springs, live.springs, atol=1e-12)
+    assert rest.nail_indices() == live.nail_indices() and np.array_equal(rest.active, live.active)
+    assert not rest.force.any() and not rest.velocity.any()
 
 
 @pytest.mark.skipif(not (SCENES_DIR / "slider_crank_joint_space.json").exists(), reason="no joint-space scene")
@@ -194,10 +220,10 @@ def test_a_joint_space_constraint_has_no_point_to_draw():
     sim = core.Simulation(core.load_scene(SCENES_DIR / "slider_crank_joint_space.json"))
     sim.step()
     ov = overlay(sim)
-    joint_space = [i for i, c in enumerate(sim.model.constraints) if c.link_a < 0]
+    joint_space = [i for i, c in enumerate(sim.model.constraints) if c.kind == JOINT_SPACE]
     assert joint_space and not ov.has_point[joint_space].any()
     assert not any(i in ov.nail_indices() for i in joint_space)
-    assert np.all(ov.force[joint_space] == 0)
+    assert np.all(ov.force[joint_space] == 0) and np.all(np.isnan(ov.point_a[joint_space]))
 
 
 def test_an_edit_with_the_same_joints_keeps_the_running_state(spec):
@@ -214,15 +240,57 @@ def test_an_edit_with_the_same_joints_keeps_the_running_state(spec):
 
 
 def test_a_run_setting_changes_in_place_and_the_energy_books_go_on(spec):
-    sim = core.Simulation(core.compile_scene(spec))
+    weak = edits.set_value(spec, ("constraints", 0, "max_deviation"), 1.0)      # breaks at the first step
+    sim = core.Simulation(core.compile_scene(weak))
     for _ in range(5):
         sim.step()
-    work = sim.work.copy()
-    new, kept = reload_simulation(sim, edits.set_value(spec, ("simulation", "integrator"), "semi_implicit_euler"))
-    assert kept and new is sim and sim.integrator == "semi_implicit_euler"
-    assert np.array_equal(sim.work, work)
-    new, kept = reload_simulation(sim, edits.set_value(spec, ("simulation", "dt"), 0.0005))
-    assert new is sim and sim.dt == 0.0005
+    before = sim.snapshot()
+    assert before.events and not sim.active[0]
+    new, kept = reload_simulation(sim, edits.set_value(weak, ("simulation", "integrator"), "semi_implicit_euler"))
+    assert kept and new.integrator == "semi_implicit_euler" and sim.integrator == "rk4"
+    after = new.snapshot()
+    assert after.state.t == before.state.t and np.array_equal(after.state.q, before.state.q)
+    assert np.array_equal(new.work, before.state.work) and after.events == before.events
+    assert after.steps_taken == before.steps_taken and after.energy0 == before.energy0
+    assert not new.active[0]                                      # the broken nail stays broken
+    new, kept = reload_simulation(new, edits.set_value(weak, ("simulation", "dt"), 0.0005))
+    assert kept and new.dt == 0.0005 and new.integrator == "rk4"   # back to the document's integrator
+    assert new.model.settings["dt"] == 0.0005
+    new.step()
+    assert new.state.t == pytest.approx(before.state.t + 0.0005)
+    new.reset()
+    assert new.dt == 0.0005 and new.integrator == "rk4" and new.state.t == 0.0   # reset: the new scene's
+
+
+def test_a_gain_edit_goes_on_with_the_adaptive_state():
+    path = SCENES_DIR / "slotine_li_arm.json"
+    spec = core.read_spec(path)
+    sim = core.Simulation(core.compile_scene(spec))
+    sim.run(0.05)
+    estimates = sim.controller_state("idsl").copy()
+    new, kept = reload_simulation(sim, edits.set_value(spec, ("controllers", 0, "kp"), 20.0))
+    assert kept and new.model.spec.controllers[0].kp == 20.0 and np.all(new.controller("idsl").kp == 20.0)
+    assert new.state.t == sim.state.t and np.array_equal(new.controller_state("idsl"), estimates)
+    back, kept = reload_simulation(new, spec)                      # undo: the scene's gain again
+    assert kept and np.all(back.controller("idsl").kp == spec.controllers[0].kp)
+
+
+def test_an_edit_with_the_same_joints_keeps_inputs_broken_constraints_and_work(spec):
+    weak = edits.set_value(spec, ("constraints", 0, "max_deviation"), 1.0)
+    sim = core.Simulation(core.compile_scene(weak))
+    sim.step()
+    sim.step()
+    assert not sim.active[0]
+    sim.set_pull("link2", [0.0, 0.0, 0.5], [0.5, 0.0, 2.0], 30.0, 3.0)
+    sim.step()
+    added, _ = edits.add(weak, "constraints", "point_on_plane", "link3")     # one more constraint
+    new, kept = reload_simulation(sim, added)
+    assert kept and len(new.model.constraints) == 2 and new.state.active.tolist() == [False, True]
+    assert new.work.shape == (2 + 4,) and new.work[0] == sim.work[0] and new.work[1] == 0.0
+    assert np.array_equal(new.work[2:], sim.work[1:])
+    assert new.pull[0] == sim.pull[0] and np.allclose(new.pull[2], sim.pull[2])
+    new.step()                                                      # and it runs
+    assert np.all(np.isfinite(new.state.q))
 
 
 def test_an_edit_that_changes_the_joints_starts_over(spec):

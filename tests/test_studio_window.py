@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import math
+import sys
 import threading
 
 import numpy as np
@@ -244,9 +245,7 @@ def test_control_panel_settings_reach_the_worker(window, qtbot):
     panel.dt_editor.edit.editingFinished.emit()
     assert "greater than 0" in panel.dt_editor.error_label.text()
     win.step_action.trigger()
-    # The projection formulation runs on the core's Python path: in a process that has not stepped it yet, the
-    # worker first evaluates it and steps a copy (its kernels may compile then), so this first step can take long.
-    qtbot.waitUntil(lambda: _latest(win).steps >= 1, timeout=FIRST_USE_MS)
+    qtbot.waitUntil(lambda: _latest(win).steps >= 1, timeout=20_000)
     assert _latest(win).t == pytest.approx(0.0005)
 
 
@@ -427,6 +426,16 @@ def test_a_controlled_arm_plots_desired_motion_tracking_error_and_estimates(wind
     assert len(plots.curves["parameters"]) == 20             # ten inertial parameters per link
     _, desired = plots.curves["joint"][2]
     assert np.all(np.isfinite(desired.yData))
+    # every scene, controllers too, runs in batches of compiled steps, sampled from the records of each batch
+    assert _latest(win).batched
+    qtbot.waitUntil(lambda: win.status.cost_label.text().startswith("compiled · "))
+    qtbot.waitUntil(lambda: all(_points(c) > 10 for _, c in plots.curves["tracking"]))
+    for _, curve in plots.curves["tracking"] + plots.curves["parameters"]:
+        assert np.all(np.isfinite(curve.yData))
+    rows = plots.history.recent()
+    lay = plots.layout_spec
+    assert np.all(np.diff(rows[:, 0]) > 0) and np.all(np.isfinite(rows[:, lay.groups["tracking_error"]]))
+    assert np.ptp(rows[:, lay.groups["parameters"]], axis=0).max() > 0        # the estimates adapt as it runs
 
 
 @needs_controllers
@@ -467,8 +476,8 @@ def test_a_controller_can_be_added_to_a_scene(window, qtbot):
 
 # ---- the kernels compile on the worker thread, and the window says so -------------------------------------------
 class GatedSimulation(core.Simulation):
-    """A core.Simulation whose steps wait for ``gate`` (a class attribute, so that the throwaway copy the worker
-    steps first waits too: that is the "first step" of the process), and which records the threads that step or
+    """A core.Simulation whose single steps wait for ``gate`` (the worker steps it once when it first loads it, then
+    restores its snapshot: that is the "first step" of the process), and which records the threads that step or
     evaluate it."""
     gate = threading.Event()
     threads: set = set()
@@ -497,8 +506,8 @@ def test_first_use_says_the_kernels_are_being_prepared_while_the_window_stays_li
     win.sim_thread.busy.connect(said.append)            # a GUI-thread slot: every message, in order
     show(qtbot, win, 900, 600)
     try:
-        # The worker evaluated the initial state and now steps its copy, which waits at the gate: the first step
-        # is pending. The window is up, shows the message and answers (this wait runs its event loop).
+        # The worker evaluated the initial state and now takes its warm-up step, which waits at the gate: the first
+        # step is pending. The window is up, shows the message and answers (this wait runs its event loop).
         qtbot.waitUntil(lambda: win.status.currentMessage() in (worker_module.PREPARING, worker_module.LOADING),
                         timeout=FIRST_USE_MS)
         assert said == [win.status.currentMessage()] and win.status.busy_message == said[0]
@@ -523,6 +532,87 @@ def test_first_use_says_the_kernels_are_being_prepared_while_the_window_stays_li
     # Nothing evaluated or stepped the simulation on the GUI thread (the constructor included).
     assert GatedSimulation.threads and threading.get_ident() not in GatedSimulation.threads
     win.close()
+
+
+# ---- a cold kernel cache: compiled in a separate process while the window stays live --------------------------
+def _cold_cache(monkeypatch, command):
+    """As on a machine that never ran this version of the core: the cache check says no, and the warm-up command
+    is a quick stand-in (the real kernels stay cached, so the worker then loads them at once)."""
+    import core.jit
+    from studio import kernels
+    monkeypatch.setattr(core.jit, "kernels_cached", lambda: False)
+    monkeypatch.setattr(kernels, "WARM_COMMAND", (sys.executable, "-c", command))
+
+
+def _cold_window(qtbot, tmp_path):
+    model = core.load_scene(ARM)
+    win = MainWindow(model, path=ARM, settings=QSettings(str(tmp_path / "cold.ini"), QSettings.Format.IniFormat))
+    win.file_actions.ask_to_save = lambda: "discard"
+    shown = []
+    win.status.messageChanged.connect(shown.append)
+    show(qtbot, win, 900, 600)
+    return win, shown
+
+
+def test_a_cold_cache_compiles_in_a_separate_process_while_the_window_stays_live(qtbot, gl_renderer, tmp_path,
+                                                                                 monkeypatch):
+    _cold_cache(monkeypatch, "import time; time.sleep(2.5)")
+    win, shown = _cold_window(qtbot, tmp_path)
+    try:
+        assert win.kernels is not None and win.kernels.running
+        assert not win.sim_thread.thread.isRunning() and _latest(win) is None      # the worker waits for them
+        qtbot.waitUntil(lambda: "— 1 s…" in win.status.currentMessage())           # counting the seconds
+        message = win.status.currentMessage()
+        assert message.startswith("Compiling the physics kernels for this machine (first run of this version")
+        assert win.status.rate_label.text() == "waiting for the kernels"
+        rgb = rgb_array(win.viewport.grabFramebuffer())                              # the scene at t = 0
+        assert max(pixels_of_colour(rgb, s.rgba) for s in win.viewport.model.shapes) > 20
+        win.selection.set(("forces", 0))                                             # browse and edit meanwhile
+        editor = win.inspector.editor("stiffness")
+        editor.edit.setText("35")
+        editor.edit.editingFinished.emit()
+        assert win.document.spec.forces[0].stiffness == 35.0
+        win.play()                                                                   # waits in the queue
+        assert win.status.currentMessage().startswith("Compiling the physics kernels")   # still said
+    finally:
+        qtbot.waitUntil(lambda: win.kernels.done, timeout=30_000)
+    assert win.kernels.ok and any(m.startswith("the physics kernels are compiled") for m in shown), shown
+    qtbot.waitUntil(lambda: _latest(win) is not None and _latest(win).playing and _latest(win).t > 0.01,
+                    timeout=20_000)
+    assert _latest(win).model.forces[0].stiffness == 35.0                 # the edit reached the simulation
+    assert not win.status.currentMessage().startswith("Compiling")
+    win.close()
+    assert win.sim_thread.thread.isFinished()
+
+
+def test_if_the_separate_compile_fails_the_worker_compiles_and_says_so(qtbot, gl_renderer, tmp_path, monkeypatch):
+    _cold_cache(monkeypatch, "import sys; print('numba exploded'); sys.exit(3)")
+    monkeypatch.setattr(worker_module, "_PREPARED", set())              # the worker has prepared nothing yet
+    said = []
+    win, shown = _cold_window(qtbot, tmp_path)
+    win.sim_thread.busy.connect(said.append)
+    qtbot.waitUntil(lambda: win.kernels.done, timeout=30_000)
+    assert not win.kernels.ok
+    failed = "compiling the physics kernels in a separate process failed (exit code 3: numba exploded)"
+    assert any(m.startswith(failed) and "compiling them on the simulation thread instead" in m for m in shown)
+    qtbot.waitUntil(lambda: _latest(win) is not None, timeout=FIRST_USE_MS)
+    assert said and said[0] == worker_module.PREPARING                  # the worker compiles (says it; cached here)
+    assert any(m.startswith(failed) and worker_module.PREPARING[1:] in m for m in shown), shown
+    win.play()
+    qtbot.waitUntil(lambda: _latest(win).playing and _latest(win).t > 0.01, timeout=20_000)
+    win.close()
+
+
+def test_closing_the_window_while_the_kernels_compile_ends_that_process(qtbot, gl_renderer, tmp_path,
+                                                                       monkeypatch):
+    _cold_cache(monkeypatch, "import time; time.sleep(60)")
+    win, _ = _cold_window(qtbot, tmp_path)
+    process = win.kernels.process.process
+    assert process.poll() is None
+    win.close()
+    assert process.poll() is not None and win.kernels.done
+    qtbot.wait(300)
+    assert not win.sim_thread.thread.isRunning()                         # and the worker never started
 
 
 def test_the_plot_grid_is_drawn_in_opaque_colours_of_the_same_shade(window):
