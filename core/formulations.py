@@ -110,14 +110,13 @@ def pseudo_inverse(dense, m, nv, r):
 
 
 @njit
-def minv_jt(tree, kin, aba, rows, solve, m):
+def minv_jt(tree, aba, rows, solve, m):
     """``solve.Y`` ← M⁻¹Jᵀ (nv x m): one O(N) articulated-body solve per row, reusing the factorization of
     ABA's pass 2 at this q (:func:`core.aba.aba_solve`; no mass matrix is formed)."""
     nv = solve.qdd_free.shape[0]
-    s6 = aba.s6
     for j in range(m):
-        aba_solve(tree.parent, tree.S, tree.v_start, tree.nv_j, kin.E, kin.r, aba.W, aba.Dinv, rows.J[j], solve.col,
-                  aba.pA, aba.u, aba.acc, s6[0], s6[1], s6[2])
+        aba_solve(tree.parent, aba.Sw, tree.v_start, tree.nv_j, aba.W, aba.Dinv, rows.J[j], solve.col, aba.pA, aba.u,
+                  aba.acc, aba.s6[0])
         for k in range(nv):
             solve.Y[k, j] = solve.col[k]
 

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .aba import aba_accelerations, aba_bias_forces, aba_inertias
+from .aba import aba_accelerations, aba_inertias, aba_velocities, world_frame
 from .constraints import POINT_VELOCITY, rows_kernel
 from .control.kernels import control_stage
 from .crba import mass_matrix_kernel
@@ -40,11 +40,14 @@ __all__ = ["evaluate"]
 
 
 @njit
-def kinematics_stage(tree, kin, q, qd):
-    """Link poses, velocities and velocity-product accelerations at (q, q̇)."""
+def kinematics_stage(tree, kin, q, qd, velocities):
+    """Link poses at q and, with ``velocities``, the links' velocities and velocity-product accelerations in
+    link coordinates (what the constraint rows, the force elements and the energies read)."""
     fk_kernel(tree.parent, tree.joint_type, tree.axis, tree.R_tree, tree.p_tree, tree.q_start, q, kin.E, kin.r,
               kin.R_WL, kin.p_WL)
-    velocity_product_kernel(tree.parent, tree.S, tree.v_start, tree.nv_j, kin.E, kin.r, qd, kin.v, kin.c, kin.a_vp)
+    if velocities:
+        velocity_product_kernel(tree.parent, tree.S, tree.v_start, tree.nv_j, kin.E, kin.r, qd, kin.v, kin.c,
+                                kin.a_vp)
 
 
 @njit
@@ -82,7 +85,7 @@ def evaluate(tree, tab, ws, t, q, qd, z, m, n_groups, scale, full, out):
     cons, ctl = tab.constraints, tab.controllers
     kin, aba, rows, solve, plant, dense = ws.kin, ws.aba, ws.rows, ws.solve, ws.plant, ws.dense
     nv, K = qd.shape[0], cons.shape[0]
-    kinematics_stage(tree, kin, q, qd)
+    kinematics_stage(tree, kin, q, qd, full or m > 0 or tab.forces.shape[0] > 0)
     if m > 0 or (full and K > 0):
         rows_stage(tree, tab, ws, t, q, qd, m, out)
     tau, power = out.tau, out.power
@@ -103,20 +106,21 @@ def evaluate(tree, tab, ws, t, q, qd, z, m, n_groups, scale, full, out):
     if formulation == PROJECTION:
         jacobian_svd(rows.J, m, nv, dense)
         projection(st, rows, solve, plant, dense, m, scale, tau, out)
-    else:
-        aba_bias_forces(tree.inertia, kin.v, aba.fx, aba.pA, aba.s6[0])
-        aba_inertias(tree.parent, tree.S, tree.v_start, tree.nv_j, kin.E, kin.r, tree.inertia, tau, kin.c, aba.pA,
-                     aba.IA, aba.U, aba.W, aba.Dinv, aba.u, aba.Ia, aba.G, aba.T3, aba.D6, aba.out6, aba.s6[0],
-                     aba.s6[1])
+    else:                                                     # ABA in world axes (core.aba): q̈_free = M⁻¹(τ − b)
+        world_frame(tree.S, tree.nv_j, tree.mass, tree.com, tree.inertia_com, kin.R_WL, kin.p_WL, aba.Sw, aba.IA)
+        aba_velocities(tree.parent, aba.Sw, tree.v_start, tree.nv_j, aba.IA, qd, aba.fx, aba.v, aba.c, aba.pA,
+                       aba.s6[0], aba.s6[1])
+        aba_inertias(tree.parent, aba.Sw, tree.v_start, tree.nv_j, tau, aba.c, aba.pA, aba.IA, aba.U, aba.W,
+                     aba.Dinv, aba.u, aba.G, aba.D6, aba.s6[0])
         a0 = aba.s6[2]                                        # gravity as a base acceleration
         a0[0], a0[1], a0[2] = 0.0, 0.0, 0.0
         a0[3], a0[4], a0[5] = -tree.gravity[0], -tree.gravity[1], -tree.gravity[2]
-        aba_accelerations(tree.parent, tree.S, tree.v_start, tree.nv_j, kin.E, kin.r, a0, kin.c, aba.W, aba.Dinv,
-                          aba.u, solve.qdd_free, aba.acc, aba.s6[0])
+        aba_accelerations(tree.parent, aba.Sw, tree.v_start, tree.nv_j, a0, aba.c, aba.W, aba.Dinv, aba.u,
+                          solve.qdd_free, aba.acc)
         if m == 0:
             out.qdd[:] = solve.qdd_free
         else:
-            minv_jt(tree, kin, aba, rows, solve, m)
+            minv_jt(tree, aba, rows, solve, m)
             if formulation == MULTIPLIERS:
                 jacobian_svd(rows.J, m, nv, dense)
                 multipliers(st, rows, solve, dense, m, scale, out)

@@ -121,7 +121,7 @@ def _explicit_rk(tree, tab, ws, stage, out, t, y, h, nq, nv, C, A, B1, B2, k, y1
 def _total_energy(tree, tab, ws, t, q, qd):
     """Kinetic + gravitational + elastic energy at (t, q, q̇): what the energy audit balances."""
     kin = ws.kin
-    kinematics_stage(tree, kin, q, qd)
+    kinematics_stage(tree, kin, q, qd, True)
     ke, pe = energies_kernel(tree.inertia, tree.gravity, kin.R_WL, kin.p_WL, kin.v)
     tau, power = ws.plant.zero.copy(), np.zeros(4)
     elastic = forces_kernel(tree.parent, tree.S, tree.v_start, tree.nv_j, kin.R_WL, kin.p_WL, kin.v, q, qd, t,

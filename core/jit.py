@@ -242,10 +242,13 @@ _F64 = np.dtype(float)
 
 
 def as_f64(x) -> np.ndarray:
-    """x as a C-contiguous float64 array for a kernel argument (no copy when it already is one)."""
-    if type(x) is np.ndarray and x.dtype is _F64 and x.flags.c_contiguous:
-        return x
-    return np.ascontiguousarray(x, dtype=float)
+    """x as a writable C-contiguous float64 array for a kernel argument (no copy when it already is one; a
+    read-only array is copied, since numba would compile every kernel again for it)."""
+    if type(x) is np.ndarray and x.dtype is _F64:
+        flags = x.flags
+        if flags.c_contiguous and flags.writeable:
+            return x
+    return np.array(x, dtype=float, order="C")
 
 
 @inline

@@ -119,7 +119,8 @@ class TreeRefType(_Struct):
 
 
 define_proxy(TreeRef, TreeRefType, ["parent", "joint_type", "axis", "R_tree", "p_tree", "S", "q_start", "v_start",
-                                    "nq_j", "nv_j", "inertia", "gravity", "quat_starts", "root"])
+                                    "nq_j", "nv_j", "inertia", "gravity", "quat_starts", "root", "mass", "com",
+                                    "inertia_com"])
 
 
 class Kinematics(StructRefProxy):
@@ -136,9 +137,10 @@ class KinematicsType(_Struct):
 define_proxy(Kinematics, KinematicsType, ['E', 'r', 'R_WL', 'p_WL', 'v', 'c', 'a_vp'])
 
 class Articulated(StructRefProxy):
-    """The articulated-body algorithm's arrays (:mod:`core.aba`): external link forces ``fx``, bias forces
-    ``pA``, articulated inertias ``IA``, the factorization ``U``, ``W``, ``Dinv`` (q only), ``u``, accelerations
-    ``acc``, and small scratch."""
+    """The articulated-body algorithm's arrays (:mod:`core.aba`, world axes about the world origin): motion
+    subspaces ``Sw``, external forces ``fx``, link velocities ``v`` and ``c`` = v × s q̇, bias forces ``pA``,
+    articulated inertias ``IA``, the factorization ``U``, ``W``, ``Dinv`` (q only), ``u``, accelerations
+    ``acc``, and small scratch ``G`` (6 x 12), ``D6`` (6 x 6), ``s6`` (8 x 6)."""
 
 
 @structref.register
@@ -146,7 +148,9 @@ class ArticulatedType(_Struct):
     pass
 
 
-define_proxy(Articulated, ArticulatedType, ['fx', 'pA', 'IA', 'U', 'W', 'Dinv', 'u', 'acc', 'Ia', 'G', 'T3', 'D6', 'out6', 's6'])
+define_proxy(Articulated, ArticulatedType, ['Sw', 'fx', 'v', 'c', 'pA', 'IA', 'U', 'W', 'Dinv', 'u', 'acc', 'G', 'D6',
+                                            's6'])
+
 
 class RowsWork(StructRefProxy):
     """The active constraints' rows (m of R used): ``J`` (R x nv), ``gamma`` = J̇q̇, ``D``, ``D_rate``, ``stab``
@@ -243,7 +247,7 @@ def workspace(N, nv, K, R, L, V, P, F, n):
     """A :class:`Workspace` for N links, nv velocities, K constraints of R rows, joint-space programs of at
     most L instructions over V variables, a regressor of P parameters, mixtures of F features and an integrated
     vector of n entries."""
-    buf = np.empty(30 * N + 36 * 6 * N + 250)
+    buf = np.empty(300 * N + 250)
     E, o = carve(buf, 0, 9 * N, (N, 3, 3))
     r, o = carve(buf, o, 3 * N, (N, 3))
     R_WL, o = carve(buf, o, 9 * N, (N, 3, 3))
@@ -259,14 +263,14 @@ def workspace(N, nv, K, R, L, V, P, F, n):
     Dinv, o = carve(buf, o, 36 * N, (N, 6, 6))
     u, o = carve(buf, o, 6 * N, (N, 6))
     acc, o = carve(buf, o, 6 * N, (N, 6))
-    Ia, o = carve(buf, o, 36, (6, 6))
+    Sw, o = carve(buf, o, 36 * N, (N, 6, 6))
+    vw, o = carve(buf, o, 6 * N, (N, 6))
+    cw, o = carve(buf, o, 6 * N, (N, 6))
     G, o = carve(buf, o, 72, (6, 12))
-    T3, o = carve(buf, o, 9, (3, 3))
     D6, o = carve(buf, o, 36, (6, 6))
-    out6, o = carve(buf, o, 36, (6, 6))
     s6, o = carve(buf, o, 48, (8, 6))
     fx[:, :] = 0.0
-    aba = Articulated(fx, pA, IA, U, W, Dinv, u, acc, Ia, G, T3, D6, out6, s6)
+    aba = Articulated(Sw, fx, vw, cw, pA, IA, U, W, Dinv, u, acc, G, D6, s6)
     Lr, Vr = max(L, 1), max(V, 1)
     rows = RowsWork(np.zeros((R, nv)), np.zeros(R), np.zeros(R), np.zeros(R), np.zeros(R),
                     np.full(K, -1, np.int64), np.full(K, -1, np.int64), np.zeros(K, np.int64), np.zeros((8, 3)),

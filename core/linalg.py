@@ -24,10 +24,15 @@ def svd_columns(A, p, n, V, s):
     ``s[:n]`` the singular values σ, sorted descending (columns of A and V permuted alike).
 
     Rotations of column pairs (a_i, a_j) make them orthogonal; sweeps stop when every pair has
-    |a_i·a_j| ≤ 1e-15 ‖a_i‖‖a_j‖ (Demmel & Veselić: relative accuracy of every σ)."""
+    |a_i·a_j| ≤ 1e-15 ‖a_i‖‖a_j‖ (Demmel & Veselić: relative accuracy of every σ) or one of the two columns is
+    below 1e-15 of A's norm (a zero singular value: rotating it against the others would never settle)."""
+    norm2 = 0.0
     for a in range(n):
         for b in range(n):
             V[a, b] = 1.0 if a == b else 0.0
+        for k in range(p):
+            norm2 += A[k, a] * A[k, a]
+    tiny = 1e-30 * norm2                                      # a column this small is a zero singular value
     for _ in range(60):
         rotated = False
         for i in range(n - 1):
@@ -39,7 +44,7 @@ def svd_columns(A, p, n, V, s):
                     alpha += A[k, i] * A[k, i]
                     beta += A[k, j] * A[k, j]
                     gamma += A[k, i] * A[k, j]
-                if gamma == 0.0 or abs(gamma) <= 1e-15 * np.sqrt(alpha * beta):
+                if gamma == 0.0 or abs(gamma) <= 1e-15 * np.sqrt(alpha * beta) or alpha <= tiny or beta <= tiny:
                     continue
                 rotated = True
                 zeta = (beta - alpha) / (2.0 * gamma)

@@ -47,7 +47,9 @@ def _frozen(a, dtype=float) -> np.ndarray:
 class Tree(NamedTuple):
     """The model's arrays as the compiled kernels take them (one argument, fields by name; see :class:`Model`
     for their meaning). Writable private copies of the frozen arrays: numba's dispatcher types a read-only
-    array ~250 ns slower per argument. ``root`` (N,) is the root link of each link's tree."""
+    array ~250 ns slower per argument. ``root`` (N,) is the root link of each link's tree; ``mass`` (N),
+    ``com`` (N, 3) and ``inertia_com`` (N, 3, 3): each link's mass, centre of mass and rotational inertia about its
+    centre of mass, in the link frame (the world-frame ABA builds its inertias from them)."""
     parent: np.ndarray
     joint_type: np.ndarray
     axis: np.ndarray
@@ -62,6 +64,9 @@ class Tree(NamedTuple):
     gravity: np.ndarray
     quat_starts: np.ndarray
     root: np.ndarray
+    mass: np.ndarray
+    com: np.ndarray
+    inertia_com: np.ndarray
 
 
 @dataclass(frozen=True)
@@ -146,7 +151,13 @@ class Model:
     def tree(self) -> Tree:
         """The arrays of the forest as every compiled kernel takes them (:class:`Tree`)."""
         root = np.array([self.root_of(i) for i in range(self.n_links)], dtype=np.int64)
-        return Tree(*(np.array(getattr(self, name)) for name in Tree._fields[:-1]), root)
+        inertia_com = np.array(self.inertia[:, :3, :3])
+        for i in range(self.n_links):                      # Ī_c = Ī_O − m (|c|² 1 − c cᵀ)   (parallel axes)
+            c = self.com[i]
+            inertia_com[i] -= self.mass[i] * (c @ c * np.eye(3) - np.outer(c, c))
+        fields = Tree._fields[:Tree._fields.index("root")]
+        return Tree(*(np.array(getattr(self, name)) for name in fields), root, np.array(self.mass),
+                    np.array(self.com), inertia_com)
 
     @functools.cached_property
     def kernel_tree(self):

@@ -26,8 +26,8 @@ from .data import Data
 from .formulations import FORMULATIONS
 from .model import POWER_SOURCES, Model, State
 from .records import record_width, split
-from .step import (INTEGRATOR_NAMES, DivergenceError, Inputs, advance, controllers_under, evaluate, handle_events,
-                   record_layout)
+from .step import (INTEGRATOR_NAMES, DivergenceError, Inputs, _plan, _run, advance, controllers_under, evaluate,
+                   handle_events, record_layout)
 
 __all__ = ["Simulation", "Snapshot", "Records", "DivergenceError", "INTEGRATOR_NAMES"]
 
@@ -249,9 +249,12 @@ class Simulation:
     def step(self, dt_max: float | None = None) -> State:
         """Advance one step (``dt``, or one accepted adaptive step no longer than ``dt_max``); raises
         :class:`DivergenceError` with the state unchanged if the result is not finite."""
-        self._handle_events()
+        plan = _plan(self.model, self.inputs)
+        if plan.clear_state is not self.state:                # (the last step saw no event at its end)
+            self._handle_events()
         h = self.dt if dt_max is None else min(self.dt, dt_max)
-        batch = advance(self.model, self.state, self.inputs, self.dt, self.state.t + h, 1)
+        with plan.lock:
+            batch = _run(self.model, self.state, plan, self.dt, self.state.t + h, 1)
         if batch.status == "diverged" or batch.steps == 0:
             raise DivergenceError(f"the step from t = {self.state.t:.6g} s (dt = {h:g} s) gave a non-finite state "
                                   f"or dynamics; the state is diverging")

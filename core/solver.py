@@ -150,5 +150,11 @@ def solve_groups(A, B, cons, row_of, group_of, n_groups, method, rcond, rho, F, 
         dropped_total += rank - k
         if k > 0:
             min_kept = min(min_kept, abs(lam[k - 1]))
-    svals[:ns] = np.sort(svals[:ns])[::-1]
+    for a in range(1, ns):                                    # all groups' singular values, descending
+        x = svals[a]
+        b = a - 1
+        while b >= 0 and svals[b] < x:
+            svals[b + 1] = svals[b]
+            b -= 1
+        svals[b + 1] = x
     return rank_total, dropped_total, (min_kept if np.isfinite(min_kept) else np.nan), ns

@@ -7,11 +7,17 @@ compiler holds Python's lock, which would freeze a window).
 """
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 import time
+from pathlib import Path
 
 import numpy as np
 
-__all__ = ["warm", "WARM_SCENE"]
+__all__ = ["warm", "warm_functions", "warm_pipeline", "WARM_SCENE"]
+
+_ROOT = str(Path(__file__).resolve().parent.parent)
 
 #: A small scene that takes every path of the step: a hinge arm with a nail, a joint-space constraint, a spring,
 #: an actuator and a controller, beside a free body and a ball joint.
@@ -46,26 +52,56 @@ WARM_SCENE = {
 }
 
 
-def warm(verbose: bool = False) -> float:
-    """Compile (or load from the cache) every kernel; returns the seconds it took."""
-    start = time.perf_counter()
-    from . import (State, Simulation, evaluate, forward_dynamics, inverse_dynamics, kinetic_energy, mass_matrix,
-                   point_acceleration, point_jacobian, point_velocity, potential_energy)
-    from .control.trajectories import Sinusoid
+def _model():
     from .scene import compile_scene, parse_spec
-    model = compile_scene(parse_spec(WARM_SCENE, "warm-up"), "warm-up")
-    q, qd = model.q0, model.qd0
+    return compile_scene(parse_spec(WARM_SCENE, "warm-up"), "warm-up")
+
+
+def warm_functions() -> None:
+    """The public functions' kernels: dynamics algorithms, point kinematics, energies, trajectories."""
+    from . import (forward_dynamics, inverse_dynamics, kinetic_energy, mass_matrix, point_acceleration,
+                   point_jacobian, point_velocity, potential_energy)
+    from .control.trajectories import Sinusoid
+    model = _model()
+    q, qd = np.array(model.q0), np.array(model.qd0)
+    for f_ext in (None, np.zeros((model.n_links, 6))):
+        inverse_dynamics(model, q, qd, np.zeros(model.nv), f_ext)
+        forward_dynamics(model, q, qd, np.zeros(model.nv), f_ext)
     mass_matrix(model, q)
-    inverse_dynamics(model, q, qd, np.zeros(model.nv), np.zeros((model.n_links, 6)))
-    forward_dynamics(model, q, qd, np.zeros(model.nv), np.zeros((model.n_links, 6)))
     point_jacobian(model, q, "b", "tip")
     point_velocity(model, q, qd, "b", "tip")
     point_acceleration(model, q, qd, np.zeros(model.nv), "b", "tip")
     kinetic_energy(model, q, qd), potential_energy(model, q)
     Sinusoid([0.0], [1.0], [1.0]).evaluate(0.5)
-    evaluate(model, State(0.0, q, qd))
-    sim = Simulation(model)
+
+
+def warm_pipeline() -> None:
+    """The step's kernels: the compiled pipeline and its workspace."""
+    from . import Simulation
+    sim = Simulation(_model())
+    sim.data
     sim.run(0.002)
+
+
+def warm(verbose: bool = False, parallel: bool = True) -> float:
+    """Compile (or load from the cache) every kernel; returns the seconds it took. With ``parallel``, the public
+    functions' kernels compile in a second process while this one compiles the step's (numba compiles in one
+    thread; the two share only small leaf kernels)."""
+    start = time.perf_counter()
+    helper = None
+    if parallel and (os.cpu_count() or 1) > 1:
+        helper = subprocess.Popen([sys.executable, "-c", "from core.warmup import warm_functions; warm_functions()"],
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, cwd=_ROOT)
+    warm_pipeline()
+    if helper is None:
+        warm_functions()
+    else:
+        _, err = helper.communicate()
+        if helper.returncode != 0:                            # said, then done here instead
+            print(f"warm: the second compiler process failed ({err.decode(errors='replace').strip()[-300:]}); "
+                  "compiling its kernels here", file=sys.stderr)
+            warm_functions()
+        warm_functions()                                      # now only loads them from the cache
     if verbose:
         print(f"warm: the kernels are ready ({time.perf_counter() - start:.1f} s)")
     return time.perf_counter() - start
