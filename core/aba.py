@@ -20,13 +20,15 @@ for any further τ in O(N) (the response to a unit constraint force, for A = J M
 """
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 
 from .jit import as_f64, carve, cross_force, cross_motion, entry, matvec6, njit
 from .kinematics import external_forces, fk_kernel
 from .model import Model
 
-__all__ = ["forward_dynamics", "aba_entry", "aba_eval", "aba_workspace", "world_frame", "aba_velocities",
+__all__ = ["forward_dynamics", "aba_entry", "aba_forces_entry", "workspace_size", "aba_eval", "aba_workspace", "world_frame", "aba_velocities",
            "aba_inertias", "aba_accelerations", "aba_solve"]
 
 
@@ -133,11 +135,16 @@ def aba_velocities(parent, Sw, v_start, nv_j, I, qd, fx, v, c, pA, vJ, tmp):
             pA[i, a] -= fx[i, a]
 
 
+def workspace_size(N: int) -> int:
+    """Floats of :func:`aba_workspace` for N links."""
+    return 240 * N + 72 + 36 + 48
+
+
 @njit
-def aba_workspace(N):
-    """The arrays of one ABA evaluation, cut from one allocation: ``(E, r, R_WL, p_WL, Sw, fx, v, c, pA, IA, U, W,
-    Dinv, u, acc, G, D, s6)`` (see :func:`aba_eval`; the last three are scratch)."""
-    buf = np.empty(240 * N + 72 + 36 + 48)
+def aba_workspace(buf, N):
+    """The arrays of one ABA evaluation, cut from ``buf`` (at least :func:`workspace_size` floats):
+    ``(E, r, R_WL, p_WL, Sw, fx, v, c, pA, IA, U, W, Dinv, u, acc, G, D, s6)`` (see :func:`aba_eval`; the last
+    three are scratch)."""
     E, o = carve(buf, 0, 9 * N, (N, 3, 3))
     r, o = carve(buf, o, 3 * N, (N, 3))
     R_WL, o = carve(buf, o, 9 * N, (N, 3, 3))
@@ -315,9 +322,26 @@ def aba_eval(tree, ws, q, qd, tau, f_ext, use_f_ext, qdd):
 
 
 @entry
-def aba_entry(tree, q, qd, tau, f_ext, use_f_ext, qdd):
-    """The entry point from Python: q̈ ← H⁻¹(τ − b)."""
-    aba_eval(tree, aba_workspace(tree.parent.shape[0]), q, qd, tau, f_ext, use_f_ext, qdd)
+def aba_entry(tree, q, qd, tau, qdd, buf):
+    """The entry point from Python: q̈ ← H⁻¹(τ − b), in the scratch ``buf``."""
+    aba_eval(tree, aba_workspace(buf, tree.parent.shape[0]), q, qd, tau, buf[:0].reshape((0, 6)), False, qdd)
+
+
+@entry
+def aba_forces_entry(tree, q, qd, tau, f_ext, qdd, buf):
+    """The entry point from Python with external forces: q̈ ← H⁻¹(τ + Σ J_iᵀ f_i − b)."""
+    aba_eval(tree, aba_workspace(buf, tree.parent.shape[0]), q, qd, tau, f_ext, True, qdd)
+
+
+_scratch = threading.local()
+
+
+def _buffer(n: int) -> np.ndarray:
+    """This thread's scratch of at least n floats (kept: a call then allocates nothing but its result)."""
+    buf = getattr(_scratch, "buf", None)
+    if buf is None or buf.size < n:
+        buf = _scratch.buf = np.empty(max(n, 2048))
+    return buf
 
 
 def forward_dynamics(model: Model, q: np.ndarray, qd: np.ndarray, tau: np.ndarray,
@@ -327,6 +351,10 @@ def forward_dynamics(model: Model, q: np.ndarray, qd: np.ndarray, tau: np.ndarra
     ``f_ext`` (optional, N x 6) as in :func:`core.inverse_dynamics`: world coordinates about the world origin.
     """
     qdd = np.empty(model.nv)
-    fx, use = external_forces(model, f_ext)
-    aba_entry(model.kernel_tree, as_f64(q), as_f64(qd), as_f64(tau), fx, use, qdd)
+    buf = _buffer(240 * model.n_links + 156)
+    if f_ext is None:
+        aba_entry(model.kernel_tree, as_f64(q), as_f64(qd), as_f64(tau), qdd, buf)
+    else:
+        aba_forces_entry(model.kernel_tree, as_f64(q), as_f64(qd), as_f64(tau), external_forces(model, f_ext)[0],
+                         qdd, buf)
     return qdd

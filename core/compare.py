@@ -33,7 +33,7 @@ from .model import POWER_SOURCES
 from .formulations import FORMULATIONS
 from .kinematics import configuration_difference
 from .model import Model
-from .simulation import DivergenceError, Records, Simulation
+from .simulation import DivergenceError, Simulation
 
 __all__ = ["FormulationRun", "run_formulations", "summarize", "write_comparison", "COLUMNS"]
 
@@ -58,23 +58,14 @@ class FormulationRun:
 def _run(model: Model, formulation: str, duration: float, dt, integrator, record_every: int) -> FormulationRun:
     sim = Simulation(model, dt=dt, integrator=integrator)
     sim.set_formulation(formulation)
-    records = Records()
-    sim.record(records)
-    t_end = sim.state.t + duration
-    eps = 1e-12 * max(1.0, abs(t_end))
-    diverged, n = None, 0
+    diverged = None
     start = time.perf_counter()
-    while sim.state.t < t_end - eps:
-        try:
-            sim.step(dt_max=t_end - sim.state.t)
-        except DivergenceError as exc:
-            diverged = str(exc)
-            break
-        n += 1
-        if n % record_every == 0 or sim.state.t >= t_end - eps:
-            sim.record(records)
+    try:
+        data = sim.run(duration, record_every=record_every)
+    except DivergenceError as exc:                          # a result: keep the records up to the last good state
+        diverged, data = str(exc), exc.records
     wall = time.perf_counter() - start
-    return FormulationRun(formulation, records.arrays(), list(sim.events), sim.steps_taken, wall, diverged)
+    return FormulationRun(formulation, data, list(sim.events), sim.steps_taken, wall, diverged)
 
 
 def run_formulations(model: Model, duration: float, formulations=FORMULATIONS, dt: float | None = None,

@@ -39,8 +39,7 @@ class Data:
       descending, NaN-padded; ``rank`` (the count used), ``dropped`` (dropped to respect force bounds, §2.3.4),
       ``singular_value_cutoff`` (the smallest used; NaN if none);
     - ``jacobian_rank``: rank of the stacked Jacobian J by ``simulation.rank_tolerance``; ``rank_deficient``: J
-      has fewer independent rows than active rows (redundant or singular constraints, Aghili Remark 4);
-    - ``projection_iterations``: Newton–Raphson iterations of the projection correction that produced this state.
+      has fewer independent rows than active rows (redundant or singular constraints, Aghili Remark 4).
 
     Energy audit (thesis §2.3.2): ``power_constraints`` (K) = F·(J q̇) of each constraint; ``power_sources`` (4);
     ``energy_kinetic``, ``energy_gravity``, ``energy_elastic`` (J).
@@ -73,7 +72,6 @@ class Data:
     energy_elastic: float
     controller_rate: np.ndarray
     controllers: dict = field(default_factory=dict)
-    projection_iterations: int = 0
 
     @property
     def power(self) -> np.ndarray:

@@ -322,9 +322,11 @@ def projection(settings, rows, solve, plant, dense, m, scale, tau, out):
         for k in range(nv):
             t += rows.J[a, k] * out.qdd[k]
         out.residual_rows[a] = t
+    n_svals = min(m, nv)                                      # J (m x nv) has min(m, nv) singular values
+    for a in range(n_svals):
         out.singular_values[a] = dense.sj[a]
     sc = out.scalars[0]
-    sc.rank, sc.dropped, sc.cutoff, sc.n_svals = r, 0, (dense.sj[r - 1] if r > 0 else np.nan), m
+    sc.rank, sc.dropped, sc.cutoff, sc.n_svals = r, 0, (dense.sj[r - 1] if r > 0 else np.nan), n_svals
 
 
 @njit

@@ -43,9 +43,9 @@ RUNNING, EVENT, NOT_FINITE = 0, 1, 2
 #: The scalars a batch reads and writes (one record). In: ``t``, ``t_end`` (no step goes past it), ``dt`` (the
 #: step, or the largest adaptive one), ``step_size`` (the adaptive step to try first; NaN: dt), ``corrections``,
 #: ``max_steps``, ``rank_deficient`` (as last reported), ``evaluated`` (``out`` already holds the full
-#: evaluation at y). Out: the same after the last good step, ``steps`` taken, ``status`` (RUNNING: the batch
-#: ended normally, EVENT: it stopped after a step that ends with an event, NOT_FINITE: the next step diverged;
-#: ``out`` is then not valid) and the projection's ``iterations`` at the last step. Records (:mod:`core.records`)
+#: evaluation at y), ``iterations`` (the projection's, that produced y). Out: the same after the last good step,
+#: ``steps`` taken and ``status`` (RUNNING: the batch ended normally, EVENT: it stopped after a step that ends
+#: with an event, NOT_FINITE: the next step diverged; ``out`` is then not valid). Records (:mod:`core.records`)
 #: go into the rows of ``trace``: the state it starts from when ``record_first``, then every ``record_every``-th
 #: step (``since`` counts the steps since the last record, across calls) and the step that reaches ``t_end``;
 #: ``recorded`` rows are written (E(0) of the energy audit: ``energy0``); a full ``trace`` ends the batch.
@@ -162,7 +162,6 @@ def advance(tree, tab, ws, stage, y, active, clock, out, trace):
     t = ck.t
     ck.steps = 0
     ck.status = RUNNING
-    ck.iterations = 0
     ck.recorded = 0
     capacity = trace.shape[0]
     if not ck.evaluated:
@@ -170,9 +169,9 @@ def advance(tree, tab, ws, stage, y, active, clock, out, trace):
             ck.status = NOT_FINITE
             return
         ck.evaluated = True
-        out.scalars[0].projection_iterations = 0
     if ck.record_first and capacity > 0:
-        write_record(out, tab.controllers, t, y, nq, nv, ck.corrections, ck.energy0, active, trace[0])
+        write_record(out, tab.controllers, t, y, nq, nv, ck.corrections, ck.iterations, ck.energy0, active,
+                     trace[0])
         ck.recorded = 1
     k, y1, y2 = iw.k, iw.y1, iw.y2
     eps = 1e-12 * max(1.0, abs(ck.t_end))
@@ -236,9 +235,8 @@ def advance(tree, tab, ws, stage, y, active, clock, out, trace):
         ck.steps += 1
         ck.since += 1
         ck.iterations = iterations
-        out.scalars[0].projection_iterations = iterations
         if capacity > 0 and (ck.since >= ck.record_every or t >= ck.t_end - eps):
-            write_record(out, tab.controllers, t, y, nq, nv, ck.corrections, ck.energy0, active,
+            write_record(out, tab.controllers, t, y, nq, nv, ck.corrections, ck.iterations, ck.energy0, active,
                          trace[ck.recorded])
             ck.recorded += 1
             ck.since = 0

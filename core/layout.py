@@ -59,7 +59,7 @@ SETTINGS = np.dtype([
 SCALARS = np.dtype([
     ("rank", np.int64), ("dropped", np.int64), ("cutoff", np.float64), ("jacobian_rank", np.int64),
     ("rows", np.int64), ("n_svals", np.int64), ("energy_kinetic", np.float64), ("energy_gravity", np.float64),
-    ("energy_elastic", np.float64), ("projection_iterations", np.int64),
+    ("energy_elastic", np.float64),
 ], align=True)
 
 

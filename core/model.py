@@ -230,7 +230,7 @@ class Model:
         return State(state.t, np.asarray(state.q, float), np.asarray(state.qd, float),
                      init.z if state.z is None else state.z, init.work if state.work is None else state.work,
                      init.active if state.active is None else state.active, state.corrections, state.step_size,
-                     state.rank_deficient)
+                     state.rank_deficient, state.projection_iterations)
 
     def neutral_configuration(self) -> np.ndarray:
         """q with every joint at zero (identity quaternions)."""
@@ -255,7 +255,9 @@ class State:
     - ``active`` (K bools): which constraints act (constraints break and are added or removed at run time);
     - ``step_size``: the step the adaptive integrator tries next (cash_karp), NaN before its first step;
     - ``rank_deficient``: whether the constraint Jacobian had lost row rank when it was last reported (rank
-      events report its changes).
+      events report its changes);
+    - ``projection_iterations``: the Newton–Raphson iterations of the projection formulation's correction that
+      produced this state (0 for other formulations and the initial state).
 
     ``model.initial_state()`` fills every field; a State made with only (t, q, qd) gets the scene's controller
     state, zero work and the scene's enabled constraints when a step first sees it."""
@@ -268,12 +270,13 @@ class State:
     corrections: float = 0.0
     step_size: float = float("nan")
     rank_deficient: bool = False
+    projection_iterations: int = 0
 
     def copy(self) -> "State":
         return State(self.t, self.q.copy(), self.qd.copy(), None if self.z is None else self.z.copy(),
                      None if self.work is None else self.work.copy(),
                      None if self.active is None else self.active.copy(), self.corrections, self.step_size,
-                     self.rank_deficient)
+                     self.rank_deficient, self.projection_iterations)
 
 
 def build_model(*, name, link_names, parent, joint_type, joint_link_names, axis, R_tree, p_tree, inertia,

@@ -57,9 +57,10 @@ def split(rows: np.ndarray, columns) -> dict[str, np.ndarray]:
 
 
 @njit
-def write_record(out, ctl, t, y, nq, nv, corrections, energy0, active, row):
+def write_record(out, ctl, t, y, nq, nv, corrections, iterations, energy0, active, row):
     """Write one row (module docstring) at time t from the full evaluation ``out`` at the integrated vector
-    ``y = [q, q̇, work (K + 4), z]``, the controllers' table ``ctl``, and E(0) ``energy0``."""
+    ``y = [q, q̇, work (K + 4), z]``, the controllers' table ``ctl``, the projection's ``iterations`` that produced
+    the state, and E(0) ``energy0``."""
     K = active.shape[0]
     sc = out.scalars[0]
     o = 0
@@ -91,7 +92,7 @@ def write_record(out, ctl, t, y, nq, nv, corrections, energy0, active, row):
     m = sc.rows
     row[o + 2] = sc.jacobian_rank
     row[o + 3] = 1.0 if (m > 0 and sc.jacobian_rank < m) else 0.0
-    row[o + 4] = sc.projection_iterations
+    row[o + 4] = iterations
     o += 5
     for c in range(K):
         for a in range(3):

@@ -253,8 +253,9 @@ class Simulation:
         if plan.clear_state is not self.state:                # (the last step saw no event at its end)
             self._handle_events()
         h = self.dt if dt_max is None else min(self.dt, dt_max)
+        t_end = np.inf if h == self.dt else self.state.t + h   # (t + dt − t is not always dt in floating point)
         with plan.lock:
-            batch = _run(self.model, self.state, plan, self.dt, self.state.t + h, 1)
+            batch = _run(self.model, self.state, plan, self.dt, t_end, 1)
         if batch.status == "diverged" or batch.steps == 0:
             raise DivergenceError(f"the step from t = {self.state.t:.6g} s (dt = {h:g} s) gave a non-finite state "
                                   f"or dynamics; the state is diverging")
@@ -267,7 +268,7 @@ class Simulation:
         as arrays (:mod:`core.records`: the state it starts from, every ``record_every``-th step and the last;
         per-constraint arrays have one column per constraint, in ``model.constraint_names`` order). Whole
         batches of steps run in one compiled call, which records as it goes; raises :class:`DivergenceError`
-        (the state is the last good one) if the state diverges."""
+        if the state diverges, with the state the last good one and the records up to it in its ``records``."""
         t_end = self.state.t + duration
         eps = 1e-12 * max(1.0, abs(t_end))
         columns = record_layout(self.model, self.inputs)
@@ -294,8 +295,10 @@ class Simulation:
                 if batch.recorded:
                     chunks.append(trace[:batch.recorded].copy())
                 if batch.status == "diverged":
+                    so_far = split(np.concatenate(chunks) if chunks else np.zeros((0, record_width(columns))),
+                                   columns)
                     raise DivergenceError(f"the step from t = {batch.state.t:.6g} s (dt = {self.dt:g} s) gave a "
-                                          "non-finite state or dynamics; the state is diverging")
+                                          "non-finite state or dynamics; the state is diverging", so_far)
                 if bar is not None and self.state.t - shown >= 0.01 * duration:
                     bar.update(self.state.t - shown)
                     shown = self.state.t

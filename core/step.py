@@ -41,7 +41,12 @@ INTEGRATOR_NAMES = tuple(INTEGRATOR_CODES)
 
 
 class DivergenceError(RuntimeError):
-    """The state became non-finite or could not be evaluated; the caller keeps its last good state."""
+    """The state became non-finite or could not be evaluated; the caller keeps its last good state.
+    ``records``: what :meth:`core.Simulation.run` recorded up to that state (None elsewhere)."""
+
+    def __init__(self, message: str, records: dict | None = None):
+        super().__init__(message)
+        self.records = records
 
 
 @dataclass(frozen=True)
@@ -239,12 +244,13 @@ def _pack(model: Model, state: State) -> np.ndarray:
     return np.concatenate([np.asarray(state.q, float), np.asarray(state.qd, float), state.work, state.z])
 
 
-def _unpack(model: Model, y: np.ndarray, state: State, t: float, corrections: float, step_size: float) -> State:
+def _unpack(model: Model, y: np.ndarray, state: State, t: float, corrections: float, step_size: float,
+            iterations: int) -> State:
     """The State of the integrated vector y (which it takes over: q, q̇, work and z are views of it)."""
     nq, nv = model.nq, model.nv
     w = nq + nv + len(model.constraints) + 4
     new = State(t, y[:nq], y[nq:nq + nv], y[w:], y[nq + nv:w], state.active.copy(), corrections, step_size,
-                state.rank_deficient)
+                state.rank_deficient, iterations)
     new.__dict__["_y"] = y
     return new
 
@@ -279,12 +285,14 @@ def _run(model: Model, state: State, plan: _Plan, dt: float, t_end: float, max_s
     state (unless it diverged before one could be made)."""
     y = _pack(model, state)
     clock = plan.clock
-    clock[0] = (state.t, t_end, dt, state.step_size, state.corrections, max_steps, 0, 0, 0, state.rank_deficient,
-                _holds(plan, state), energy0, max(1, record_every), since, 0, record_first)
+    clock[0] = (state.t, t_end, dt, state.step_size, state.corrections, max_steps, 0, 0,
+                state.projection_iterations, state.rank_deficient, _holds(plan, state), energy0, max(1, record_every),
+                since, 0, record_first)
     advance_kernel(model.kernel_tree, plan.tables, plan.workspace, plan.stage, y, state.active, clock,
                    plan.kernel_out, trace)
-    t, _, _, step_size, corrections, _, steps, status, _, _, evaluated, _, _, since, recorded, _ = clock[0].item()
-    new = state if steps == 0 else _unpack(model, y, state, t, corrections, step_size)
+    t, _, _, step_size, corrections, _, steps, status, iterations, _, evaluated, _, _, since, recorded, _ = \
+        clock[0].item()
+    new = state if steps == 0 else _unpack(model, y, state, t, corrections, step_size, iterations)
     plan.at_state = new if evaluated else None
     if steps > 0 and status == RUNNING:
         plan.clear_state = new                                # the kernel found no event at its end
@@ -330,8 +338,7 @@ def _data(model: Model, plan: _Plan, state: State) -> Data:
                 rank_deficient=bool(m > 0 and sc["jacobian_rank"] < m), power_constraints=o.power[:K].copy(),
                 power_sources=o.power[K:].copy(), energy_kinetic=float(sc["energy_kinetic"]),
                 energy_gravity=float(sc["energy_gravity"]), energy_elastic=float(sc["energy_elastic"]),
-                controller_rate=o.z_rate.copy(), controllers=controllers,
-                projection_iterations=int(sc["projection_iterations"]))
+                controller_rate=o.z_rate.copy(), controllers=controllers)
 
 
 # ---- the public face ---------------------------------------------------------------------------------------
@@ -392,7 +399,7 @@ def step(model: Model, state: State, inputs: Inputs = NO_INPUTS, dt: float | Non
     state, events = handle_events(model, state, inputs)
     plan = _plan(model, inputs)
     with plan.lock:
-        new, steps, status, _, _ = _run(model, state, plan, dt, state.t + dt, 1)
+        new, steps, status, _, _ = _run(model, state, plan, dt, np.inf, 1)
         if status == "diverged" or steps == 0:
             raise DivergenceError(f"the step from t = {state.t:.6g} s (dt = {dt:g} s) gave a non-finite state or "
                                   f"dynamics; the state is diverging")

@@ -20,11 +20,9 @@ import numpy as np
 import pytest
 
 import core
-from core.constraints import constraint_rows
-from core.dynamics import evaluate
-from core.points import link_kinematics
+from core.model import State
 from core.scene import SceneError, compile_scene, parse_spec
-from core.solver import constraint_groups, solve_constraint_forces
+from probe import bounded_solve, look
 from trees import random_inertial, random_state
 
 GRAVITY = [0.0, 0.0, -9.81]
@@ -74,9 +72,14 @@ SEEDS = range(3)
 
 
 def rows_at(model, q, qd, t):
-    """The stacked constraint rows of all the model's constraints, all active."""
-    return constraint_rows(model, link_kinematics(model, q, qd), model.constraints,
-                           [True] * len(model.constraints), t)
+    """The stacked constraint rows of all the model's constraints, all active, as the compiled rows stage makes
+    them (with the Data of the evaluation: ``.data``)."""
+    return look(model, t, q, qd, active=[True] * len(model.constraints))
+
+
+def evaluate(model, t, q, qd, active):
+    """core.evaluate at (t, q, q̇) with the constraints ``active``."""
+    return core.evaluate(model, State(t, np.asarray(q, float), np.asarray(qd, float), active=np.asarray(active)))
 
 
 def along(model, q, qd, s):
@@ -147,7 +150,7 @@ def test_deviation_matches_its_definition(name, seed):
     else:
         raise AssertionError(name)
     assert np.linalg.norm(D) > 1e-3                                        # a random state is off the constraint
-    np.testing.assert_allclose(rows.deviation, [np.linalg.norm(D[s]) for s in rows.slices], rtol=1e-14)
+    np.testing.assert_allclose(rows.data.deviation, [np.linalg.norm(D[s]) for s in rows.slices], rtol=1e-14)
 
 
 @pytest.mark.parametrize("seed", SEEDS)
@@ -310,24 +313,29 @@ def test_plane_force_is_along_the_normal_and_line_force_perpendicular_to_the_lin
 
 # ---------------------------------------------------------------------------------------------- the solver
 def assembled(model, q, qd, t, active=None):
-    """A = J M⁻¹ Jᵀ, B = J M⁻¹(τ − b) + γ + stab and the solver's bookkeeping, assembled independently of
-    core.dynamics (no applied forces in these scenes)."""
+    """A = J M⁻¹ Jᵀ, B = J M⁻¹(τ − b) + γ + stab (no applied forces in these scenes) and the solver's bookkeeping:
+    A and B as the compiled pipeline assembles them (M⁻¹Jᵀ by articulated-body solves), checked against the
+    NumPy assembly from the mass matrix; the groups of constraints as the pipeline forms them (a list of
+    constraint indices per group)."""
     K = len(model.constraints)
     active = [True] * K if active is None else active
-    rows = constraint_rows(model, link_kinematics(model, q, qd), model.constraints, active, t)
-    H = core.mass_matrix(model, q)
-    Minv = np.linalg.inv(H)
+    rows = look(model, t, q, qd, active=active)
+    Minv = np.linalg.inv(core.mass_matrix(model, q))
     A = rows.J @ Minv @ rows.J.T
     B = rows.J @ Minv @ -core.nonlinear_effects(model, q, qd) + rows.gamma + rows.stab
+    np.testing.assert_allclose(rows.A, A, rtol=0, atol=1e-12 * np.abs(A).max())
+    np.testing.assert_allclose(rows.B, B, rtol=0, atol=1e-12 * np.abs(B).max())
     idx = [i for i in range(K) if rows.slices[i] is not None]
-    groups = constraint_groups([np.arange(rows.slices[i].start, rows.slices[i].stop) for i in idx],
-                               [{model.root_of(model.constraints[i].link_a)}
-                                | ({model.root_of(model.constraints[i].link_b)} if model.constraints[i].link_b >= 0
-                                   else set()) for i in idx])
+    groups = [[n for n, i in enumerate(idx) if rows.groups[i] == g] for g in range(max(rows.groups) + 1)]
     blocks = [rows.slices[i] for i in idx]
     bases = [model.constraints[i].basis for i in idx]
     bounds = [model.constraints[i].max_force for i in idx]
-    return A, B, groups, blocks, bases, bounds, rows
+    return rows.A, rows.B, groups, blocks, bases, bounds, rows
+
+
+def solve_constraint_forces(A, B, groups, blocks, bases, bounds, method="svd", rho=1e-3):
+    """The compiled bounded solve (core.solver.solve_groups) of A F = −B."""
+    return bounded_solve(A, B, blocks, bases, bounds, groups, method, 1e-12, rho)
 
 
 def world_velocity_spec(q0, omega, v_origin):
@@ -449,8 +457,7 @@ def test_damped_least_squares_tends_to_the_plain_solve():
     Q, _ = np.linalg.qr(rng.normal(size=(6, 6)))
     A = Q @ np.diag(np.linspace(1.0, 5.0, 6)) @ Q.T
     B = rng.normal(size=6)
-    groups = ([np.arange(6)], [[0, 1]])
-    args = (A, B, groups, [slice(0, 3), slice(3, 6)], [np.eye(3)] * 2, [np.inf] * 2)
+    args = (A, B, [[0, 1]], [slice(0, 3), slice(3, 6)], [np.eye(3)] * 2, [np.inf] * 2)
     exact = np.linalg.solve(A, -B)
     np.testing.assert_allclose(solve_constraint_forces(*args).F, exact, rtol=1e-13)
     errors = [np.linalg.norm(solve_constraint_forces(*args, method="damped_least_squares", rho=rho).F - exact)
@@ -469,7 +476,7 @@ def test_constraints_on_separate_bodies_are_solved_in_separate_groups():
                    CASES["point_to_link"] | {"name": "n3", "body_a": "b"}], rng)
     q, qd = random_state(rng, model)
     A, B, groups, blocks, bases, bounds, _ = assembled(model, q, qd, 0.0)
-    assert sorted(sorted(m) for m in groups[1]) == [[0], [1, 2]]
+    assert sorted(groups) == [[0], [1, 2]]
     assert np.abs(A[0:3, 3:]).max() < 1e-15 * np.abs(A).max()
     result = solve_constraint_forces(A, B, groups, blocks, bases, bounds)
     np.testing.assert_allclose(result.F, np.linalg.solve(A, -B), rtol=1e-10, atol=1e-12)

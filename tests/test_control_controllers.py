@@ -1,8 +1,9 @@
-"""Controllers as scene entities inside the simulation step (thesis ch. 3): the identities that hold exactly —
-with zero adaptive parameters Slotine–Li and the mixtures apply the PD torque, and with η = 0 their runs are the
-PD run; the Lyapunov function of Slotine–Li is non-increasing; computed torque gives the designed linear error
-dynamics; the recursive rule's P(t) stays symmetric and shrinks; controller power closes the energy books; the
-trajectories' derivatives are analytic; bad controller entries are reported with their JSON paths."""
+"""Controllers as scene entities inside the simulation step (thesis ch. 3), through the compiled pipeline: the
+identities that hold exactly — with zero adaptive parameters Slotine–Li and the mixtures apply the PD torque, and
+with η = 0 their runs are the PD run; the mixture's gates are a partition of unity (eq. 3.13–3.14); the Lyapunov
+function of Slotine–Li is non-increasing; computed torque gives the designed linear error dynamics; the recursive
+rule's P(t) stays symmetric and shrinks; controller power closes the energy books; the trajectories' derivatives
+are analytic; bad controller entries are reported with their JSON paths."""
 from __future__ import annotations
 
 import json
@@ -13,8 +14,9 @@ import numpy as np
 import pytest
 
 import core
-from core.control import ControlInput, gates, grid_centres
+from core.control import grid_centres
 from core.control.regressor import inertial_parameters
+from core.model import State
 from core.control.trajectories import PointToPoint, SetPoint, Sinusoid, bandwidth, region, sanner_slotine
 from core.scene import SceneError, compile_scene, parse_spec
 
@@ -73,19 +75,45 @@ def test_thesis_trajectories():
     assert p2p.evaluate(2.0)[0][0] == pytest.approx(2.0, abs=2.0 * math.exp(-10.0))
 
 
-def test_gates_partition_unity_and_grid_centres():
-    """Normalized Gaussian gates sum to one (eq. 3.13–3.14); the documented grids over the Sanner–Slotine region."""
+def test_grid_centres():
+    """The documented grids over the Sanner–Slotine region."""
     low, high = region(sanner_slotine())
     assert np.allclose(grid_centres(low, high, 1), [[1.33, 0.0]])
     assert np.allclose(grid_centres(low, high, 2), [[0.665, 0.0], [1.995, 0.0]])
     assert np.allclose(grid_centres(low, high, 4), [[0.665, -0.375], [0.665, 0.375], [1.995, -0.375], [1.995, 0.375]])
     c8 = grid_centres(low, high, 8)
     assert c8.shape == (8, 2) and len(np.unique(c8[:, 0])) == 4 and len(np.unique(c8[:, 1])) == 2
+
+
+def mixture_torque(centres, sigma, W, t, q, qd) -> np.ndarray:
+    """The torque of a gradient mixture with gate ``centres`` and width σ whose weights W = [W_1 … W_N] (n x 2nN)
+    are set in its state, at (t, q, q̇), from the compiled pipeline."""
+    model = arm_with(ctrl("mixture", experts=len(centres), centres=np.asarray(centres).tolist(), sigma=sigma,
+                          kp=9.0, kd=1.0), "uno_kawato_arm")
+    z = np.asarray(W, float).ravel()
+    assert z.size == model.controllers[0].n_state
+    return core.evaluate(model, State(t, np.asarray(q, float), np.asarray(qd, float), z)).controllers["c"]["torque"]
+
+
+def test_mixture_gates_are_a_partition_of_unity():
+    """Normalized Gaussian gates sum to one (eq. 3.13–3.14): N experts with the same weights W_i = B act as one
+    expert with B, whatever the centres, the width and the state; and with a narrow gate at a centre only that
+    expert acts."""
+    low, high = region(sanner_slotine())
+    c8 = grid_centres(low, high, 8)
     rng = np.random.default_rng(0)
-    for q in rng.uniform(-5, 5, (20, 2)):
-        g = gates(q, c8, 0.5)
-        assert g.sum() == pytest.approx(1.0) and np.all(g >= 0)
-    assert gates(c8[3], c8, 0.01)[3] == pytest.approx(1.0)
+    for _ in range(10):
+        t, q, qd = rng.uniform(0, 5), rng.uniform(-5, 5, 2), rng.normal(size=2)
+        B = rng.normal(size=(2, 4))
+        one = mixture_torque([[0.3, 0.1]], 0.5, B, t, q, qd)
+        for sigma in (0.05, 0.5, 3.0):
+            np.testing.assert_allclose(mixture_torque(c8, sigma, np.tile(B, 8), t, q, qd), one,
+                                       rtol=1e-13, atol=1e-13 * np.abs(one).max())
+        W = np.zeros((2, 32))
+        W[:, 12:16] = B                                                  # expert 3 only
+        np.testing.assert_allclose(mixture_torque(c8, 0.01, W, t, c8[3], qd), mixture_torque([[0.3, 0.1]], 0.5, B,
+                                                                                             t, c8[3], qd),
+                                   rtol=1e-13, atol=1e-13)
 
 
 # --------------------------------------------------------------------------------------- exact reductions to PD
@@ -97,16 +125,16 @@ def test_zero_parameters_give_exactly_the_pd_torque(spec):
     arithmetic (λ = K_p/K_d, s = ė + λe)."""
     adaptive = arm_with({**spec, "kp": 9.0, "kd": 1.0})
     pd = arm_with(ctrl("pd", kp=9.0, kd=1.0))
-    c, p = adaptive.controllers[0], pd.controllers[0]
+    c = adaptive.controllers[0]
     rng = np.random.default_rng(1)
     for _ in range(10):
         t, q, qd = rng.uniform(0, 40), rng.uniform(-2, 2, 2), rng.normal(size=2)
-        inp = ControlInput(adaptive, t, q, qd)
         z0 = c.initial_state()
-        z0[:c.parameter_estimates(z0).size] = 0.0
-        tau_a, _ = c.output(inp, z0)
-        tau_p, _ = p.output(ControlInput(pd, t, q, qd), np.zeros(0))
-        assert np.allclose(tau_a, tau_p, rtol=1e-14, atol=1e-14)
+        z0[:c.n_parameters] = 0.0                                   # (the recursive rule's P(0) stays)
+        tau_a = core.evaluate(adaptive, State(t, q, qd, z0)).tau_control
+        tau_p = core.evaluate(pd, State(t, q, qd)).tau_control
+        assert np.any(tau_p != 0.0)
+        np.testing.assert_allclose(tau_a, tau_p, rtol=1e-14, atol=1e-14)
 
 
 @pytest.mark.parametrize("spec", [ctrl("slotine_li", eta=0.0), ctrl("mixture", experts=4, eta=0.0)])
@@ -120,13 +148,14 @@ def test_frozen_adaptation_runs_exactly_like_pd(spec):
 
 # ---------------------------------------------------------------------------------------------- Slotine–Li
 def lyapunov(sim: core.Simulation, eta: float) -> tuple[float, float]:
-    """V = ½ sᵀ M s + ãᵀã/(2η) and −sᵀ K_d s at the simulation's state."""
-    c = sim.controllers[0]
-    s = sim.state
-    tr = c.tracking(ControlInput(sim.model, s.t, s.q, s.qd))
-    M = core.mass_matrix(sim.model, s.q)
+    """V = ½ sᵀ M s + ãᵀã/(2η) and −sᵀ K_d s at the simulation's state (s and ½ sᵀ M s as the pipeline reports
+    them, checked against the mass matrix)."""
+    diag = sim.data.controllers["c"]
+    s = diag["sliding_variable"]
+    M = core.mass_matrix(sim.model, sim.state.q)
+    assert diag["s_energy"] == pytest.approx(0.5 * s @ M @ s, rel=1e-12, abs=1e-300)
     a_tilde = sim.controller_state("c") - inertial_parameters(sim.model)
-    return 0.5 * tr.s @ M @ tr.s + a_tilde @ a_tilde / (2 * eta), -tr.s @ (c.kd * tr.s)
+    return diag["s_energy"] + a_tilde @ a_tilde / (2 * eta), -s @ (sim.controller("c").kd * s)
 
 
 @pytest.mark.parametrize("arm,gravity,model_gravity", [("slotine_li_arm", False, False),

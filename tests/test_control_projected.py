@@ -1,7 +1,8 @@
 """Projected inverse-dynamics control of constrained arms (Aghili §7), against the properties the paper proves:
 the independent coordinates follow ë_p + G_D ė_p + G_P e_p = 0 (eq. 47), the torque is the minimum-norm one in
-the constraint's null space (eq. 48), the constraint force follows its command and rejects an unmodelled
-external force with (G_F + 1) ė_f + G_I e_f = 0 (eq. 51–52), and passive joints get no torque (eq. 55–62)."""
+the constraint's null space (eq. 48) and produces the acceleration u_p it was designed for (eq. 45–46), the
+constraint force follows its command and rejects an unmodelled external force with (G_F + 1) ė_f + G_I e_f = 0
+(eq. 51–52), and passive joints get no torque (eq. 55–62)."""
 from __future__ import annotations
 
 import json
@@ -11,9 +12,9 @@ import numpy as np
 import pytest
 
 import core
-from core.control import ControlInput
-from core.control.projected import projector
+from core.model import State
 from core.scene import compile_scene, parse_spec
+from probe import look
 
 SCENES = Path(__file__).resolve().parent.parent / "scenes"
 
@@ -40,29 +41,40 @@ def test_tracking_error_obeys_the_designed_linear_dynamics():
     assert d["jacobian_rank"].max() == 1 and d["rank_deficient"].min() == 1.0
 
 
+def with_motors(doc):
+    """Motion-only control, and an actuator on each joint (idle unless commanded): a way to add torque."""
+    doc["controllers"][0].pop("desired_force")
+    doc["forces"] = [{"type": "actuator", "name": "m_shoulder", "joint": "shoulder"},
+                     {"type": "actuator", "name": "m_elbow", "joint": "elbow"}]
+
+
 def test_motion_torque_is_the_minimum_norm_torque():
-    """Without force control f = f∥ ∈ 𝒩 (P f = f), and adding any f⊥ ∈ 𝒩⊥ leaves q̈ unchanged but raises ‖f‖."""
-    def no_force(doc):
-        doc["controllers"][0].pop("desired_force")
-    model = scene("arm_on_line_pidc", no_force)
+    """Without force control f = f∥ ∈ 𝒩 (P f = f, P = I − J⁺J of the active rows), and it produces exactly the
+    designed acceleration: q̈ = u_p, consistent with the constraint (J q̈ = −γ) with θ̈ = θ̈_d − G_D ė − G_P e
+    (eq. 45–47). Adding any f⊥ ∈ 𝒩⊥ (here through the actuators) leaves q̈ unchanged but raises ‖f‖."""
+    model = scene("arm_on_line_pidc", with_motors)
     sim = core.Simulation(model)
     sim.run(0.3)
     s = sim.state
-    c = sim.controllers[0]
-    inp = ControlInput(model, s.t, s.q, s.qd, sim.active)
-    f, _ = c.output(inp, s.z)
-    sol = c.solve(inp, s.z, c.tracking(inp))
-    P = sol["P"]
-    assert np.allclose(P @ f, f, atol=1e-12)
-    qdd = sim.evaluate(s.t, s.q, s.qd).qdd
-    J = sol["rows"].J
-    f_perp = (np.eye(2) - P) @ np.array([3.0, -2.0])
+    c = sim.controller("pidc")
+    probe = look(model, s.t, s.q, s.qd, s.z, s.active, core.Inputs(formulation="projection"))
+    d = probe.data
+    f = d.controllers["pidc"]["torque"]
+    J = probe.J
+    P = np.eye(model.nv) - np.linalg.pinv(J, rcond=1e-9) @ J
+    assert np.linalg.norm(f) > 0.1
+    np.testing.assert_allclose(P @ f, f, atol=1e-12)
+    np.testing.assert_allclose(J @ d.qdd, -probe.gamma, atol=1e-12)       # q̈ is a consistent acceleration …
+    _, qd_d, qdd_d = c.trajectory.evaluate(s.t)
+    e = d.controllers["pidc"]["tracking_error"]
+    e_dot = s.qd[c.dofs] - qd_d
+    np.testing.assert_allclose(d.qdd[c.dofs], qdd_d - c.kd * e_dot - c.kp * e, atol=1e-11)   # … with θ̈ designed
+    f_perp = (np.eye(model.nv) - P) @ np.array([3.0, -2.0])
     assert np.linalg.norm(f_perp) > 0.1
-    d_other = core.dynamics.evaluate(model, s.t, s.q, s.qd, sim.active, tau_control=f + f_perp,
-                                     formulation="projection")
-    assert np.allclose(d_other.qdd, qdd, atol=1e-9)
+    pushed = core.evaluate(model, s, core.Inputs().with_(actuators={"m_shoulder": f_perp[0], "m_elbow": f_perp[1]}))
+    np.testing.assert_allclose(pushed.tau_applied, f + f_perp, atol=1e-12)
+    np.testing.assert_allclose(pushed.qdd, d.qdd, atol=1e-9)
     assert np.linalg.norm(f + f_perp) > np.linalg.norm(f)
-    assert np.allclose(J @ sol["u_p"], -sol["rows"].gamma, atol=1e-12)       # u_p is a consistent acceleration
 
 
 def test_constraint_force_follows_its_command():
@@ -105,20 +117,20 @@ def test_passive_wrist_gets_no_torque_and_the_arm_still_tracks():
     assert np.abs(d["torque_pidc"][:, :2]).max() > 1.0
     assert np.abs(d["tracking_error_pidc"]).max() < 1e-8
     assert d["deviation"].max() < 1e-9
-    # the unconstrained minimum-norm torque would use the wrist
-    sim = core.Simulation(model)
-    s = sim.state
-    c = sim.controllers[0]
-    inp = ControlInput(model, s.t, s.q, s.qd, sim.active)
-    sol = c.solve(inp, s.z, c.tracking(inp))
-    assert abs(sol["f_par"][2]) > 0.1 and sol["passive_residual"] < 1e-9
-
-
-def test_projector_handles_redundant_rows():
-    J = np.array([[1.0, 2.0, 0.0], [2.0, 4.0, 0.0], [0.0, 0.0, 0.0]])
-    P, J_pinv = projector(J)
-    assert np.allclose(P @ P, P) and np.allclose(J @ P, 0.0, atol=1e-12)
-    assert np.linalg.matrix_rank(P) == 2
+    # the minimum-norm torque f∥ of every joint actuated would use the wrist; f = (I + H) f∥ differs from it by a
+    # component in 𝒩⊥, which moves nothing: the same acceleration
+    def all_actuated(doc):
+        doc["controllers"][0].pop("actuated")
+    full = scene("three_link_passive_pidc", all_actuated)
+    s = model.initial_state()
+    d_passive = core.evaluate(model, s)
+    d_full = core.evaluate(full, State(s.t, s.q, s.qd, s.z))
+    f_par, f = d_full.controllers["pidc"]["torque"], d_passive.controllers["pidc"]["torque"]
+    assert abs(f_par[2]) > 0.1 and f[2] == 0.0
+    J = look(model, s.t, s.q, s.qd).J
+    P = np.eye(model.nv) - np.linalg.pinv(J, rcond=1e-9) @ J
+    np.testing.assert_allclose(P @ (f - f_par), 0.0, atol=1e-12)
+    np.testing.assert_allclose(d_passive.qdd, d_full.qdd, atol=1e-10)
 
 
 def test_force_control_with_passive_joints_is_refused():

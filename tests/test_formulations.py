@@ -24,9 +24,10 @@ import numpy as np
 import pytest
 
 import core
-from core.formulations import (FORMULATIONS, PROJECTION_VARIANTS, assemble, constraint_inertia, numerical_rank,
-                               project_state, projector, solve)
+from core.formulations import FORMULATIONS, PROJECTION_VARIANTS
+from core.linalg import numerical_rank
 from core.scene import compile_scene, parse_spec
+from probe import look, project, with_settings
 from trees import random_state, random_tree_spec
 
 SCENES = Path(__file__).resolve().parent.parent / "scenes"
@@ -45,14 +46,47 @@ def constrained_tree(seed: int, stabilization: float = 0.0) -> core.Model:
          "normal": rng.normal(size=3).tolist(), "stabilization": stabilization},
         {"type": "joint_space", "name": "loop", "expression": "sin(b1) + 0.5 * b2 ** 2", "value": 0.1,
          "stabilization": stabilization}]
+    doc["forces"] = [{"type": "actuator", "name": f"motor_{b['name']}", "joint": b["name"]}     # applied τ
+                     for b in doc["bodies"] if b["joint"]["type"] in ("hinge", "slider")]
     return compile_scene(parse_spec(doc))
 
 
 def states(model, seed, n=4):
+    """Random states and actuator commands (a random τ on the hinges and sliders)."""
     rng = np.random.default_rng(seed)
     for _ in range(n):
         q, qd = random_state(rng, model)
-        yield q, qd, rng.normal(size=model.nv)
+        yield q, qd, {f.name: float(rng.normal()) for f in model.forces}
+
+
+def tau_of(model, commands) -> np.ndarray:
+    """The generalized force of the actuator commands."""
+    tau = np.zeros(model.nv)
+    for f in model.forces:
+        tau[f.dof] += commands.get(f.name, 0.0)
+    return tau
+
+
+def at(model, q, qd, formulation, commands=None, t=0.0, **settings):
+    """The compiled evaluation (:func:`probe.look`) under ``formulation``, actuator ``commands`` and
+    ``simulation`` settings."""
+    if settings:
+        model = with_settings(model, **settings)
+    inputs = core.Inputs(formulation=formulation).with_(actuators=commands or {})
+    return look(model, t, q, qd, inputs=inputs)
+
+
+def constraint_inertia(M, P, variant="Mc", gamma=None):
+    """``(Mc, K)`` with Cc q̇ = K (C q̇) (eq. 22): Mc = M + PM − MP, K = M (eq. 23–24); M′c = PMP + (I−P)M(I−P),
+    K = (I − 2P)M (eq. 27–28); M″c = PM + γ(I − P), K = γI, γ = ‖M‖₂ by default (eq. 29)."""
+    n = M.shape[0]
+    Q = np.eye(n) - P
+    if variant == "Mc":
+        return M + P @ M - M @ P, M
+    if variant == "Mc_symmetric":
+        return P @ M @ P + Q @ M @ Q, (np.eye(n) - 2.0 * P) @ M
+    g = float(gamma) if gamma else float(np.linalg.norm(M, 2))
+    return P @ M + g * Q, g * np.eye(n)
 
 
 def singular_cases():
@@ -74,54 +108,52 @@ SINGULAR = singular_cases()
 # ------------------------------------------------------------------------------------------- P
 @pytest.mark.parametrize("seed", range(4))
 def test_projector_is_symmetric_idempotent_and_annihilates_constraint_forces(seed):
+    """P = I − J⁺J as the projection formulation forms it (one-sided Jacobi SVD of J), eq. 4, 15."""
     model = constrained_tree(seed)
     for q, qd, _ in states(model, seed):
-        J = assemble(model, 0.0, q, qd).rows.J
-        P = projector(J)
+        a = at(model, q, qd, "projection")
+        P, J = a.P, a.J
         np.testing.assert_allclose(P, P.T, atol=1e-14)
         np.testing.assert_allclose(P @ P, P, atol=1e-13)
         np.testing.assert_allclose(P @ J.T, 0.0, atol=1e-12)                  # P ℱ = 0 for ℱ = Jᵀλ
         assert np.trace(P) == pytest.approx(model.nv - np.linalg.matrix_rank(J))
+        np.testing.assert_allclose(a.Jpinv, np.linalg.pinv(J), atol=1e-12 * np.abs(np.linalg.pinv(J)).max())
 
 
 @pytest.mark.parametrize("seed", [0, 2, 3])        # (in tree 1 the admissible motion misses the constraints)
 def test_normal_acceleration_is_the_derivative_of_the_projector(seed):
     """eq. 13–16: for q̇ in the null space of J, C q̇ = Ṗ q̇ (C = dP/dt, eq. 14) equals −J⁺ J̇q̇ (eq. 16)."""
-    from core.kinematics import integrate_configuration, normalize_configuration
     model = constrained_tree(seed)
     q, qd, _ = next(states(model, seed))
-    J = assemble(model, 0.0, q, qd).rows.J
-    qd = projector(J) @ qd                                                   # an admissible velocity
-    a = assemble(model, 0.0, q, qd)
+    qd = at(model, q, qd, "projection").P @ qd                              # an admissible velocity
+    a = at(model, q, qd, "projection")
     h = 1e-5
-    P = [projector(assemble(model, 0.0, normalize_configuration(model, integrate_configuration(model, q, qd, s)),
-                            qd).rows.J) for s in (h, -h)]
+    P = [at(model, core.normalize_configuration(model, core.integrate_configuration(model, q, qd, s)), qd,
+            "projection").P for s in (h, -h)]
     Pdot_qd = (P[0] - P[1]) @ qd / (2 * h)
-    Cqd = -np.linalg.pinv(a.rows.J) @ a.rows.gamma
+    Cqd = -a.Jpinv @ a.gamma
     np.testing.assert_allclose(Pdot_qd, Cqd, atol=1e-6 * (1 + np.abs(Cqd).max()))
     assert np.abs(Cqd).max() > 1e-3                                          # not trivially zero
 
 
 @pytest.mark.parametrize("name, model, q, qd", SINGULAR, ids=[c[0] for c in SINGULAR])
 def test_projector_identities_hold_at_singular_and_redundant_configurations(name, model, q, qd):
-    a = assemble(model, 0.0, q, qd)
-    P = projector(a.rows.J, 1e-3, a.rows.scale)
+    a = at(model, q, qd, "projection")
+    P = a.P
     np.testing.assert_allclose(P, P.T, atol=1e-14)
     np.testing.assert_allclose(P @ P, P, atol=1e-12)
-    r = solve("projection", a).rank
-    assert np.trace(P) == pytest.approx(model.nv - r)
-    s = np.linalg.svd(a.rows.J, compute_uv=False)
-    np.testing.assert_allclose(P @ a.rows.J.T, 0.0, atol=1e-3 * max(s.max(initial=0), a.rows.scale) * 1.01)
+    assert np.trace(P) == pytest.approx(model.nv - a.data.rank)
+    s = np.linalg.svd(a.J, compute_uv=False)
+    np.testing.assert_allclose(P @ a.J.T, 0.0, atol=1e-3 * max(s.max(initial=0), a.scale) * 1.01)
 
 
 # ------------------------------------------------------------------------------------------- Mc
 @pytest.mark.parametrize("name, model, q, qd", SINGULAR, ids=[c[0] for c in SINGULAR])
 def test_constraint_inertia_is_positive_definite_at_singular_configurations(name, model, q, qd):
     """Theorem 2: Mc = M + PM − MP adds a skew-symmetric part, so zᵀ Mc z = zᵀ M z > 0; M′c is symmetric
-    positive definite (Proposition 1) and M″c invertible (Proposition 2)."""
-    a = assemble(model, 0.0, q, qd)
-    P = projector(a.rows.J, 1e-3, a.rows.scale)
-    M = a.M
+    positive definite (Proposition 1) and M″c invertible (Proposition 2) — with the pipeline's P."""
+    P = at(model, q, qd, "projection").P
+    M = core.mass_matrix(model, q)
     Mc, _ = constraint_inertia(M, P, "Mc")
     np.testing.assert_allclose(Mc - M, -(Mc - M).T, atol=1e-12)                 # M̃ skew-symmetric
     z = np.random.default_rng(0).normal(size=(model.nv, 20))
@@ -134,28 +166,30 @@ def test_constraint_inertia_is_positive_definite_at_singular_configurations(name
     assert abs(np.linalg.det(Mg)) > 1e-12 * np.linalg.norm(M, 2) ** model.nv
 
 
+VARIANT_SETTINGS = [("Mc", {}), ("Mc_symmetric", {}), ("Mc_gamma", {}), ("Mc_gamma", {"gamma": 0.37})]
+
+
 @pytest.mark.parametrize("seed", range(4))
 def test_all_three_constraint_inertias_give_the_same_acceleration(seed):
+    """eq. 22 with each constraint inertia (and any γ > 0, eq. 29): the pipeline's q̈ solves
+    Mc q̈ = P(τ − b) + K C q̇ for the variant's (Mc, K), and all variants give the same q̈."""
     model = constrained_tree(seed)
-    for q, qd, tau in states(model, seed):
-        a = assemble(model, 0.0, q, qd, tau=tau)
+    for q, qd, commands in states(model, seed):
+        M, b, tau = core.mass_matrix(model, q), core.nonlinear_effects(model, q, qd), tau_of(model, commands)
         qdd = []
-        for variant in PROJECTION_VARIANTS:
-            a.settings = {**model.settings, "projection": {"variant": variant}}
-            qdd.append(solve("projection", a).qdd)
-        a.settings = {**model.settings, "projection": {"variant": "Mc_gamma", "gamma": 0.37}}
-        qdd.append(solve("projection", a).qdd)                                  # any γ > 0 (eq. 29)
+        for variant, extra in VARIANT_SETTINGS:
+            a = at(model, q, qd, "projection", commands, projection={"variant": variant, **extra})
+            Mc, K = constraint_inertia(M, a.P, variant, extra.get("gamma"))
+            rhs = a.P @ (tau - b) + K @ (-a.Jpinv @ a.gamma)
+            np.testing.assert_allclose(Mc @ a.data.qdd, rhs, atol=1e-10 * (1 + np.abs(rhs).max()))
+            qdd.append(a.data.qdd)
         for other in qdd[1:]:
             np.testing.assert_allclose(other, qdd[0], rtol=1e-9, atol=1e-9 * (1 + np.abs(qdd[0]).max()))
 
 
 @pytest.mark.parametrize("name, model, q, qd", SINGULAR, ids=[c[0] for c in SINGULAR])
 def test_constraint_inertias_agree_at_singular_configurations(name, model, q, qd):
-    a = assemble(model, 0.0, q, qd)
-    qdd = []
-    for variant in PROJECTION_VARIANTS:
-        a.settings = {**model.settings, "projection": {"variant": variant}}
-        qdd.append(solve("projection", a).qdd)
+    qdd = [at(model, q, qd, "projection", projection={"variant": v}).data.qdd for v in PROJECTION_VARIANTS]
     for other in qdd[1:]:
         np.testing.assert_allclose(other, qdd[0], rtol=1e-9, atol=1e-9 * (1 + np.abs(qdd[0]).max()))
 
@@ -166,18 +200,19 @@ def test_projection_recovers_the_multipliers_where_J_has_full_rank(seed):
     """eq. 32 then λ = J⁺ᵀ(Jᵀλ) equals McClamroch's λ = (J M⁻¹Jᵀ)⁻¹(…) (eq. 26) and the dynamic-constraints
     solve; all satisfy M q̈ + b − τ = Jᵀλ and J q̈ + γ = 0 (no Baumgarte terms: stabilization 0)."""
     model = constrained_tree(seed, stabilization=0.0)
-    for q, qd, tau in states(model, seed):
-        a = assemble(model, 0.0, q, qd, tau=tau)
-        assert np.linalg.matrix_rank(a.rows.J) == a.rows.J.shape[0]
-        sols = {f: solve(f, a) for f in FORMULATIONS}
+    for q, qd, commands in states(model, seed):
+        sols = {f: at(model, q, qd, f, commands) for f in FORMULATIONS}
         ref = sols["multipliers"]
-        assert not ref.rank_deficient
+        J, gamma = ref.J, ref.gamma
+        assert np.linalg.matrix_rank(J) == J.shape[0] and not ref.data.rank_deficient
+        M, b, tau = core.mass_matrix(model, q), core.nonlinear_effects(model, q, qd), tau_of(model, commands)
+        np.testing.assert_allclose(ref.data.tau_applied, tau, rtol=0, atol=1e-14)
         for f, sol in sols.items():
             scale = 1 + np.abs(ref.lam).max()
             np.testing.assert_allclose(sol.lam, ref.lam, rtol=1e-8, atol=1e-8 * scale, err_msg=f)
-            np.testing.assert_allclose(sol.qdd, ref.qdd, rtol=1e-8, atol=1e-8 * (1 + np.abs(ref.qdd).max()))
-            np.testing.assert_allclose(a.M @ sol.qdd + a.b - a.tau, a.rows.J.T @ sol.lam, atol=1e-8 * scale * 10)
-            np.testing.assert_allclose(a.rows.J @ sol.qdd + a.rows.gamma, 0.0, atol=1e-8 * (1 + np.abs(ref.qdd).max()))
+            np.testing.assert_allclose(sol.data.qdd, ref.data.qdd, rtol=1e-8, atol=1e-8 * (1 + np.abs(ref.data.qdd).max()))
+            np.testing.assert_allclose(M @ sol.data.qdd + b - tau, J.T @ sol.lam, atol=1e-8 * scale * 10)
+            np.testing.assert_allclose(J @ sol.data.qdd + gamma, 0.0, atol=1e-8 * (1 + np.abs(ref.data.qdd).max()))
 
 
 def test_redundant_multipliers_are_minimum_norm_and_the_generalized_force_is_unique():
@@ -188,18 +223,18 @@ def test_redundant_multipliers_are_minimum_norm_and_the_generalized_force_is_uni
     door = compile_scene(door.spec.model_copy(update={"constraints": [
         c.model_copy(update={"stabilization": 0.0}) for c in door.spec.constraints]}))
     q, qd = door.q0, door.qd0 + np.array([0.0, 0.0, 1.3, 0.0, 0.0, 0.0])    # swinging about the hinge axis
-    a = assemble(door, 0.0, q, qd)
-    J = a.rows.J
+    sols = {f: at(door, q, qd, f) for f in FORMULATIONS}
+    J = sols["projection"].J
+    M, b = core.mass_matrix(door, q), core.nonlinear_effects(door, q, qd)
     U, s, Vt = np.linalg.svd(J)
     r = int(np.sum(s > 1e-9 * s[0]))
     assert J.shape == (18, 6) and r == 5
     null = U[:, r:]                                                          # the indeterminate combinations
-    sols = {f: solve(f, a) for f in FORMULATIONS}
     for f, sol in sols.items():
-        assert sol.jacobian_rank == 5 and sol.rank_deficient, f
+        assert sol.data.jacobian_rank == 5 and sol.data.rank_deficient, f
         np.testing.assert_allclose(null.T @ sol.lam, 0.0, atol=1e-9 * np.abs(sol.lam).max())   # minimum norm
         np.testing.assert_allclose(sol.lam, sols["projection"].lam, atol=1e-8 * np.abs(sol.lam).max())
-        np.testing.assert_allclose(J.T @ sol.lam, a.M @ sol.qdd + a.b - a.tau, atol=1e-8)
+        np.testing.assert_allclose(J.T @ sol.lam, M @ sol.data.qdd + b, atol=1e-8)
     other = sols["multipliers"].lam + null @ np.random.default_rng(0).normal(size=18 - r) * 50.0
     np.testing.assert_allclose(J.T @ other, J.T @ sols["multipliers"].lam, atol=1e-9)
 
@@ -209,13 +244,15 @@ def test_a_lone_row_through_zero_is_rank_deficient_only_with_the_scale_floor():
     """A relative test (σ > tol·σ_max) can never flag a single row: σ = σ_max. The floor (the row's norm at the
     initial configuration) makes the slider-crank singularity rank 0 (Aghili's ε, eq. 70)."""
     crank = core.load_scene(SCENES / "slider_crank.json")
-    a = assemble(crank, 0.0, np.array([np.pi / 2 + 1e-6, np.pi - 2e-6]), np.zeros(2))
-    s = np.linalg.svd(a.rows.J, compute_uv=False)
+    a = at(crank, np.array([np.pi / 2 + 1e-6, np.pi - 2e-6]), np.zeros(2), "projection")
+    s = np.linalg.svd(a.J, compute_uv=False)
     assert s[0] == pytest.approx(np.sqrt(5) * 1e-6, rel=1e-6)
-    assert a.rows.scale == pytest.approx(np.sqrt(5) * np.cos(0.3), rel=1e-12)
-    assert numerical_rank(s, 1e-3) == 1                                      # purely relative: never singular
-    assert numerical_rank(s, 1e-3, a.rows.scale) == 0
-    assert numerical_rank(np.array([0.0]), 1e-3, 0.0) == 0
+    np.testing.assert_allclose(a.sj, s, rtol=1e-12)                          # the pipeline's SVD of J
+    assert a.scale == pytest.approx(np.sqrt(5) * np.cos(0.3), rel=1e-12)
+    assert numerical_rank(s, 1, 1e-3, 0.0) == 1                              # purely relative: never singular
+    assert numerical_rank(s, 1, 1e-3, a.scale) == 0
+    assert numerical_rank(np.array([0.0]), 1, 1e-3, 0.0) == 0
+    assert a.data.jacobian_rank == 0 and a.data.rank_deficient
 
 
 def test_multipliers_flag_the_slider_crank_singularity_instead_of_producing_garbage():
@@ -224,46 +261,46 @@ def test_multipliers_flag_the_slider_crank_singularity_instead_of_producing_garb
     bounded free acceleration; projection does the same (P = I); above the tolerance all three agree."""
     crank = core.load_scene(SCENES / "slider_crank.json")
     q, qd = np.array([np.pi / 2 + 1e-6, np.pi - 2e-6 + 1e-9]), np.array([2.0, -4.0 + 1e-6])
-    a = assemble(crank, 0.0, q, qd)
-    mu = solve("multipliers", a)
-    assert mu.rank_deficient and mu.jacobian_rank == 0 and mu.rank == 0
-    assert np.all(np.isfinite(mu.qdd)) and np.abs(mu.qdd).max() < 1e2 and np.all(mu.lam == 0.0)
-    naive = np.linalg.solve(a.rows.J @ np.linalg.solve(a.M, a.rows.J.T),
-                            -(a.rows.J @ np.linalg.solve(a.M, a.tau - a.b) + a.rows.gamma + a.rows.stab))
+    mu = at(crank, q, qd, "multipliers")
+    assert mu.data.rank_deficient and mu.data.jacobian_rank == 0 and mu.data.rank == 0
+    assert np.all(np.isfinite(mu.data.qdd)) and np.abs(mu.data.qdd).max() < 1e2 and np.all(mu.lam == 0.0)
+    naive = np.linalg.solve(mu.A, -mu.B)
     assert np.abs(naive).max() > 1e4                                         # what it would have produced
-    pr = solve("projection", a)
-    assert pr.rank == 0 and np.all(pr.lam == 0.0)
-    np.testing.assert_allclose(pr.qdd, mu.qdd, atol=1e-9)
-    b = assemble(crank, 0.0, crank.q0, crank.qd0)                            # regular: all agree
-    sols = [solve(f, b) for f in FORMULATIONS]
+    np.testing.assert_allclose(mu.data.qdd, mu.qdd_free, rtol=0, atol=0)     # the free acceleration
+    pr = at(crank, q, qd, "projection")
+    assert pr.data.rank == 0 and np.all(pr.lam == 0.0)
+    np.testing.assert_allclose(pr.data.qdd, mu.data.qdd, atol=1e-9)
+    sols = [at(crank, crank.q0, crank.qd0, f) for f in FORMULATIONS]        # regular: all agree
     for sol in sols:
-        assert not sol.rank_deficient and sol.jacobian_rank == 1
-        np.testing.assert_allclose(sol.qdd, sols[0].qdd, rtol=1e-10)
+        assert not sol.data.rank_deficient and sol.data.jacobian_rank == 1
+        np.testing.assert_allclose(sol.data.qdd, sols[0].data.qdd, rtol=1e-10)
 
 
 def test_aghili_closed_forms_for_the_slider_crank():
     """eq. 69: J = c1 [2 1] on the branch q2 = 2π − 2q1; eq. 70: P = [[1, −2], [−2, 4]]/5 away from the
-    singularity and I at it; eq. 71 (γ = m l² = 1): M″c = [[1, (1 + c2)/5], [0, (3 − 2c2)/5]] away from it; and
-    M′c = M at it. (The paper's text attaches the cases of eq. 70–71 the wrong way round: at |c1| < ε, A⁺ = 0.)
-    Also C ≡ 0 on the branch: γ = J̇q̇ = 0 for consistent velocities."""
+    singularity and I at it; eq. 71 (γ = m l² = 1): M″c = [[1, (1 + c2)/5], [0, (3 − 2c2)/5]] away from it, and
+    the pipeline's q̈ with it solves eq. 22; M′c = M at the singularity. (The paper's text attaches the cases of
+    eq. 70–71 the wrong way round: at |c1| < ε, A⁺ = 0.) Also C ≡ 0 on the branch: γ = J̇q̇ = 0 for consistent
+    velocities."""
     crank = core.load_scene(SCENES / "slider_crank.json")
     q1 = 0.7
-    q = np.array([q1, 2 * np.pi - 2 * q1])
-    a = assemble(crank, 0.0, q, np.array([1.3, -2.6]))
-    np.testing.assert_allclose(a.rows.J, np.cos(q1) * np.array([[2.0, 1.0]]), atol=1e-14)
-    assert a.rows.gamma[0] == pytest.approx(0.0, abs=1e-13)
-    M = a.M
+    q, qd = np.array([q1, 2 * np.pi - 2 * q1]), np.array([1.3, -2.6])
+    a = at(crank, q, qd, "projection", projection={"variant": "Mc_gamma", "gamma": 1.0})
+    np.testing.assert_allclose(a.J, np.cos(q1) * np.array([[2.0, 1.0]]), atol=1e-14)
+    assert a.gamma[0] == pytest.approx(0.0, abs=1e-13)
+    M = core.mass_matrix(crank, q)
     c2 = np.cos(q[1])
     np.testing.assert_allclose(M, [[3 + 2 * c2, 1 + c2], [1 + c2, 1]], atol=1e-13)          # eq. 68
-    P = projector(a.rows.J, 1e-3, a.rows.scale)
-    np.testing.assert_allclose(P, np.array([[1, -2], [-2, 4]]) / 5, atol=1e-14)
-    Mg, _ = constraint_inertia(M, P, "Mc_gamma", gamma=1.0)
-    np.testing.assert_allclose(Mg, [[1, (1 + c2) / 5], [0, (3 - 2 * c2) / 5]], atol=1e-14)
+    np.testing.assert_allclose(a.P, np.array([[1, -2], [-2, 4]]) / 5, atol=1e-14)
+    Mg = np.array([[1, (1 + c2) / 5], [0, (3 - 2 * c2) / 5]])
+    np.testing.assert_allclose(constraint_inertia(M, a.P, "Mc_gamma", gamma=1.0)[0], Mg, atol=1e-14)
+    b = core.nonlinear_effects(crank, q, qd)
+    np.testing.assert_allclose(Mg @ a.data.qdd, a.P @ -b, atol=1e-12)      # C q̇ = 0 on the branch (eq. 22)
     qs = np.array([np.pi / 2, np.pi])
-    s = assemble(crank, 0.0, qs, np.zeros(2))
-    Ps = projector(s.rows.J, 1e-3, s.rows.scale)
-    np.testing.assert_allclose(Ps, np.eye(2), atol=1e-15)
-    np.testing.assert_allclose(constraint_inertia(s.M, Ps, "Mc_symmetric")[0], s.M, atol=1e-15)
+    s = at(crank, qs, np.zeros(2), "projection")
+    np.testing.assert_allclose(s.P, np.eye(2), atol=1e-15)
+    Ms = core.mass_matrix(crank, qs)
+    np.testing.assert_allclose(constraint_inertia(Ms, s.P, "Mc_symmetric")[0], Ms, atol=1e-15)
 
 
 # ------------------------------------------------------------------------------------------- correction
@@ -274,18 +311,31 @@ def test_newton_raphson_correction_converges_quadratically_and_projects_the_velo
     rng = np.random.default_rng(4)
     q = four.q0 + 1e-3 * rng.normal(size=3)
     qd = four.qd0 + 1e-2 * rng.normal(size=3)
-    active = np.array([True])
+    phi0 = np.abs(look(four, 0.0, q, qd).D).max()
     norms = []
     for n in range(1, 5):
-        qn, _, it, phi0 = project_state(four, 0.0, q, qd, active, {},
-                                        {"max_iterations": n, "position_tolerance": 1e-300})
-        norms.append(assemble(four, 0.0, qn, qd).rows.D.__abs__().max())
+        capped = with_settings(four, projection={"max_iterations": n, "position_tolerance": 1e-300})
+        qn, _, it = project(capped, 0.0, q, qd)
+        assert it == n
+        norms.append(np.abs(look(four, 0.0, qn, qd).D).max())
     assert phi0 > 1e-4
     assert norms[0] < 1e-2 * phi0 and norms[1] < 10 * norms[0] ** 2 and norms[2] < 1e-12
-    q1, qd1, it, _ = project_state(four, 0.0, q, qd, active, {}, four.settings["projection"])
-    rows = assemble(four, 0.0, q1, qd1).rows
+    q1, qd1, it = project(four, 0.0, q, qd)
+    rows = look(four, 0.0, q1, qd1)
     assert it <= 4 and np.abs(rows.D).max() <= 1e-12
     np.testing.assert_allclose(rows.J @ qd1, 0.0, atol=1e-12)
+
+
+def test_newton_raphson_keeps_the_best_iterate_when_it_cannot_converge():
+    """arm_nail_singular's nail is out of the arm's reach: Newton–Raphson cannot make Φ zero. It stops when an
+    iteration no longer lowers ‖Φ‖ and keeps the best configuration, never a worse one."""
+    arm = core.load_scene(SCENES / "arm_nail_singular.json")
+    q, qd = arm.q0 + np.array([0.05, -0.1, 0.02]), np.zeros(arm.nv)
+    phi0 = np.linalg.norm(look(arm, 0.0, q, qd).D)
+    q1, _, it = project(arm, 0.0, q, qd)
+    phi1 = np.linalg.norm(look(arm, 0.0, q1, qd).D)
+    assert 0 < it < arm.settings.get("projection", {}).get("max_iterations", 20)
+    assert phi1 <= phi0 and phi1 > 1.0                                       # as close as it gets; still far
 
 
 def test_formulation_can_be_switched_between_steps():

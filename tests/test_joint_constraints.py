@@ -11,12 +11,10 @@ import numpy as np
 import pytest
 
 import core
-from core.constraints import JOINT_SPACE, constraint_rows
-from core.dynamics import evaluate
-from core.formulations import assemble, solve
+from core.constraints import JOINT_SPACE
 from core.joint_constraints import ExpressionError, derivative_problems, joint_space_rows, parse_expression
-from core.points import link_kinematics
 from core.scene import SceneError, compile_scene, parse_spec, read_spec, save_spec
+from probe import look
 
 SCENES = Path(__file__).resolve().parent.parent / "scenes"
 
@@ -164,20 +162,27 @@ def crank_models():
 
 
 def test_rows_match_the_analytic_slider_condition(crank_models):
-    """Φ = sin q1 + sin(q1 + q2), J = [c1 + c12, c12] (eq. 69), γ = −s1 q̇1² − s12 (q̇1 + q̇2)²."""
+    """Φ = sin q1 + sin(q1 + q2), J = [c1 + c12, c12] (eq. 69), γ = −s1 q̇1² − s12 (q̇1 + q̇2)²: exact (forward-mode
+    derivatives of the compiled expression), to round-off of the terms — in ``joint_space_rows`` and in the rows
+    the pipeline stacks."""
     model, _ = crank_models
     c = model.constraints[0]
     assert c.kind == JOINT_SPACE and c.rows == 1
     rng = np.random.default_rng(1)
+    eps = np.finfo(float).eps
     for _ in range(50):
         q, qd = rng.uniform(-20, 20, 2), rng.uniform(-10, 10, 2)
-        d, d_rate, J, gamma = joint_space_rows(c, q, qd, model.nv)
         s1, s12, c1, c12 = np.sin(q[0]), np.sin(q.sum()), np.cos(q[0]), np.cos(q.sum())
         J_exact = np.array([c1 + c12, c12])
-        assert d == pytest.approx(s1 + s12, abs=1e-15)
-        np.testing.assert_allclose(J, J_exact, rtol=0, atol=1e-11)
-        assert d_rate == pytest.approx(J_exact @ qd, abs=1e-10)
-        assert gamma == pytest.approx(-s1 * qd[0] ** 2 - s12 * qd.sum() ** 2, abs=1e-9 * (1 + qd @ qd))
+        gamma_exact = -s1 * qd[0] ** 2 - s12 * qd.sum() ** 2
+        rows = look(model, 0.0, q, qd)
+        for d, d_rate, J, gamma in (joint_space_rows(c, q, qd, model.nv),
+                                    (rows.D[0], rows.D_rate[0], rows.J[0], rows.gamma[0])):
+            assert d == pytest.approx(s1 + s12, abs=4 * eps)
+            np.testing.assert_allclose(J, J_exact, rtol=0, atol=4 * eps)
+            assert d_rate == pytest.approx(J_exact @ qd, abs=8 * eps * np.abs(qd).sum())
+            assert gamma == pytest.approx(gamma_exact, abs=8 * eps * (qd @ qd + qd.sum() ** 2))
+        assert rows.data.deviation[0] == abs(rows.D[0]) and rows.data.deviation_rate[0] == abs(rows.D_rate[0])
 
 
 def test_gamma_is_the_rest_of_the_second_time_derivative(crank_models):
@@ -193,24 +198,20 @@ def test_gamma_is_the_rest_of_the_second_time_derivative(crank_models):
 
 
 def test_joint_space_rows_equal_the_point_on_plane_rows(crank_models):
-    """The slider stated two ways — y_C(q) in joint space, and C on the plane y = 0 — has the same D, Ḋ, J, γ."""
+    """The slider stated two ways — y_C(q) in joint space, and C on the plane y = 0 — has the same D, Ḋ, J, γ (both
+    exact: agreement to round-off), the same stabilization term and the same Jacobian scale."""
     js, pp = crank_models
     rng = np.random.default_rng(3)
     for _ in range(20):
         q, qd = rng.uniform(-7, 7, 2), rng.uniform(-8, 8, 2)
-        a = constraint_rows(js, link_kinematics(js, q, qd), js.constraints, [True], 0.0, q=q, qd=qd)
-        b = constraint_rows(pp, link_kinematics(pp, q, qd), pp.constraints, [True], 0.0)
+        a, b = look(js, 0.0, q, qd), look(pp, 0.0, q, qd)
         np.testing.assert_allclose(a.D, b.D, atol=1e-14)
-        np.testing.assert_allclose(a.D_rate, b.D_rate, atol=1e-10)
-        np.testing.assert_allclose(a.J, b.J, atol=1e-11)
-        np.testing.assert_allclose(a.gamma, b.gamma, atol=1e-9 * (1 + qd @ qd))
-        assert a.scale == pytest.approx(b.scale)                 # both the norm of J at q0
-
-
-def test_rows_need_the_state():
-    model = core.load_scene(SCENES / "slider_crank_joint_space.json")
-    with pytest.raises(ValueError, match="needs q and qd"):
-        constraint_rows(model, link_kinematics(model, model.q0, model.qd0), model.constraints, [True], 0.0)
+        np.testing.assert_allclose(a.D_rate, b.D_rate, atol=1e-14 * (1 + np.abs(qd).sum()))
+        np.testing.assert_allclose(a.J, b.J, atol=1e-14)
+        np.testing.assert_allclose(a.gamma, b.gamma, atol=1e-14 * (1 + qd @ qd))
+        np.testing.assert_allclose(a.stab, b.stab, atol=1e-12 * (1 + np.abs(b.stab).max()))
+        np.testing.assert_allclose(a.data.qdd, b.data.qdd, rtol=1e-12, atol=1e-12)
+        assert a.scale == pytest.approx(b.scale, rel=1e-14)       # both the norm of J at q0
 
 
 # ------------------------------------------------------------------------------------------- force, bounds
@@ -218,21 +219,20 @@ def test_its_force_is_the_multiplier_along_x_and_its_power_is_lambda_J_qd(crank_
     """With no point to act on, constraint_force holds (λ, 0, 0); Jᵀλ is its generalized force."""
     model, _ = crank_models
     q, qd = model.q0, model.qd0
-    data = evaluate(model, 0.0, q, qd, np.array([True]))
+    data = core.evaluate(model, model.initial_state())
     lam = data.constraint_force[0, 0]
     np.testing.assert_array_equal(data.constraint_force[0, 1:], 0.0)
     assert data.constraint_force_magnitude[0] == abs(lam)
     _, _, J, _ = joint_space_rows(model.constraints[0], q, qd, model.nv)
     assert data.power_constraints[0] == pytest.approx(lam * (J @ qd), rel=1e-12, abs=1e-12)
-    a = assemble(model, 0.0, q, qd)
-    M_qdd = a.M @ data.qdd + a.b                                   # M q̈ + b = Jᵀλ (no applied forces)
-    np.testing.assert_allclose(M_qdd, J * lam, rtol=1e-9, atol=1e-9)
+    M_qdd = core.mass_matrix(model, q) @ data.qdd + core.nonlinear_effects(model, q, qd)
+    np.testing.assert_allclose(M_qdd, J * lam, rtol=1e-12, atol=1e-12)          # M q̈ + b = Jᵀλ (no applied forces)
 
 
 def test_force_bound_and_breaking_apply_to_joint_space_constraints():
     """max_force bounds |λ| (the direction is dropped, dynamic constraints); max_deviation breaks it."""
     weak = compile_scene(parse_spec(slider_doc(joint_space("sin(crank) + sin(crank + rod)", max_force=1e-3))))
-    data = evaluate(weak, 0.0, weak.q0, weak.qd0, np.array([True]), formulation="dynamic_constraints")
+    data = core.evaluate(weak, weak.initial_state(), core.Inputs(formulation="dynamic_constraints"))
     assert data.constraint_force_magnitude[0] <= 1e-3 and data.dropped == 1
     off = compile_scene(parse_spec(slider_doc(joint_space("sin(crank) + sin(crank + rod)", value=0.05,
                                                           max_deviation=0.01))))
@@ -256,7 +256,9 @@ def test_a_joint_space_constraint_joins_the_group_of_the_trees_it_reads():
                             "origin": [0, 0, 0], "normal": [0.3, 1, 0]},
                            joint_space("left - 2 * right", name="gear", value=-0.4)]}
     model = compile_scene(parse_spec(doc))
-    a = assemble(model, 0.0, model.q0 + [0.01, -0.02], model.qd0)
-    dc, mu = solve("dynamic_constraints", a), solve("multipliers", a)
-    np.testing.assert_allclose(dc.qdd, mu.qdd, rtol=1e-12, atol=1e-12)
-    np.testing.assert_allclose(a.rows.J @ dc.qdd + a.rows.gamma + a.rows.stab, 0.0, atol=1e-10)
+    q = model.q0 + [0.01, -0.02]
+    dc = look(model, 0.0, q, model.qd0, inputs=core.Inputs(formulation="dynamic_constraints"))
+    mu = look(model, 0.0, q, model.qd0, inputs=core.Inputs(formulation="multipliers"))
+    assert list(dc.groups) == [0, 0]                              # one group: the gear ties the two trees
+    np.testing.assert_allclose(dc.data.qdd, mu.data.qdd, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(dc.J @ dc.data.qdd + dc.gamma + dc.stab, 0.0, atol=1e-10)

@@ -67,15 +67,14 @@ def test_gripped_load_contact_force_solves_eq_29_and_the_load_obeys_eq_31():
 
 
 def test_eq_29_matrix_is_the_assembled_constraint_matrix_and_never_singular():
-    """The forest's A = [J, −I] M⁻¹ [J, −I]ᵀ is McClamroch's m⁻¹I + J M⁻¹Jᵀ, positive definite even at the
-    arm's singular (fully stretched) configuration."""
-    from core.formulations import assemble
+    """The forest's A = [J, −I] M⁻¹ [J, −I]ᵀ, as the pipeline assembles it (M⁻¹Jᵀ by articulated-body solves), is
+    McClamroch's m⁻¹I + J M⁻¹Jᵀ, positive definite even at the arm's singular (fully stretched) configuration."""
+    from probe import look
     model = core.load_scene(SCENES / "mcclamroch_gripped_load.json")
     for q_arm in ([0.2, -0.5, 1.3], [0.0, 0.0, 0.0]):                       # the second: stretched, singular
         q = model.q0.copy()
         q[:3] = q_arm
-        a = assemble(model, 0.0, q, np.zeros(model.nv))
-        A = a.rows.J @ np.linalg.solve(a.M, a.rows.J.T)
+        A = look(model, 0.0, q, np.zeros(model.nv), inputs=core.Inputs(formulation="dynamic_constraints")).A
         M, _, J, _, _ = arm_terms(model, q, np.zeros(model.nv))
         np.testing.assert_allclose(A, np.eye(3) / 2.0 + J @ np.linalg.solve(M, J.T), atol=1e-12)
         assert np.linalg.eigvalsh(A).min() >= 0.5 - 1e-12

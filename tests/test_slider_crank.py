@@ -122,13 +122,16 @@ def test_the_three_formulations_give_the_same_motion(runs):
 
 @pytest.mark.slow
 def test_the_joint_space_slider_moves_like_the_point_on_plane_slider(runs):
+    """Both descriptions have exact rows (equal to round-off, test_joint_constraints), so over 2 s the motions agree
+    to round-off grown by the dynamics (measured 9e-13) and the slider forces too, away from the singularity."""
     sim = core.Simulation(core.load_scene(SCENES / "slider_crank_joint_space.json"))
     d = sim.run(2.0)
     ref = runs["projection"][1]
     n = len(d["t"])
     np.testing.assert_allclose(d["t"], ref["t"][:n])
-    assert np.abs(d["q"] - ref["q"][:n]).max() < 1e-8
+    assert np.abs(d["q"] - ref["q"][:n]).max() < 1e-11
     assert np.abs(y_C(d["q"])).max() <= 1e-9
+    assert np.abs(d["energy_error"] - ref["energy_error"][:n]).max() < 1e-11
     away = np.abs(np.cos(d["q"][:, 0])) > 0.05        # near q1 = π/2 the recovered λ = (Jᵀλ)/σ is sensitive
     np.testing.assert_allclose(d["constraint_force"][away, 0, 0], ref["constraint_force"][:n][away, 0, 1],
-                               rtol=1e-6, atol=1e-6)
+                               rtol=0, atol=1e-8)      # measured 2.3e-9 N of up to 26 N

@@ -7,14 +7,18 @@ For each N: a serial chain of N hinges with alternating axes (y, x), 1 m / 1 kg 
 under gravity −9.81 z, started bent; the identical model is built for each engine.
 
 - ``aba``: ``core.forward_dynamics`` vs ``pinocchio.aba`` at the same (q, q̇, τ) (results compared too);
-- ``rk4 step``: ``core.Simulation.step`` (RK4, 1 ms) vs ``mujoco.mj_step`` with ``integrator="RK4"``;
-- ``rk4 step, nailed``: the same with the tip held by a point-to-nail constraint (ours: the compiled step of
-  core/stepper.py — constraint rows, M⁻¹Jᵀ by O(N) ABA solves, the bounded eigen/SVD solve of A F = −B with
+- ``rk4 step``: ``core.Simulation.step`` (RK4, 1 ms; one Python call per step, with its full evaluation) vs
+  ``mujoco.mj_step`` with ``integrator="RK4"``;
+- ``rk4 step, nailed``: the same with the tip held by a point-to-nail constraint (ours: the compiled pipeline of
+  core/forward.py — constraint rows, M⁻¹Jᵀ by O(N) ABA solves, the bounded eigen/SVD solve of A F = −B with
   critically damped stabilization, all four stages in one call) vs MuJoCo's default soft ``connect`` equality;
-  and the tip drift of each over ``--drift-seconds`` of simulated time.
+  and the tip drift of each over ``--drift-seconds`` of simulated time;
+- ``batched``: the same two steps taken 1000 at a time in one call, every step recorded — ours
+  ``Simulation.run`` (the records of core/records.py), MuJoCo's ``mujoco.rollout.rollout`` (the state of every
+  step) — so that neither pays a Python call per step.
 
-Ours is timed as a user calls it from Python: ``core.forward_dynamics`` and ``Simulation.step`` (one step per
-call, with its diagnostics), as MuJoCo's ``mj_step`` and Pinocchio's ``aba`` are.
+Ours is timed as a user calls it from Python: ``core.forward_dynamics``, ``Simulation.step`` and
+``Simulation.run``, as MuJoCo's ``mj_step`` and ``rollout`` and Pinocchio's ``aba`` are.
 
 Timings are the minimum over repeats of a timed loop, interleaved between engines, so a busy machine affects
 both sides alike. ``--scaling`` also reports our cost per step against N up to 200 and against the number of
@@ -116,6 +120,7 @@ def bench_aba(n: int) -> dict:
 
 def bench_step(n: int, nailed: bool, drift_seconds: float) -> dict:
     import mujoco
+    from mujoco import rollout
     ours = our_chain(n, nailed)
     tip0 = core.point_position(ours, ours.q0, f"l{n - 1}", [0, 0, -L])
     mm, md = mujoco_chain(n, nailed, tip0)
@@ -124,6 +129,22 @@ def bench_step(n: int, nailed: bool, drift_seconds: float) -> dict:
     t_ours = best_of(sim.step, reps, 3)
     t_mj = best_of(lambda: mujoco.mj_step(mm, md), reps, 3)
     out = {"ours_us": t_ours * 1e6, "ref_us": t_mj * 1e6, "ratio": t_ours / t_mj}
+    steps = 1000
+    sim = core.Simulation(ours, dt=1e-3, integrator="rk4")
+    sim.run(0.01)
+    start = sim.snapshot()
+
+    def ours_batch():
+        sim.restore(start)
+        sim.run(steps * 1e-3)
+
+    kind = mujoco.mjtState.mjSTATE_FULLPHYSICS
+    state0 = np.zeros(mujoco.mj_stateSize(mm, kind))
+    mujoco.mj_getState(mm, md, state0, kind)
+    rollout.rollout(mm, md, state0[None], nstep=10)
+    t_ob = best_of(ours_batch, 1, 5) / steps
+    t_mb = best_of(lambda: rollout.rollout(mm, md, state0[None], nstep=steps), 1, 5) / steps
+    out.update(batch_ours_us=t_ob * 1e6, batch_ref_us=t_mb * 1e6, batch_ratio=t_ob / t_mb)
     if nailed and drift_seconds > 0:
         sim = core.Simulation(ours, dt=1e-3, integrator="rk4")
         mm, md = mujoco_chain(n, nailed, tip0)
@@ -162,16 +183,20 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     import mujoco
     import pinocchio
-    print(f"limbstudio core vs pinocchio {pinocchio.__version__} and mujoco {mujoco.__version__} (one process)")
-    print(f"{'N':>4} | {'ABA us':>8} {'pin us':>8} {'ratio':>6} | {'RK4 us':>8} {'mj us':>8} {'ratio':>6} | "
-          f"{'nailed us':>9} {'mj us':>8} {'ratio':>6} | {'drift ours':>10} {'drift mj':>10}")
+    print(f"limbstudio core vs pinocchio {pinocchio.__version__} and mujoco {mujoco.__version__} (one process); "
+          "times in µs, ratio = ours / theirs")
+    print(f"{'N':>4} | {'ABA':>6} {'pin':>6} {'ratio':>5} | {'RK4':>6} {'mj':>6} {'ratio':>5} | {'nailed':>6} "
+          f"{'mj':>6} {'ratio':>5} | {'batch':>6} {'rollout':>7} {'ratio':>5} | {'nailed':>6} {'rollout':>7} "
+          f"{'ratio':>5} | {'drift ours':>10} {'drift mj':>10}")
     for n in args.sizes:
         a = bench_aba(n)
         s = bench_step(n, False, 0)
         c = bench_step(n, True, args.drift_seconds if n == 20 else 0.0)
         drift = (f"{c['drift_ours_m']:10.2e} {c['drift_mujoco_m']:10.2e}" if "drift_ours_m" in c else f"{'':>10} {'':>10}")
-        print(f"{n:4d} | {a['ours_us']:8.1f} {a['ref_us']:8.1f} {a['ratio']:6.2f} | {s['ours_us']:8.1f} "
-              f"{s['ref_us']:8.1f} {s['ratio']:6.2f} | {c['ours_us']:9.1f} {c['ref_us']:8.1f} {c['ratio']:6.2f} | {drift}")
+        print(f"{n:4d} | {a['ours_us']:6.1f} {a['ref_us']:6.1f} {a['ratio']:5.2f} | {s['ours_us']:6.1f} "
+              f"{s['ref_us']:6.1f} {s['ratio']:5.2f} | {c['ours_us']:6.1f} {c['ref_us']:6.1f} {c['ratio']:5.2f} | "
+              f"{s['batch_ours_us']:6.1f} {s['batch_ref_us']:7.1f} {s['batch_ratio']:5.2f} | "
+              f"{c['batch_ours_us']:6.1f} {c['batch_ref_us']:7.1f} {c['batch_ratio']:5.2f} | {drift}")
         assert a["max_abs_diff"] < 1e-8, a
     if args.scaling:
         scaling([2, 7, 20, 50, 100, 200])

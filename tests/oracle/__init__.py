@@ -2,7 +2,8 @@
 
 It preserves, in plain NumPy/SciPy (and SymPy for the joint-space constraints), the semantics of the Python
 assembly path ``core.Simulation(model, compiled=False)`` as it stood before core/ became one compiled
-pipeline, so that the pipeline can be checked against it on every scene. It reads only the stable public
+pipeline, so that the pipeline can be checked against it on every scene (tests/test_pipeline.py); its own
+physics is checked in tests/test_oracle_selfcheck.py. It reads only the stable public
 pieces of core (the scene loader, the compiled ``Model``'s tree data, constraints, force elements and spec, and
 the tree algorithms ``core.mass_matrix`` (CRBA), ``core.nonlinear_effects`` (RNEA), the point kinematics
 ``core.point_position/velocity/jacobian/bias_acceleration``, the energies, the configuration arithmetic, and

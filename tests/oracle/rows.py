@@ -20,9 +20,9 @@ Joint-space constraints (kind 5; Aghili eq. 11 and 67, the slider condition): ``
     D = Φ(q) − value     J = ∂Φ/∂q     Ḋ = J q̇     γ = q̇ᵀ (∂²Φ/∂q²) q̇     stab = 2κḊ + κ²D
 
 Φ is evaluated by walking the scene's checked syntax tree (``expression.tree``) with NumPy; J and the Hessian
-come *exactly* from SymPy (the tree's nodes mapped to SymPy, never the text evaluated). Today's core uses
-fourth-order finite differences there (J within ~1e-12, γ within ~2e-10 ‖q̇‖²), so comparisons with it on
-joint-space scenes need a looser tolerance.
+come *exactly* from SymPy (the tree's nodes mapped to SymPy, never the text evaluated). Core differentiates the
+compiled program of Φ in forward mode (``core.joint_constraints.tape_jet``), exact too, so joint-space scenes
+are compared at the same tolerance as the others.
 
 ``deviation`` and ``deviation_rate`` (‖D‖, ‖Ḋ‖) are reported for every constraint, active or not; only the active
 ones get rows, stacked in constraint order. ``scale`` is the largest ``jacobian_scale`` of the active

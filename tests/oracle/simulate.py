@@ -1,4 +1,4 @@
-"""One evaluation, one step and a run: the semantics of the Python path of ``core.Simulation`` in plain NumPy.
+"""One evaluation, one step and a run: the former Python path of ``core.Simulation``, in plain NumPy.
 
 Evaluation at (t, q, q̇, z) (Mitchell thesis §2.4.3, eq. 2.38–2.41)::
 
