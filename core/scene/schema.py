@@ -334,8 +334,9 @@ class JointSpaceConstraint(_ConstraintBase):
     """A constraint given directly in joint space, ``Φ(q) = value`` (Aghili eq. 11, 67), one row. ``expression``
     is data, not code: numbers, names of hinge and slider joints (their coordinate, rad or m), ``+ - * / **``,
     unary minus, ``sin cos tan sqrt exp log abs`` and ``pi`` — e.g. the slider condition
-    ``"sin(crank) + sin(crank + rod)"``. Its Jacobian is computed by checked central differences
-    (:mod:`core.joint_constraints`); the expression must be differentiable at the initial configuration."""
+    ``"sin(crank) + sin(crank + rod)"``. Its Jacobian and J̇q̇ are exact, by forward-mode Taylor arithmetic on the
+    checked expression, compiled (:mod:`core.joint_constraints`); the expression must be differentiable at the
+    initial configuration."""
     type: Literal["joint_space"]
     expression: Annotated[str, Field(min_length=1, max_length=2000)]
     value: float = 0.0
