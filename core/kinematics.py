@@ -59,27 +59,46 @@ def fk_kernel(parent, jtype, axis, R_tree, p_tree, q_start, q, E, r, R_WL, p_WL)
     """Per link: ``E[i] = R_PCᵀ``, ``r[i] = p_PC`` (parent → child transform) and the world pose ``R_WL``, ``p_WL``.
 
     ``R_PC = R_PJ R_J(q)``, ``p_PC = p_PJ + R_PJ p_J(q)``; ``R_WC = R_WP R_PC``, ``p_WC = p_WP + R_WP p_PC``.
-    (The joint's own motion R_J, p_J is held in link i's world-pose rows until they are written.)"""
+    A hinge, the common joint, is done in scalars (Rodrigues, R_J = 1 + sinθ k^ + (1 − cosθ) k^²); the other
+    joints' motion R_J, p_J is held in link i's world-pose rows until they are written."""
     for i in range(parent.shape[0]):
-        Rj, pj = R_WL[i], p_WL[i]
-        _joint_motion(jtype[i], axis[i], q, q_start[i], Rj, pj)
-        for a in range(3):
-            r[i, a] = p_tree[i, a] + R_tree[i, a, 0] * pj[0] + R_tree[i, a, 1] * pj[1] + R_tree[i, a, 2] * pj[2]
-            for b in range(3):
-                E[i, b, a] = R_tree[i, a, 0] * Rj[0, b] + R_tree[i, a, 1] * Rj[1, b] + R_tree[i, a, 2] * Rj[2, b]
+        Rt, pt, Ei = R_tree[i], p_tree[i], E[i]
+        if jtype[i] == HINGE:
+            s, c = np.sin(q[q_start[i]]), np.cos(q[q_start[i]])
+            kx, ky, kz = axis[i, 0], axis[i, 1], axis[i, 2]
+            C = 1.0 - c
+            j00, j01, j02 = c + kx * kx * C, kx * ky * C - kz * s, kx * kz * C + ky * s
+            j10, j11, j12 = ky * kx * C + kz * s, c + ky * ky * C, ky * kz * C - kx * s
+            j20, j21, j22 = kz * kx * C - ky * s, kz * ky * C + kx * s, c + kz * kz * C
+            for a in range(3):                                # E = (R_PJ R_J)ᵀ,  r = p_PJ
+                t0, t1, t2 = Rt[a, 0], Rt[a, 1], Rt[a, 2]
+                Ei[0, a] = t0 * j00 + t1 * j10 + t2 * j20
+                Ei[1, a] = t0 * j01 + t1 * j11 + t2 * j21
+                Ei[2, a] = t0 * j02 + t1 * j12 + t2 * j22
+                r[i, a] = pt[a]
+        else:
+            Rj, pj = R_WL[i], p_WL[i]
+            _joint_motion(jtype[i], axis[i], q, q_start[i], Rj, pj)
+            for a in range(3):
+                r[i, a] = pt[a] + Rt[a, 0] * pj[0] + Rt[a, 1] * pj[1] + Rt[a, 2] * pj[2]
+                for b in range(3):
+                    Ei[b, a] = Rt[a, 0] * Rj[0, b] + Rt[a, 1] * Rj[1, b] + Rt[a, 2] * Rj[2, b]
         lam = parent[i]
+        Ri, pi = R_WL[i], p_WL[i]
         if lam < 0:
             for a in range(3):
-                p_WL[i, a] = r[i, a]
+                pi[a] = r[i, a]
                 for b in range(3):
-                    R_WL[i, a, b] = E[i, b, a]
+                    Ri[a, b] = Ei[b, a]
         else:
+            Rp, pp = R_WL[lam], p_WL[lam]
+            r0, r1, r2 = r[i, 0], r[i, 1], r[i, 2]
             for a in range(3):
-                p_WL[i, a] = p_WL[lam, a] + R_WL[lam, a, 0] * r[i, 0] + R_WL[lam, a, 1] * r[i, 1] + \
-                    R_WL[lam, a, 2] * r[i, 2]
-                for b in range(3):
-                    R_WL[i, a, b] = R_WL[lam, a, 0] * E[i, b, 0] + R_WL[lam, a, 1] * E[i, b, 1] + \
-                        R_WL[lam, a, 2] * E[i, b, 2]
+                p0, p1, p2 = Rp[a, 0], Rp[a, 1], Rp[a, 2]
+                pi[a] = pp[a] + p0 * r0 + p1 * r1 + p2 * r2
+                Ri[a, 0] = p0 * Ei[0, 0] + p1 * Ei[0, 1] + p2 * Ei[0, 2]
+                Ri[a, 1] = p0 * Ei[1, 0] + p1 * Ei[1, 1] + p2 * Ei[1, 2]
+                Ri[a, 2] = p0 * Ei[2, 0] + p1 * Ei[2, 1] + p2 * Ei[2, 2]
 
 
 @inline
