@@ -93,12 +93,12 @@ def evaluate(tree, tab, ws, t, q, qd, z, m, n_groups, scale, full, out):
     power[:] = 0.0
     elastic = forces_kernel(tree.parent, tree.S, tree.v_start, tree.nv_j, kin.R_WL, kin.p_WL, kin.v, q, qd, t,
                             tab.forces, tau, power[K:], rows.P3)
-    if st.mass_matrix or (full and ctl.shape[0] > 0):
+    if st.mass_matrix:
         plant_stage(tree, kin, plant, qd, st.gravity_torque)
     out.tau_control[:] = 0.0
     if ctl.shape[0] > 0:                                      # τ_c, ż; the force elements' τ is the force sensor
-        control_stage(tree, plant, rows, dense, ws.control, m, cons, ctl, tab.control_ints, tab.control_floats, t,
-                      q, qd, z, tau, out.tau_control, out.z_rate, out, full)
+        control_stage(tree, kin, plant, rows, dense, ws.control, m, cons, ctl, tab.control_ints, tab.control_floats,
+                      t, q, qd, z, tau, out.tau_control, out.z_rate, out, full)
         for k in range(nv):
             tau[k] += out.tau_control[k]
             power[K + ACTUATORS] += out.tau_control[k] * qd[k]   # the controllers act through the actuators

@@ -28,6 +28,7 @@ import numpy as np
 
 from ..formulations import jacobian_svd, pseudo_inverse
 from ..jit import njit
+from ..kinematics import velocities_kernel
 from ..linalg import lu_apply, lu_factor, pinv_apply, svd_columns
 from .regressor import regressor_kernel
 from .trajectories import trajectory_kernel
@@ -105,11 +106,12 @@ def controller_table(controllers, nv: int, K: int) -> tuple[np.ndarray, np.ndarr
 # ---- the stage -----------------------------------------------------------------------------------------------
 
 @njit
-def control_stage(tree, plant, rows, dense, cw, m, cons, ctl, ints, floats, t, q, qd, z, tau_ext, tau, z_rate,
-                  out, full):
+def control_stage(tree, kin, plant, rows, dense, cw, m, cons, ctl, ints, floats, t, q, qd, z, tau_ext, tau,
+                  z_rate, out, full):
     """τ += the torques of every controller of ``ctl`` at (t, q, q̇) with the controllers' state z; ``z_rate``
     ← ż; with ``full``, the diagnostics (tracking error, desired, sliding variable, ½ sᵀMs, torque) into ``out``.
-    ``plant`` holds M, b, g when ``settings.mass_matrix``; ``rows`` the active constraint rows (m);
+    ``kin`` holds the parent → link transforms; ``plant`` M, b, g when ``settings.mass_matrix``; ``rows`` the
+    active constraint rows (m);
     ``tau_ext`` the force elements' generalized force (a force sensor, for constraint-force control)."""
     nv = qd.shape[0]
     for c in range(ctl.shape[0]):
@@ -156,14 +158,31 @@ def control_stage(tree, plant, rows, dense, cw, m, cons, ctl, ints, floats, t, q
             tau[k] += torque[k]
         if full:
             o = con.diag
-            energy = 0.0
+            s_full = cw.v4
+            for k in range(nv):
+                s_full[k] = 0.0
             for i in range(n):
                 out.tracking_error[o + i] = e[i]
                 out.desired[o + i] = q_d[i]
                 out.sliding[o + i] = s[i]
-                for j in range(n):                           # V_s = ½ sᵀ M s over its coordinates (eq. 3.5)
-                    energy += 0.5 * s[i] * plant.M[dofs[i], dofs[j]] * s[j]
-            out.s_energy[c] = energy
+                s_full[dofs[i]] = s[i]
+            out.s_energy[c] = _kinetic_energy(tree, kin, plant.v, s_full)   # V_s = ½ sᵀ M s   (eq. 3.5)
+
+
+@njit
+def _kinetic_energy(tree, kin, v, w):
+    """½ wᵀ M(q) w, as the kinetic energy Σ ½ v_iᵀ I_i v_i of the links moving with joint velocities w (O(N), no
+    mass matrix; ``v``: N x 6 scratch)."""
+    velocities_kernel(tree.parent, tree.S, tree.v_start, tree.nv_j, kin.E, kin.r, w, v)
+    energy = 0.0
+    for i in range(tree.parent.shape[0]):
+        I = tree.inertia[i]
+        for a in range(6):
+            t = 0.0
+            for b in range(6):
+                t += I[a, b] * v[i, b]
+            energy += 0.5 * v[i, a] * t
+    return energy
 
 
 @njit
