@@ -135,7 +135,8 @@ def aba_velocities(parent, Sw, v_start, nv_j, I, qd, fx, v, c, pA, vJ, tmp):
             pA[i, a] -= fx[i, a]
 
 
-def workspace_size(N: int) -> int:
+@njit
+def workspace_size(N):
     """Floats of :func:`aba_workspace` for N links."""
     return 240 * N + 72 + 36 + 48
 
@@ -263,8 +264,8 @@ def aba_accelerations(parent, Sw, v_start, nv_j, a0, c, W, Dinv, u, qdd, acc):
 @njit
 def aba_solve(parent, Sw, v_start, nv_j, W, Dinv, tau, x, pA, u, acc, zero6):
     """x ← M(q)⁻¹ τ in O(N) from pass 2's factorization at the same q: the articulated-body algorithm with no
-    velocity, gravity or external force, so only u and p^A change (p^a_i = p^A_i + W_i u_i; RBDA §7.3).
-    ``pA``, ``u``, ``acc`` (N x 6) are scratch; ``zero6`` (6) is set to zero."""
+    velocity, gravity or external force, so only u and p^A change (p^a_i = p^A_i + W_i u_i; RBDA §7.3), then pass
+    3 with c = 0 and a_0 = 0. ``pA``, ``u``, ``acc`` (N x 6) are scratch; ``zero6`` (6) is set to zero."""
     N = parent.shape[0]
     for i in range(N):
         for a in range(6):
@@ -285,21 +286,8 @@ def aba_solve(parent, Sw, v_start, nv_j, W, Dinv, tau, x, pA, u, acc, zero6):
             pA[lam, a] += s
     for a in range(6):
         zero6[a] = 0.0
-    for i in range(N):                                        # pass 3 with c = 0 and a_0 = 0
-        vs, nv, lam = v_start[i], nv_j[i], parent[i]
-        ai = acc[i]
-        for a in range(6):
-            ai[a] = zero6[a] if lam < 0 else acc[lam, a]
-        for k in range(nv):
-            s = 0.0
-            for m in range(nv):
-                s += Dinv[i, k, m] * u[i, m]
-            for a in range(6):
-                s -= W[i, a, k] * ai[a]
-            x[vs + k] = s
-        for k in range(nv):
-            for a in range(6):
-                ai[a] += Sw[i, a, k] * x[vs + k]
+    pA[:, :] = 0.0                                            # now the zero c_i of pass 3
+    aba_accelerations(parent, Sw, v_start, nv_j, zero6, pA, W, Dinv, u, x, acc)
 
 
 @njit
@@ -334,6 +322,7 @@ def aba_forces_entry(tree, q, qd, tau, f_ext, qdd, buf):
 
 
 _scratch = threading.local()
+_WORKSPACE_PER_LINK, _WORKSPACE_FIXED = 240, 156              # workspace_size(N), without a call into numba
 
 
 def _buffer(n: int) -> np.ndarray:
@@ -351,7 +340,7 @@ def forward_dynamics(model: Model, q: np.ndarray, qd: np.ndarray, tau: np.ndarra
     ``f_ext`` (optional, N x 6) as in :func:`core.inverse_dynamics`: world coordinates about the world origin.
     """
     qdd = np.empty(model.nv)
-    buf = _buffer(240 * model.n_links + 156)
+    buf = _buffer(_WORKSPACE_PER_LINK * model.n_links + _WORKSPACE_FIXED)
     if f_ext is None:
         aba_entry(model.kernel_tree, as_f64(q), as_f64(qd), as_f64(tau), qdd, buf)
     else:

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .aba import aba_accelerations, aba_inertias, aba_velocities, world_frame
+from .aba import aba_accelerations, aba_inertias, aba_velocities, aba_workspace, workspace_size, world_frame
 from .constraints import POINT_VELOCITY, rows_kernel
 from .control.kernels import control_stage
 from .crba import mass_matrix_kernel
@@ -31,12 +31,13 @@ from .forces import ACTUATORS, forces_kernel
 from .formulations import dynamic_constraints, jacobian_svd, minv_jt, multipliers, projection
 from .jit import njit
 from .kinematics import fk_kernel
-from .layout import MULTIPLIERS, PROJECTION
+from .layout import (MULTIPLIERS, PROJECTION, Articulated, ControlWork, Dense, IntegratorWork, Kinematics, Plant,
+                     RowsWork, SolveWork, Workspace)
 from .linalg import numerical_rank
 from .points import velocity_product_kernel
 from .rnea import rnea_passes
 
-__all__ = ["evaluate"]
+__all__ = ["evaluate", "workspace"]
 
 
 @njit
@@ -194,3 +195,38 @@ def diagnostics(tree, cons, st, kin, rows, dense, m, formulation, scale, elastic
         sc.jacobian_rank = numerical_rank(dense.sj, m, st.rank_tolerance, scale)
     ke, pe = energies_kernel(tree.inertia, tree.gravity, kin.R_WL, kin.p_WL, kin.v)
     sc.energy_kinetic, sc.energy_gravity, sc.energy_elastic = ke, pe, elastic
+
+
+@njit
+def workspace(N, nv, K, R, L, V, P, F, n):
+    """A :class:`Workspace` for N links, nv velocities, K constraints of R rows, joint-space programs of at
+    most L instructions over V variables, a regressor of P parameters, mixtures of F features and an integrated
+    vector of n entries."""
+    E, r, R_WL, p_WL, Sw, fx, vw, cw, pA, IA, U, W, Dinv, u, acc, G, D6, s6 = aba_workspace(
+        np.empty(workspace_size(N)), N)                       # the articulated-body algorithm's arrays (core.aba)
+    kin = Kinematics(E, r, R_WL, p_WL, np.empty((N, 6)), np.empty((N, 6)), np.empty((N, 6)))
+    fx[:, :] = 0.0
+    aba = Articulated(Sw, fx, vw, cw, pA, IA, U, W, Dinv, u, acc, G, D6, s6)
+    Lr, Vr = max(L, 1), max(V, 1)
+    rows = RowsWork(np.zeros((R, nv)), np.zeros(R), np.zeros(R), np.zeros(R), np.zeros(R),
+                    np.full(K, -1, np.int64), np.full(K, -1, np.int64), np.zeros(K, np.int64), np.zeros((8, 3)),
+                    np.zeros(Lr), np.zeros(Lr), np.zeros(Lr), np.zeros((Lr, Vr)), np.zeros(Vr), np.zeros(Vr))
+    solve = SolveWork(np.zeros(nv), np.zeros(nv), np.zeros((nv, R)), np.zeros((R, R)), np.zeros(R),
+                      np.zeros(max(R, 1)), np.zeros(R, np.int64), np.zeros((R, R)), np.zeros((R, R)), np.zeros(R),
+                      np.zeros(R), np.zeros(R))
+    plant = Plant(np.zeros((nv, nv)), np.zeros(nv), np.zeros(nv), np.zeros((N, 6, 6)), np.zeros((N, 6)),
+                  np.zeros((N, 6)), np.zeros((N, 6)), np.zeros((N, 6)), np.zeros(nv), np.zeros((6, 6)),
+                  np.zeros((6, 6)), np.zeros(6), np.zeros((3, 3)), np.zeros((3, 6)))
+    dense = Dense(np.zeros((nv, R)), np.zeros((R, R)), np.zeros(R), np.zeros((nv, R)), np.zeros((nv, nv)),
+                  np.zeros((nv, nv)), np.zeros((nv, nv)), np.zeros((nv, nv)), np.zeros(nv), np.zeros(nv),
+                  np.zeros(nv), np.zeros(nv, np.int64), np.zeros(R), np.zeros(R))
+    R2 = R + nv
+    control = ControlWork(np.zeros((nv, P)), np.zeros(nv), np.zeros(nv), np.zeros(nv), np.zeros(nv), np.zeros(nv),
+                          np.zeros(nv), np.zeros(nv), np.zeros(nv), np.zeros(nv), np.zeros(F), np.zeros(F),
+                          np.zeros((nv, R2)), np.zeros((R2, R2)), np.zeros(R2), np.zeros(R2), np.zeros((nv, nv)),
+                          np.zeros((nv, nv)), np.zeros((nv, nv)), np.zeros(nv), np.zeros(nv), np.zeros(nv),
+                          np.zeros(nv), np.zeros(3))
+    flags = np.zeros(2, np.bool_)
+    flags[1] = True
+    integrator = IntegratorWork(np.zeros((6, n)), np.zeros(n), np.zeros(n), flags)
+    return Workspace(kin, aba, rows, solve, plant, dense, control, integrator)

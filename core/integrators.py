@@ -140,7 +140,7 @@ def _finite(y):
 @entry
 def advance(tree, tab, ws, stage, y, active, clock, out, trace):
     """Up to ``clock.max_steps`` steps from (clock.t, y) with the constraints flagged in ``active`` (module
-    docstring), in the scratch ``ws`` (:func:`core.layout.workspace`) with the stages evaluated into ``stage``;
+    docstring), in the scratch ``ws`` (:func:`core.forward.workspace`) with the stages evaluated into ``stage``;
     y, the clock and ``out`` (the full evaluation at the final y) are updated in place; records go into
     ``trace`` (:data:`CLOCK`)."""
     st = tab.settings[0]

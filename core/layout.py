@@ -7,8 +7,8 @@ Sizes: N links, nv velocities, K constraints with R rows in all (the most an eva
 L instructions in the longest joint-space program over at most V variables, nz controller states, C
 controllers controlling nc coordinates in all, P adaptive parameters of the largest regressor (10 N).
 
-Everything here is allocated once per compiled call (:func:`workspace`) or once per plan in Python
-(:func:`outputs`), never inside an evaluation.
+Everything here is allocated once per plan (:func:`outputs` here, :func:`core.forward.workspace`), never inside an
+evaluation.
 """
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ from numba.core import types
 from numba.experimental import structref
 from numba.experimental.structref import StructRefProxy, define_proxy
 
-from .jit import carve, njit
+from .jit import njit
 
 class _Struct(types.StructRef):
     """A named record of arrays passed by reference between compiled functions (numba's StructRef): a stage
@@ -30,7 +30,7 @@ class _Struct(types.StructRef):
 
 
 __all__ = ["Tables", "Outputs", "OutputArrays", "OUTPUT_FIELDS", "TreeRef", "Workspace", "Kinematics", "Articulated", "RowsWork", "SolveWork", "Plant", "Dense",
-           "ControlWork", "IntegratorWork", "SETTINGS", "SCALARS", "workspace", "outputs", "DYNAMIC_CONSTRAINTS", "PROJECTION",
+           "ControlWork", "IntegratorWork", "SETTINGS", "SCALARS", "outputs", "DYNAMIC_CONSTRAINTS", "PROJECTION",
            "MULTIPLIERS", "FORMULATION_CODES", "RK4", "CASH_KARP", "SEMI_IMPLICIT_EULER", "INTEGRATOR_CODES",
            "MC", "MC_SYMMETRIC", "MC_GAMMA", "VARIANT_CODES"]
 
@@ -241,56 +241,3 @@ class WorkspaceType(_Struct):
 
 
 define_proxy(Workspace, WorkspaceType, ['kin', 'aba', 'rows', 'solve', 'plant', 'dense', 'control', 'integrator'])
-
-@njit
-def workspace(N, nv, K, R, L, V, P, F, n):
-    """A :class:`Workspace` for N links, nv velocities, K constraints of R rows, joint-space programs of at
-    most L instructions over V variables, a regressor of P parameters, mixtures of F features and an integrated
-    vector of n entries."""
-    buf = np.empty(300 * N + 250)
-    E, o = carve(buf, 0, 9 * N, (N, 3, 3))
-    r, o = carve(buf, o, 3 * N, (N, 3))
-    R_WL, o = carve(buf, o, 9 * N, (N, 3, 3))
-    p_WL, o = carve(buf, o, 3 * N, (N, 3))
-    v, o = carve(buf, o, 6 * N, (N, 6))
-    c, o = carve(buf, o, 6 * N, (N, 6))
-    kin = Kinematics(E, r, R_WL, p_WL, v, c, np.empty((N, 6)))
-    fx, o = carve(buf, o, 6 * N, (N, 6))
-    pA, o = carve(buf, o, 6 * N, (N, 6))
-    IA, o = carve(buf, o, 36 * N, (N, 6, 6))
-    U, o = carve(buf, o, 36 * N, (N, 6, 6))
-    W, o = carve(buf, o, 36 * N, (N, 6, 6))
-    Dinv, o = carve(buf, o, 36 * N, (N, 6, 6))
-    u, o = carve(buf, o, 6 * N, (N, 6))
-    acc, o = carve(buf, o, 6 * N, (N, 6))
-    Sw, o = carve(buf, o, 36 * N, (N, 6, 6))
-    vw, o = carve(buf, o, 6 * N, (N, 6))
-    cw, o = carve(buf, o, 6 * N, (N, 6))
-    G, o = carve(buf, o, 72, (6, 12))
-    D6, o = carve(buf, o, 36, (6, 6))
-    s6, o = carve(buf, o, 48, (8, 6))
-    fx[:, :] = 0.0
-    aba = Articulated(Sw, fx, vw, cw, pA, IA, U, W, Dinv, u, acc, G, D6, s6)
-    Lr, Vr = max(L, 1), max(V, 1)
-    rows = RowsWork(np.zeros((R, nv)), np.zeros(R), np.zeros(R), np.zeros(R), np.zeros(R),
-                    np.full(K, -1, np.int64), np.full(K, -1, np.int64), np.zeros(K, np.int64), np.zeros((8, 3)),
-                    np.zeros(Lr), np.zeros(Lr), np.zeros(Lr), np.zeros((Lr, Vr)), np.zeros(Vr), np.zeros(Vr))
-    solve = SolveWork(np.zeros(nv), np.zeros(nv), np.zeros((nv, R)), np.zeros((R, R)), np.zeros(R),
-                      np.zeros(max(R, 1)), np.zeros(R, np.int64), np.zeros((R, R)), np.zeros((R, R)), np.zeros(R),
-                      np.zeros(R), np.zeros(R))
-    plant = Plant(np.zeros((nv, nv)), np.zeros(nv), np.zeros(nv), np.zeros((N, 6, 6)), np.zeros((N, 6)),
-                  np.zeros((N, 6)), np.zeros((N, 6)), np.zeros((N, 6)), np.zeros(nv), np.zeros((6, 6)),
-                  np.zeros((6, 6)), np.zeros(6), np.zeros((3, 3)), np.zeros((3, 6)))
-    dense = Dense(np.zeros((nv, R)), np.zeros((R, R)), np.zeros(R), np.zeros((nv, R)), np.zeros((nv, nv)),
-                  np.zeros((nv, nv)), np.zeros((nv, nv)), np.zeros((nv, nv)), np.zeros(nv), np.zeros(nv),
-                  np.zeros(nv), np.zeros(nv, np.int64), np.zeros(R), np.zeros(R))
-    R2 = R + nv
-    control = ControlWork(np.zeros((nv, P)), np.zeros(nv), np.zeros(nv), np.zeros(nv), np.zeros(nv), np.zeros(nv),
-                          np.zeros(nv), np.zeros(nv), np.zeros(nv), np.zeros(nv), np.zeros(F), np.zeros(F),
-                          np.zeros((nv, R2)), np.zeros((R2, R2)), np.zeros(R2), np.zeros(R2), np.zeros((nv, nv)),
-                          np.zeros((nv, nv)), np.zeros((nv, nv)), np.zeros(nv), np.zeros(nv), np.zeros(nv),
-                          np.zeros(nv), np.zeros(3))
-    flags = np.zeros(2, np.bool_)
-    flags[1] = True
-    integrator = IntegratorWork(np.zeros((6, n)), np.zeros(n), np.zeros(n), flags)
-    return Workspace(kin, aba, rows, solve, plant, dense, control, integrator)

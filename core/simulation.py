@@ -97,7 +97,9 @@ class Simulation:
                         self.wall_time, self._energy0)
 
     def restore(self, snapshot: Snapshot) -> None:
-        """Go back to a :meth:`snapshot` (of this simulation's model)."""
+        """Go back to a :meth:`snapshot` of this simulation, or of one whose model has the same structure (the same
+        coordinates, constraints, forces and controllers: the studio restores a snapshot after recompiling a
+        scene whose settings or gains alone changed)."""
         self.state = snapshot.state.copy()
         self.inputs = snapshot.inputs
         self.events = [dict(e) for e in snapshot.events]

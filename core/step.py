@@ -29,8 +29,9 @@ from .forces import force_table, pull_force
 from .formulations import FORMULATIONS, RANK_TOLERANCE
 from .integrators import CLOCK, EVENT, NOT_FINITE, RUNNING, advance as advance_kernel
 from .joint_constraints import JOINT_SPACE
+from .forward import workspace
 from .layout import (FORMULATION_CODES, INTEGRATOR_CODES, PROJECTION, SETTINGS, VARIANT_CODES, OutputArrays, Outputs,
-                     Tables, outputs, workspace)
+                     Tables, outputs)
 from .model import Model, State
 from .records import record_columns
 
