@@ -81,7 +81,8 @@ def evaluate(tree, tab, ws, t, q, qd, z, m, n_groups, scale, full, out):
     (laid out in ``ws.rows`` by :func:`core.constraints.active_layout`; ``scale`` the largest Jacobian scale of the
     active constraints). Always writes ``out.qdd``, ``out.power`` (K constraints, then dampers, drag, actuators,
     external) and ``out.z_rate``; with ``full`` also every diagnostic of :class:`core.layout.Outputs`. Returns
-    False if q̈, ż or the powers are not finite."""
+    False if q̈, ż or the powers are not finite (with ``full``: or the energies, deviations or constraint
+    forces)."""
     st = tab.settings[0]
     cons, ctl = tab.constraints, tab.controllers
     kin, aba, rows, solve, plant, dense = ws.kin, ws.aba, ws.rows, ws.solve, ws.plant, ws.dense
@@ -128,8 +129,6 @@ def evaluate(tree, tab, ws, t, q, qd, z, m, n_groups, scale, full, out):
             else:
                 dynamic_constraints(cons, st, rows, solve, m, n_groups, out)
     constraint_power(cons, rows, m, qd, out)
-    if full:
-        diagnostics(tree, cons, st, kin, rows, dense, m, formulation, scale, elastic, out)
     ok = True
     for k in range(nv):
         ok = ok and np.isfinite(out.qdd[k])
@@ -137,6 +136,14 @@ def evaluate(tree, tab, ws, t, q, qd, z, m, n_groups, scale, full, out):
         ok = ok and np.isfinite(power[k])
     for k in range(out.z_rate.shape[0]):
         ok = ok and np.isfinite(out.z_rate[k])
+    if full:
+        diagnostics(tree, cons, st, kin, rows, dense, m, formulation, scale, elastic, out)
+        sc = out.scalars[0]                                   # what a step reports must be finite too: a state
+        ok = ok and np.isfinite(sc.energy_kinetic + sc.energy_gravity + sc.energy_elastic)   # whose energy or
+        for c in range(K):                                    # forces overflow is diverging
+            ok = ok and np.isfinite(out.deviation[c]) and np.isfinite(out.deviation_rate[c])
+            for a in range(3):
+                ok = ok and np.isfinite(out.constraint_force[c, a])
     return ok
 
 

@@ -265,17 +265,23 @@ class Simulation:
         self.steps_taken += 1
         return self.state
 
-    def run(self, duration: float, record_every: int = 1, progress: bool = False) -> dict[str, np.ndarray]:
+    def run(self, duration: float, record_every: int = 1, progress: bool = False,
+            sink=None) -> dict[str, np.ndarray] | None:
         """Step until ``duration`` more seconds of simulated time have passed; returns the recorded time series
         as arrays (:mod:`core.records`: the state it starts from, every ``record_every``-th step and the last;
         per-constraint arrays have one column per constraint, in ``model.constraint_names`` order). Whole
         batches of steps run in one compiled call, which records as it goes; raises :class:`DivergenceError`
-        if the state diverges, with the state the last good one and the records up to it in its ``records``."""
+        if the state diverges, with the state the last good one and the records up to it in its ``records``.
+
+        With ``sink`` (a callable), the records are not kept: each chunk of at most a few thousand rows goes to
+        ``sink(chunk)`` as soon as it is recorded (the same dict of arrays), so memory stays bounded however long
+        the run; ``run`` then returns None, and on divergence every chunk up to the last good state has been
+        handed over before the error is raised."""
         t_end = self.state.t + duration
         eps = 1e-12 * max(1.0, abs(t_end))
         columns = record_layout(self.model, self.inputs)
         expected = int(min(duration / self.dt, 1e9) / max(record_every, 1)) + 2
-        trace = np.empty((max(2, min(expected, _CHUNK)), record_width(columns)))
+        trace = np.empty((max(2, min(expected, _CHUNK)), record_width(columns)))   # bounded: one chunk
         chunks: list[np.ndarray] = []
         energy0 = self._reference_energy()
         bar = None
@@ -295,10 +301,13 @@ class Simulation:
                 self.state, since = batch.state, batch.since
                 self.steps_taken += batch.steps
                 if batch.recorded:
-                    chunks.append(trace[:batch.recorded].copy())
+                    if sink is None:
+                        chunks.append(trace[:batch.recorded].copy())
+                    else:
+                        sink(split(trace[:batch.recorded], columns))
                 if batch.status == "diverged":
-                    so_far = split(np.concatenate(chunks) if chunks else np.zeros((0, record_width(columns))),
-                                   columns)
+                    so_far = None if sink is not None else split(
+                        np.concatenate(chunks) if chunks else np.zeros((0, record_width(columns))), columns)
                     raise DivergenceError(f"the step from t = {batch.state.t:.6g} s (dt = {self.dt:g} s) gave a "
                                           "non-finite state or dynamics; the state is diverging", so_far)
                 if bar is not None and self.state.t - shown >= 0.01 * duration:
@@ -308,6 +317,8 @@ class Simulation:
             if bar is not None:
                 bar.close()
             self.wall_time += time.perf_counter() - start
+        if sink is not None:
+            return None
         return split(np.concatenate(chunks) if chunks else np.zeros((0, record_width(columns))), columns)
 
     # ---- records ------------------------------------------------------------------------------------------
