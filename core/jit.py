@@ -8,27 +8,70 @@ parent coordinates); in Featherstone's notation ``X = rot(E) xlt(r)``::
     X v       = [E ω;  E (v − r × ω)]                  motion, parent → child
     Xᵀ f      = [Eᵀn + r × Eᵀf;  Eᵀf]                  force, child → parent  (X* = X⁻ᵀ)
 
-The cache lives in ``~/.cache/limbstudio/numba/<hash of core's sources>`` (or ``NUMBA_CACHE_DIR``). Set
+The cache lives in ``~/.cache/limbstudio/numba/<hash of the kernels' sources>`` (or ``NUMBA_CACHE_DIR``); only
+the files that can change compiled code are hashed (:func:`_kernel_sources`). Set
 ``LIMBSTUDIO_NO_JIT=1`` to run the same kernels as plain Python (for debugging; very slow).
 """
 from __future__ import annotations
 
 import hashlib
 import os
+import re
 from pathlib import Path
 
 import numpy as np
 
+_RELATIVE_IMPORT = re.compile(r"^[ \t]*from[ \t]+(\.+)([\w.]*)[ \t]+import[ \t]+(\([^)]*\)|[^\n]*)", re.M)
+
+
+def _kernel_sources(package: Path) -> list[Path]:
+    """The files whose text can change compiled code: every module that defines a kernel (``njit``) and, closed
+    under relative imports, every module those import (constants, named-tuple layouts, inlined helpers). Scene
+    reading, records, the command line and the studio are not among them, so editing those keeps the cache."""
+    files = {p.resolve() for p in package.rglob("*.py")}
+    todo = [p for p in files if re.search(r"@njit|\bnjit\(", p.read_text(encoding="utf-8"))]
+    keep: set[Path] = set()
+    while todo:
+        path = todo.pop()
+        if path in keep:
+            continue
+        keep.add(path)
+        for dots, module, names in _RELATIVE_IMPORT.findall(path.read_text(encoding="utf-8")):
+            base = path.parents[len(dots) - 1]
+            mod = base.joinpath(*module.split(".")) if module else base
+            for cand in [mod.with_suffix(".py"), mod / "__init__.py",
+                         *(mod / f"{name.split()[0]}.py" for name in re.findall(r"\w+(?:\s+as\s+\w+)?", names))]:
+                if cand.resolve() in files:
+                    todo.append(cand.resolve())
+    return sorted(keep)
+
+
 def _source_keyed_cache_dir() -> str:
-    """Numba's on-disk cache keyed by a hash of this package's sources: numba checks only the timestamp of the
-    file that defines a kernel, not of the helpers it inlines from other files, so a cache shared across
-    versions could serve stale machine code. Honours NUMBA_CACHE_DIR when set."""
+    """Numba's on-disk cache keyed by a hash of the kernels' sources (:func:`_kernel_sources`): numba checks only
+    the timestamp of the file that defines a kernel, not of the helpers it inlines from other files, so a cache
+    shared across versions could serve stale machine code. Honours NUMBA_CACHE_DIR when set."""
+    package = Path(__file__).resolve().parent
     h = hashlib.sha1()
-    for path in sorted(Path(__file__).parent.rglob("*.py")):
-        h.update(path.name.encode())
+    for path in _kernel_sources(package):
+        h.update(path.relative_to(package).as_posix().encode())
         h.update(path.read_bytes())
     base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "limbstudio" / "numba"
-    return str(base / h.hexdigest()[:16])
+    target = base / h.hexdigest()[:16]
+    if not target.exists():
+        _prune(base)
+    return str(target)
+
+
+def _prune(base: Path, days: float = 30.0) -> None:
+    """Remove other versions' caches untouched for ``days`` (each is 30–60 MB); never raises."""
+    import shutil
+    import time
+    try:
+        for old in base.iterdir():
+            if old.is_dir() and time.time() - old.stat().st_mtime > days * 86400:
+                shutil.rmtree(old, ignore_errors=True)
+    except OSError:
+        pass
 
 
 if os.environ.get("LIMBSTUDIO_NO_JIT"):
