@@ -1,6 +1,10 @@
 """``python -m studio [SCENE]`` (also installed as ``limbstudio``): open a scene in the studio (default:
 scenes/arm_nail_singular.json, the nailed arm of thesis fig. 2.9) and play it (``--paused``: don't).
 
+``python -m studio render|screenshot|plots SCENE …`` make the studio's pictures without its window (videos on
+simulated time, a picture of the viewport, the plots and the run's CSV; :mod:`studio.headless`); they start their
+own virtual display when there is none.
+
 ``--screenshot PATH --after SECONDS`` plays for that many seconds of wall-clock time, saves a PNG of the whole
 window and quits (for the README, for checking a change by eye, and for headless runs under ``xvfb-run``); it
 uses the default layout, not the one remembered. ``--select`` picks an item to show in the inspector (a body,
@@ -57,7 +61,12 @@ def _parse_args(argv):
 
 
 def main(argv=None) -> int:
-    args = _parse_args(sys.argv[1:] if argv is None else argv)
+    argv = sys.argv[1:] if argv is None else list(argv)
+    from .headless import COMMANDS
+    if argv and argv[0] in COMMANDS and not Path(argv[0]).is_file():
+        from .headless import main as headless
+        return headless(argv)
+    args = _parse_args(argv)
 
     import core  # after parsing, so that --help is quick
     from PySide6.QtCore import QCoreApplication, QSettings, Qt, QTimer

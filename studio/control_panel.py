@@ -52,10 +52,10 @@ class ControlPanel(QWidget):
         self._layout = layout = QBoxLayout(QBoxLayout.Direction.TopToBottom, self)
         layout.setContentsMargins(4, 4, 4, 4)
         layout.addWidget(self._simulation_box(transport), 0)
-        layout.addWidget(self._controller_box(), 3)
+        layout.addWidget(self._controller_box(), 5)
         self.actuator_box = QGroupBox("Actuators")
         self.actuator_box.setLayout(QVBoxLayout())
-        self.actuator_box.setMinimumWidth(220)
+        self.actuator_box.setMinimumWidth(200)
         layout.addWidget(self.actuator_box, 2)
         self.actuator_sliders: dict[str, QSlider] = {}
         document.changed.connect(lambda spec, _sel: self._show_spec(spec))
@@ -131,7 +131,7 @@ class ControlPanel(QWidget):
             return
         shown = f"{format_number(value)} s" if name == "dt" else str(value)
         label = {"dt": "time step"}.get(name, name)
-        self._document.apply(new, f"Set {label} to {shown}")
+        self._document.apply(new, f"Set {label} to {shown}", changes=((("simulation", name), value),))
 
     # ---- controller ----------------------------------------------------------------------------------------
     def _controller_box(self) -> QGroupBox:
@@ -157,7 +157,7 @@ class ControlPanel(QWidget):
         self._controller_selection = Selection(self)
         self.controller_editor = Inspector(self._document, self._controller_selection, select_on_edit=False,
                                            compact=True)
-        self.controller_editor.setMinimumHeight(90)
+        self.controller_editor.setMinimumHeight(160)
         layout.addWidget(self.controller_editor, 1)
         self._no_controller = QLabel("No controller: the joints are driven by their actuators (if any). "
                                      "Add one (PD, computed torque, Slotine–Li, M_N, projected inverse dynamics) "

@@ -7,11 +7,13 @@ next step boundary.
 """
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import core
 from PySide6.QtCore import QObject, Signal, Slot
 from PySide6.QtGui import QUndoCommand, QUndoStack
+from .jsontext import save_document
 
 __all__ = ["SceneDocument", "SpecCommand", "untitled_spec"]
 
@@ -29,10 +31,12 @@ class SpecCommand(QUndoCommand):
     _ids: dict[str, int] = {}
 
     def __init__(self, document: "SceneDocument", before, after, text: str, merge_key: str | None = None,
-                 select: tuple | None = None, select_before: tuple | None = None):
+                 select: tuple | None = None, select_before: tuple | None = None, changes: tuple | None = None):
         super().__init__(text)
         self._document, self.before, self.after = document, before, after
         self.merge_key, self.select, self.select_before = merge_key, select, select_before
+        self.changes = changes
+        self.full_text = text
 
     def id(self) -> int:
         if self.merge_key is None:
@@ -43,21 +47,28 @@ class SpecCommand(QUndoCommand):
         if not isinstance(other, SpecCommand) or other.merge_key != self.merge_key:
             return False
         self.after, self.select = other.after, other.select
+        if self.changes is not None:
+            self.changes = None if other.changes is None else tuple(dict(self.changes + other.changes).items())
+        self.full_text = other.full_text
+        self.setText(other.text())
         return True
 
     def redo(self) -> None:
-        self._document._set_spec(self.after, self.select)
+        self._document._set_spec(self.after, self.select, self.changes, self.full_text)
 
     def undo(self) -> None:
-        self._document._set_spec(self.before, self.select_before)
+        self._document._set_spec(self.before, self.select_before, self.changes, f"undo: {self.full_text}")
 
 
 class SceneDocument(QObject):
     """GUI thread. One scene document.
 
-    Signals: ``changed(spec, select)`` after every edit, undo and redo (``select``: a path to select, or None);
-    ``loaded(spec)`` when a different document is opened or created (the simulation restarts);
-    ``modified_changed(bool)``; ``path_changed(object)`` (a Path or None)."""
+    Signals: ``changed(spec, select)`` after every edit, undo and redo (``select``: a path to select, or None;
+    :attr:`last_edit` then says what changed and why); ``loaded(spec)`` when a different document is opened or
+    created (the simulation restarts); ``modified_changed(bool)``; ``path_changed(object)`` (a Path or None).
+
+    Saving keeps the form of the file the document was read from (:func:`studio.jsontext.save_document`): a saved edit
+    changes only the lines it touched, and "save as" gives the new file the original's mode."""
 
     changed = Signal(object, object)
     loaded = Signal(object)
@@ -68,6 +79,9 @@ class SceneDocument(QObject):
         super().__init__(parent)
         self._spec = spec if spec is not None else untitled_spec()
         self._path = Path(path) if path is not None else None
+        self._source_text: str | None = None       # the text the document was read from (None: read it lazily)
+        self._source_mode: int | None = None
+        self.last_edit: tuple = (None, "")          # (changes, text) of the latest change
         self.undo_stack = QUndoStack(self)
         self.undo_stack.cleanChanged.connect(self._clean_changed)
 
@@ -94,14 +108,17 @@ class SceneDocument(QObject):
 
     # ---- edits ---------------------------------------------------------------------------------------------
     def apply(self, new_spec, text: str, merge_key: str | None = None, select: tuple | None = None,
-              select_before: tuple | None = None) -> None:
-        """Make ``new_spec`` (already validated) the document's spec as one undoable step named ``text``."""
+              select_before: tuple | None = None, changes: tuple | None = None) -> None:
+        """Make ``new_spec`` (already validated) the document's spec as one undoable step named ``text``.
+        ``changes``: the fields that changed, ``((path, value), …)`` (None: the structure changed)."""
         if new_spec == self._spec:
             return
-        self.undo_stack.push(SpecCommand(self, self._spec, new_spec, text, merge_key, select, select_before))
+        self.undo_stack.push(SpecCommand(self, self._spec, new_spec, text, merge_key, select, select_before,
+                                         changes))
 
-    def _set_spec(self, spec, select) -> None:
+    def _set_spec(self, spec, select, changes=None, text: str = "") -> None:
         self._spec = spec
+        self.last_edit = (changes, text)
         self.changed.emit(spec, select)
 
     # ---- files ---------------------------------------------------------------------------------------------
@@ -109,6 +126,7 @@ class SceneDocument(QObject):
         """A different document: new spec and file, empty undo history, unmodified."""
         self._spec = spec
         self._path = Path(path) if path is not None else None
+        self._source_text = self._source_mode = None
         self.undo_stack.clear()
         self.undo_stack.setClean()
         self.path_changed.emit(self._path)
@@ -120,13 +138,31 @@ class SceneDocument(QObject):
         spec = core.read_spec(path)
         core.compile_scene(spec, str(path))
         self.replace(spec, path)
+        self._read_source()
+
+    def _read_source(self) -> None:
+        """Remember the text and mode of the document's file (what saving keeps)."""
+        if self._path is None:
+            return
+        try:
+            self._source_text = self._path.read_text(encoding="utf-8")
+            self._source_mode = os.stat(self._path).st_mode & 0o7777
+        except (OSError, UnicodeDecodeError):
+            self._source_text = self._source_mode = None
 
     def save(self, path: str | Path | None = None) -> Path:
-        """Write the spec (atomically) to ``path`` or to its own file; the document is then unmodified."""
+        """Write the spec (atomically) to ``path`` or to its own file, keeping the form of the file it was read
+        from; the document is then unmodified."""
         target = Path(path) if path is not None else self._path
         if target is None:
             raise ValueError("the document has no file yet: give a path")
-        core.save_scene(self._spec, target)
+        if self._source_text is None:
+            self._read_source()
+        same = self._path is not None and target.resolve() == self._path.resolve()
+        save_document(self._spec, target, base=self._source_text, mode=None if same else self._source_mode)
+        self._source_text = target.read_text(encoding="utf-8")
+        if not same and self._source_mode is None:
+            self._source_mode = os.stat(target).st_mode & 0o7777
         if target != self._path:
             self._path = target
             self.path_changed.emit(target)

@@ -20,9 +20,11 @@ import core
 from core.scene import parse_spec
 from core.scene.io import Problem, SceneError
 
-__all__ = ["to_data", "validate", "get", "resolve", "set_value", "rename", "delete", "duplicate", "add",
+from .kinds import MOVING_JOINTS, joint_kinds
+
+__all__ = ["to_data", "validate", "compiled", "get", "resolve", "set_value", "rename", "delete", "duplicate", "add",
            "json_path", "field_problems", "unique_name", "item_name", "change_type", "use_controller", "ADDABLE",
-           "SECTIONS", "CONTROLLER_TYPES"]
+           "SECTIONS", "CONTROLLER_TYPES", "TRAJECTORY_TYPES", "move_spring_end"]
 
 SECTIONS = ("bodies", "constraints", "forces", "controllers")
 _BODY_REFS = ("body", "body_a", "body_b")
@@ -35,11 +37,25 @@ def to_data(spec) -> dict:
     return spec.model_dump(mode="json")
 
 
+_COMPILED: list = []          # (spec, model) of the latest validations, newest last
+
+
 def validate(data: dict, source: str = "<edit>"):
-    """Parse and compile ``data``; the validated spec, or ``SceneError`` listing every problem."""
+    """Parse and compile ``data``; the validated spec, or ``SceneError`` listing every problem. The model compiled
+    on the way is kept for :func:`compiled` (so the worker need not compile the edited scene again)."""
     spec = parse_spec(data, source)
-    core.compile_scene(spec, source)
+    model = core.compile_scene(spec, source)
+    _COMPILED.append((spec, model))
+    del _COMPILED[:-16]
     return spec
+
+
+def compiled(spec):
+    """The model :func:`validate` compiled from ``spec`` (this very object), or None."""
+    for s, model in reversed(_COMPILED):
+        if s is spec:
+            return model
+    return None
 
 
 def get(data, path: tuple):
@@ -198,6 +214,7 @@ def delete(spec, path: tuple):
                                                      for f, p in _POINT_OF.items()))
     else:
         del get(data, path[:-1])[path[-1]]
+    _drop_desired_forces(data)
     return validate(data), gone
 
 
@@ -208,6 +225,16 @@ def _subtree(data: dict, root: str) -> list[str]:
         names += children
         frontier = children
     return names
+
+
+def _drop_desired_forces(data: dict) -> None:
+    """A controller's desired forces may name only constraints that exist."""
+    names = {c.get("name") for c in data.get("constraints") or []}
+    for item in data.get("controllers") or []:
+        forces = item.get("desired_force")
+        if isinstance(forces, dict):
+            kept = {k: v for k, v in forces.items() if k in names}
+            item["desired_force"] = kept or None
 
 
 def _drop_entities(data: dict, gone: list, doomed) -> None:
@@ -251,6 +278,7 @@ ADDABLE = {
     ("constraints", "nail"): "Nail", ("constraints", "point_to_point"): "Point-to-point",
     ("constraints", "hinge"): "Hinge (two points)", ("constraints", "point_on_line"): "Point on line",
     ("constraints", "point_on_plane"): "Point on plane", ("constraints", "point_velocity"): "Point velocity",
+    ("constraints", "joint_space"): "Joint-space expression Φ(q) = value",
     ("forces", "spring"): "Spring", ("forces", "joint_spring"): "Joint spring", ("forces", "drag"): "Drag",
     ("forces", "actuator"): "Actuator", ("forces", "point_force"): "Point force",
 }
@@ -309,6 +337,11 @@ def _entity_template(data: dict, section: str, kind: str, body: str) -> dict:
         "drag": {"body": body, "linear": 0.1},
         "point_force": {"body": body, "force": [0.0, 0.0, 1.0]},
     }
+    if kind == "joint_space":                    # the joint held where it starts: Φ(q) = q_joint
+        joint = _movable_joint(data, body)
+        q0 = next(float(b["joint"].get("q0") or 0.0) for b in data["bodies"] if (b["joint"].get("name") or b["name"])
+                  == joint)
+        return {"type": kind, "name": name, "expression": joint, "value": q0}
     if kind in ("actuator", "joint_spring"):
         joint = _movable_joint(data, body)
         return {"type": kind, "name": name, "joint": joint,
@@ -349,8 +382,11 @@ def change_type(spec, path: tuple, new_type: str):
                **_SHAPE_SIZE[new_type]}
         if new_type in ("box", "sphere"):
             new.pop("axis", None)
+    elif len(path) == 3 and path[0] == "controllers" and path[2] == "trajectory":
+        new = _trajectory(data, path, node, new_type)
     else:
-        raise SceneError([Problem(json_path(path + ("type",)), "only joints and shapes can change type")])
+        raise SceneError([Problem(json_path(path + ("type",)), "only joints, shapes and trajectories can change "
+                                  "type")])
     get(data, path[:-1])[path[-1]] = new
     return validate(data)
 
@@ -366,7 +402,8 @@ ADDABLE.update({("controllers", kind): label for kind, label in CONTROLLER_TYPES
 def _controller_template(data: dict, kind: str) -> dict:
     """A controller holding the hinge and slider joints where they start (a set point), in coordinate order."""
     model = core.compile_scene(parse_spec(data))
-    joints = [model.joint_link_names[i] for i in range(model.n_links) if model.joint_type[i] in (1, 2)]
+    kinds = joint_kinds(model)
+    joints = [model.joint_link_names[i] for i in range(model.n_links) if kinds[i] in MOVING_JOINTS]
     if not joints:
         raise SceneError([Problem("$.bodies", "controllers drive hinge and slider joints; the scene has none")])
     if kind == "projected_inverse_dynamics":
@@ -379,9 +416,55 @@ def _controller_template(data: dict, kind: str) -> dict:
     return item
 
 
+#: The desired motions a controller can follow, by type.
+TRAJECTORY_TYPES = {"set_point": "set point", "sinusoid": "sinusoids (thesis eq. 3.38)",
+                    "point_to_point": "point to point (eq. 3.40)"}
+
+
+def _trajectory(data: dict, path: tuple, old: dict, kind: str) -> dict:
+    """A trajectory of ``kind`` for the controller at ``path[:2]``, starting where the old one starts (the
+    set point, the sinusoids' offsets or the first point)."""
+    if kind not in TRAJECTORY_TYPES:
+        raise SceneError([Problem(json_path(path + ("type",)), f"unknown trajectory type; expected one of: "
+                                  f"{', '.join(TRAJECTORY_TYPES)}", kind, True)])
+    start = old.get("q") or old.get("alpha") or (old.get("points") or [None])[0]
+    if not start:
+        controller = get(data, path[:2])
+        model = core.compile_scene(parse_spec(data))
+        joints = controller.get("joints") or [j for j, k in zip(model.joint_link_names, joint_kinds(model))
+                                              if k in MOVING_JOINTS]
+        start = [float(model.q0[model.q_slice(j).start]) for j in joints]
+    start = [float(x) for x in start]
+    n = len(start)
+    new = {"type": kind, "time_scale": old.get("time_scale", 1.0)}
+    if kind == "set_point":
+        new["q"] = start
+    elif kind == "sinusoid":
+        new.update(alpha=start, beta=[0.5] * n, omega=[1.0] * n)
+    else:
+        new.update(points=[start, [x + 0.5 for x in start]], durations=2.0)
+    return new
+
+
 def use_controller(spec, name: str | None):
     """Enable the controller ``name`` and disable the others (None: disable them all)."""
     data = to_data(spec)
     for item in data.get("controllers") or []:
         item["enabled"] = item["name"] == name
     return validate(data)
+
+
+# ---- springs dragged in the viewport --------------------------------------------------------------------------
+def move_spring_end(spec, name: str, end: str, body: str, point):
+    """Put end ``end`` ("a" or "b") of spring ``name`` on ``body`` ("world" for a world point) at ``point``
+    (body frame, or world coordinates); ``(new spec, path of the spring)``."""
+    data = to_data(spec)
+    forces = data.get("forces") or []
+    k = next((i for i, f in enumerate(forces) if f.get("name") == name and f.get("type") == "spring"), None)
+    if k is None:
+        raise SceneError([Problem("$.forces", f"no spring named {name!r}")])
+    if end not in ("a", "b"):
+        raise SceneError([Problem(json_path(("forces", k)), f"a spring has ends 'a' and 'b', not {end!r}")])
+    forces[k][f"body_{end}"] = body
+    forces[k][f"point_{end}"] = [round(float(x), 6) for x in point]
+    return validate(data), ("forces", k)

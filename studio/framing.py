@@ -13,9 +13,8 @@ from dataclasses import dataclass
 import numpy as np
 
 import core
-from core.constraints import NAIL, POINT_TO_POINT
-from core.forces import SPRING
-from core.model import BALL, FIXED, HINGE, SLIDER
+
+from .kinds import constraint_kinds, force_kinds, joint_kinds
 
 
 __all__ = ["shape_half_extents", "shape_poses", "display_rotation", "planar_normal", "scene_spheres", "Framing",
@@ -75,13 +74,13 @@ def planar_normal(model, q: np.ndarray) -> np.ndarray | None:
     R_WL, _, _ = core.forward_kinematics(model, np.asarray(q, dtype=float))
     n = None
     sliders = []
-    for i, jt in enumerate(model.joint_type):
-        if jt == FIXED:
+    for i, jt in enumerate(joint_kinds(model)):
+        if jt == "fixed":
             continue
-        if jt == SLIDER:
+        if jt == "slider":
             sliders.append(R_WL[i] @ model.axis[i])
             continue
-        if jt != HINGE:
+        if jt != "hinge":
             return None
         a = R_WL[i] @ model.axis[i]
         if n is None:
@@ -120,8 +119,11 @@ def scene_spheres(model, q: np.ndarray, R_DW: np.ndarray, normal_W: np.ndarray |
     n_D = None if normal_W is None else R_DW @ normal_W
     in_plane = np.ones(3) if n_D is None else np.sqrt(np.clip(1.0 - n_D ** 2, 0.0, 1.0))
     centres, extents = [np.zeros(3)], [np.zeros(3)]
-    anchors = [c for c in model.constraints if c.enabled and c.link_b < 0 and c.kind in (NAIL, POINT_TO_POINT)]
-    for x in [c.r_b for c in anchors] + [f.r_b for f in model.forces if f.kind == SPRING and f.link_b < 0]:
+    kinds = constraint_kinds(model)
+    anchors = [c for c, kind in zip(model.constraints, kinds)
+               if c.enabled and getattr(c, "link_b", 0) < 0 and kind in ("nail", "point_to_point", "hinge")]
+    springs = [f for f, kind in zip(model.forces, force_kinds(model)) if kind == "spring" and f.link_b < 0]
+    for x in [c.r_b for c in anchors] + [f.r_b for f in springs]:
         centres.append(R_DW @ np.asarray(x, float))
         extents.append(np.zeros(3))
     held = {model.root_of(c.link_a) for c in anchors}
@@ -141,8 +143,9 @@ def _reach(model, link: int):
     """``(root, r)``: when every joint from the world down to ``link`` is a hinge, ball or fixed joint, the root
     link (whose origin never moves) and a bound r on the distance of ``link``'s origin from it; else (None, 0)."""
     reach, i = 0.0, link
+    kinds = joint_kinds(model)
     while True:
-        if model.joint_type[i] not in (HINGE, BALL, FIXED):
+        if kinds[i] not in ("hinge", "ball", "fixed"):
             return None, 0.0
         if model.parent[i] < 0:
             return i, reach

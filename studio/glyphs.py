@@ -7,7 +7,12 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["arrow_mesh", "sphere_mesh", "coil", "crosses", "frames", "box_edges", "soft_length", "ratio_colour"]
+__all__ = ["arrow_mesh", "sphere_mesh", "coil", "crosses", "frames", "box_edges", "soft_length", "arrow_length",
+           "ratio_colour", "LOW_LOAD", "MID_LOAD", "FULL_LOAD"]
+
+#: Constraint-force arrows from no load through half to full strength: violet, pink, red (none of the world
+#: axes' red-green-blue at low load, so an arrow never reads as an axis).
+LOW_LOAD, MID_LOAD, FULL_LOAD = (0.72, 0.52, 1.0), (1.0, 0.42, 0.62), (1.0, 0.18, 0.16)
 
 SEGMENTS = 12
 
@@ -136,14 +141,23 @@ def soft_length(magnitude, reference: float, length: float):
     return length * np.where(m <= 1.0, m, 1.0 + np.log10(np.maximum(m, 1.0)))
 
 
+def arrow_length(magnitude, reference: float, length: float, longest: float = 2.2):
+    """Arrow length for ``magnitude`` in a scene: ``length`` for ``reference``, linear below it, then growing with
+    half the decades above it, and never more than ``longest`` × ``length`` (a force a hundred times the
+    reference is twice as long; one a thousand times the
+    reference is 2.2 × as long, as is any larger one: arrows stay in the frame)."""
+    m = np.asarray(magnitude, float) / reference
+    return length * np.minimum(np.where(m <= 1.0, m, 1.0 + 0.5 * np.log10(np.maximum(m, 1.0))), longest)
+
+
 def ratio_colour(ratio) -> np.ndarray:
-    """Colours (n, 4) from green (no load) through yellow to red (the force is at the joint's strength, or
+    """Colours (n, 4) from violet (no load) through pink to red (the force is at the joint's strength, or
     beyond it)."""
     r = np.clip(np.asarray(ratio, float), 0.0, 1.0)
     r = np.where(np.isfinite(r), r, 1.0)
-    green, yellow, red = np.array([0.3, 0.85, 0.35]), np.array([0.98, 0.82, 0.2]), np.array([0.95, 0.25, 0.2])
+    low_c, mid_c, full_c = np.array(LOW_LOAD), np.array(MID_LOAD), np.array(FULL_LOAD)
     r = r[:, None]
     low = r < 0.5
     t = np.where(low, 2 * r, 2 * r - 1)
-    rgb = np.where(low, green + t * (yellow - green), yellow + t * (red - yellow))
+    rgb = np.where(low, low_c + t * (mid_c - low_c), mid_c + t * (full_c - mid_c))
     return np.column_stack([rgb, np.ones(len(r))])

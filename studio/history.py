@@ -96,6 +96,54 @@ class History:
             rows = np.vstack([rows, self.recent(1)])
         return rows
 
+    def between(self, t0: float, t1: float) -> np.ndarray:
+        """The rows with t0 <= t <= t1: from the ring when it reaches back to t0 (a view), else from the
+        overview (thinned)."""
+        rows = self.recent()
+        if len(rows) == 0 or rows[0, 0] > t0:
+            rows = self.whole()
+        if len(rows) == 0:
+            return rows
+        a = np.searchsorted(rows[:, 0], t0, side="left")
+        b = np.searchsorted(rows[:, 0], t1, side="right")
+        return rows[max(a - 1, 0):b + 1]                     # one row either side: the curves reach the edges
+
     @property
     def last_time(self) -> float:
         return float(self.recent(1)[0, 0]) if self.count else float("nan")
+
+    @property
+    def first_time(self) -> float:
+        rows = self.whole()
+        return float(rows[0, 0]) if len(rows) else float("nan")
+
+    # ---- editing the past ---------------------------------------------------------------------------------
+    def truncate_after(self, t: float) -> np.ndarray:
+        """Forget the rows after time ``t`` (the run went on from an earlier state) and return them (the
+        overview's, thinned, plus the ring's)."""
+        whole = self.whole()
+        gone = whole[whole[:, 0] > t].copy() if len(whole) else whole.copy()
+        ring = self.recent()
+        if len(ring) and ring[0, 0] <= t:                    # the ring reaches back to t: cut it exactly
+            n_gone = len(ring) - int(np.searchsorted(ring[:, 0], t, side="right"))
+            self.count -= n_gone
+            keep = self._overview[:self._n_overview, 0] <= t
+            self._n_overview = int(np.count_nonzero(keep))
+        else:                                                # rebuild from the overview before t
+            kept = whole[whole[:, 0] <= t].copy() if len(whole) else whole
+            self.clear()
+            self.append(kept)
+        return gone
+
+    def remap(self, width: int, source: list) -> None:
+        """Change the row layout to ``width`` columns, column j taken from old column ``source[j]`` (None: NaN):
+        the plots keep their history when an edit adds or removes a constraint."""
+        def moved(a: np.ndarray) -> np.ndarray:
+            out = np.full((a.shape[0], int(width)), np.nan)
+            for j, k in enumerate(source):
+                if k is not None:
+                    out[:, j] = a[:, k]
+            return out
+        self._ring = moved(self._ring)
+        self._overview = moved(self._overview)
+        self.width = int(width)

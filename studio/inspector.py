@@ -11,7 +11,8 @@ import inspect
 
 from pydantic import BaseModel
 from PySide6.QtCore import Slot
-from PySide6.QtWidgets import QCheckBox, QFormLayout, QGroupBox, QLabel, QScrollArea, QVBoxLayout, QWidget
+from PySide6.QtWidgets import (QCheckBox, QFormLayout, QGroupBox, QHBoxLayout, QLabel, QScrollArea, QVBoxLayout,
+                               QWidget)
 
 from core.scene import SceneError
 
@@ -128,11 +129,20 @@ class Inspector(QWidget):
                 layout.addWidget(about)
             form = QFormLayout()
             form.setFieldGrowthPolicy(QFormLayout.FieldGrowthPolicy.AllNonFixedFieldsGrow)
-            layout.addLayout(form)
+            groups = None
+            if self._compact:          # side by side: the item's own fields, and its groups (a trajectory)
+                columns = QHBoxLayout()
+                columns.addLayout(form, 3)
+                groups = QFormLayout()
+                groups.setFieldGrowthPolicy(QFormLayout.FieldGrowthPolicy.AllNonFixedFieldsGrow)
+                columns.addLayout(groups, 2)
+                layout.addLayout(columns)
+            else:
+                layout.addLayout(form)
             if _is_point(path):
                 self._add_point(form, spec, path)
             else:
-                self._add_fields(form, node, path, spec)
+                self._add_fields(form, node, path, spec, groups)
         layout.addStretch(1)
         self._scroll.setWidget(page)
 
@@ -148,7 +158,7 @@ class Inspector(QWidget):
         form.addRow("position", pos)
         self._editors[path] = pos
 
-    def _add_fields(self, form, node: BaseModel, path: tuple, spec) -> None:
+    def _add_fields(self, form, node: BaseModel, path: tuple, spec, groups=None) -> None:
         item_type = getattr(node, "type", None)
         hidden = _TREE_FIELDS.get(type(node).__name__, ())
         for name, info in type(node).model_fields.items():
@@ -164,7 +174,7 @@ class Inspector(QWidget):
             if kind == "skip":
                 continue
             if kind == "group":
-                self._add_group(form, name, value, field_path, info, spec)
+                self._add_group(groups if groups is not None else form, name, value, field_path, info, spec)
                 continue
             choices = self._choices(spec, path, name) if kind == "text" else None
             editor = editor_for(kind, details, unit_of(item_type, name), choices)
@@ -224,14 +234,18 @@ class Inspector(QWidget):
         name = field_path[-1] if not (_is_point(path) and field_path == path) else "position"
         select = path
         try:
+            changes = None                                  # (a rename or a new type changes the structure)
             if name == "name" and _renames(path):
                 new = edits.rename(spec, path, value)
                 if _is_point(path):
                     select = path[:3] + (value,)
             elif name == "type" and len(path) >= 3 and field_path == path + ("type",):
                 new = edits.change_type(spec, path, value)
+            elif name == "type" and len(field_path) >= 2 and field_path[-2] == "trajectory":
+                new = edits.change_type(spec, field_path[:-1], value)
             else:
                 new = edits.set_value(spec, field_path, value)
+                changes = ((field_path, value),)
         except SceneError as exc:
             message = "\n".join(edits.field_problems(exc, field_path))
             if field_path in self._editors:
@@ -244,10 +258,11 @@ class Inspector(QWidget):
         unit = unit_of(getattr(owner, "type", None), name) if name not in ("name", "type") else ""
         text = f"Set {name.replace('_', ' ')} of {item_title(spec, path)} to {_value_text(value)}" + \
             (f" {unit}" if unit else "")
+        merge = None
         if self._select_on_edit:
-            self._document.apply(new, text, select=select, select_before=path)
+            self._document.apply(new, text, merge, select=select, select_before=path, changes=changes)
         else:
-            self._document.apply(new, text)
+            self._document.apply(new, text, merge, changes=changes)
 
 
 def _is_point(path) -> bool:
@@ -271,6 +286,8 @@ def _type_options(path: tuple, value: str) -> list[str]:
         return _TYPES["joint"]
     if len(path) == 4 and path[2] == "shapes":
         return _TYPES["shape"]
+    if path and path[-1] == "trajectory":
+        return list(edits.TRAJECTORY_TYPES)
     return [value]
 
 

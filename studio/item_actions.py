@@ -34,8 +34,10 @@ class ItemActions(QObject):
         super().__init__(parent)
         self._document, self._selection = document, selection
         self.add_menu = QMenu("&Add")
-        for title, section in _ADD_GROUPS:
+        self.add_submenus: dict[str, QMenu] = {}      # by section (QAction.menu() in PySide6 6.10 takes
+        for title, section in _ADD_GROUPS:            # ownership of the menu it returns and deletes it: keep these)
             sub = self.add_menu.addMenu(title) if section not in ("points",) else self.add_menu
+            self.add_submenus[section] = sub
             for (sec, kind), label in edits.ADDABLE.items():
                 if sec == section:
                     action = sub.addAction(label)
@@ -80,8 +82,10 @@ class ItemActions(QObject):
             new, path = edits.add(spec, section, kind, self._selected_body())
         except SceneError as exc:
             return self._refuse(f"cannot add a {kind}", exc)
-        label = edits.ADDABLE[(section, kind)].lower()
-        self._document.apply(new, f"Add {label} {edits.item_name(edits.to_data(new), path) or ''}".strip(),
+        label = edits.ADDABLE[(section, kind)]
+        label = label[0].lower() + label[1:]
+        name = edits.item_name(edits.to_data(new), path)
+        self._document.apply(new, f"Add {label} {name!r}" if name else f"Add {label}",
                              select=path, select_before=before)
         return True
 

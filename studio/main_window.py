@@ -1,10 +1,18 @@
-"""The studio's main window: the 3D viewport in the centre; docks for the scene tree, the inspector, the plots and
-the control panel; menus, a toolbar and a status bar. Dock layout and recent files are remembered (QSettings).
+"""The studio's main window: the 3D viewport in the centre with the timeline under it; docks for the scene tree,
+the inspector, the plots and the control panel; menus, a toolbar and a status bar. Dock layout and recent files
+are remembered (QSettings).
 
 Thread: GUI. :class:`MainWindow` composes the parts and wires them; it holds no physics. It owns the
 :class:`~studio.document.SceneDocument` (edits, undo), the shared :class:`~studio.selection.Selection` and a
-:class:`~studio.simthread.SimulationThread`, to which it only sends commands; it shows the snapshots and samples
-the worker sends back. Closing the window asks about unsaved edits, then stops the worker thread and waits for it.
+:class:`~studio.simthread.SimulationThread`, to which it only sends commands — document edits as typed
+:class:`~studio.messages.Edit` s carrying the model the edit's validation compiled, so the worker compiles
+nothing — and it shows the snapshots and samples the worker sends back. Closing the window asks about unsaved
+edits, then stops the worker thread and waits for it.
+
+Keyboard: Space play/pause, "." one step, Ctrl+R reset, "[" and "]" slower and faster, F frame the scene as it is
+now, Shift+F frame the selection, L follow the selected body, F12 save a picture of the viewport; Enter or Escape
+in a field of the inspector or the control panel gives the keys back to the viewport (so Space plays and Ctrl+Z
+undoes at once).
 
 On the first run of a version of the core on a machine (its compiled kernels not cached yet), the window starts
 the worker only once a :class:`~studio.kernels.KernelWarmup` has compiled them in a separate process; meanwhile
@@ -13,37 +21,107 @@ status bar counts the seconds.
 """
 from __future__ import annotations
 
+import math
+import time
+from pathlib import Path
+
 import core
-from PySide6.QtCore import QByteArray, Qt, Slot
+from PySide6.QtCore import QByteArray, QEvent, QObject, QStandardPaths, Qt, QTimer, Slot
 from PySide6.QtGui import QAction, QColor, QIcon, QKeySequence, QPainter, QPixmap
-from PySide6.QtWidgets import QDockWidget, QFileDialog, QMainWindow, QMessageBox, QStyle, QToolBar
+from PySide6.QtWidgets import (QAbstractSpinBox, QApplication, QComboBox, QDialog, QDockWidget, QFileDialog,
+                               QLineEdit, QMainWindow, QMessageBox, QStyle, QToolBar, QVBoxLayout, QWidget)
+
+from core.scene import SceneError
 
 from . import edits
-from .control_panel import ControlPanel
+from .control_panel import SPEEDS, ControlPanel
 from .document import SceneDocument
 from .files import FileActions, open_settings
 from .inspector import Inspector
 from .item_actions import ItemActions
 from .kernels import KernelWarmup, kernels_needed
-from .messages import Snapshot
+from .messages import Edit, Snapshot
 from .overlays import KINDS
+from .plotfigure import PLOTS
 from .plots import PlotPanel
 from .presenter import ViewportPresenter
 from .probe import resting_overlay
+from .record_dialog import RecordDialog
 from .recording import VideoRecorder
 from .scene_tree import SceneTree
 from .selection import Selection
 from .simthread import SimulationThread
 from .status import StatusBar
+from .timeline_bar import TimelineBar
 from .viewport import Viewport
 
-__all__ = ["MainWindow"]
+__all__ = ["MainWindow", "short_text"]
 
 HELP = """<b>Mouse in the viewport</b><br>
 left drag: orbit · Shift + left drag or middle drag: pan · wheel or right drag: zoom<br>
-click: select a body or a nail · <b>Ctrl + left drag on a body</b>: pull it with a spring<br>
-<b>drag a nail</b>: move it · F: frame the scene · Shift+F: frame the selection<br><br>
-<b>Keys</b><br>Space: play / pause · . (period): one step · Ctrl+R: reset · Ctrl+Z / Ctrl+Shift+Z: undo / redo"""
+click: select a body, a nail or a spring · <b>drag a nail</b>: move it ·
+<b>drag a spring's end</b>: move a world end; drop a body end on another body to attach it there<br>
+<b>Ctrl + left drag on a body</b>: pull it with a spring · the mouse marks what a click would take<br><br>
+<b>Keys</b><br>Space: play / pause · . (period): one step · Ctrl+R: reset · [ ]: slower / faster<br>
+F: frame the scene as it is now · Shift+F: frame the selection · L: follow the selected body<br>
+F12: save a picture of the viewport · Ctrl+Shift+R: record · Ctrl+Z / Ctrl+Shift+Z: undo / redo<br>
+Enter or Escape in a field: back to the viewport<br><br>
+<b>Timeline</b> (under the viewport): drag to go back to any time of the run; play to run on from there — the
+plots keep the earlier run, faded, to compare."""
+
+SHORT_UNDO = 28          # characters of an undo text shown on the toolbar (the menu and tooltip say it all)
+
+
+def short_text(text: str, limit: int = SHORT_UNDO) -> str:
+    """``text`` cut to ``limit`` characters at a word, with an ellipsis."""
+    if len(text) <= limit:
+        return text
+    cut = text[:limit] if text[limit] == " " else text[:limit].rsplit(" ", 1)[0]
+    return (cut if len(cut) > limit // 2 else text[:limit]) + "…"
+
+
+class _FieldKeys(QObject):
+    """GUI thread. Gives the keys back to the viewport after Enter or Escape in a field of the docks that hold
+    fields (the inspector, the control panel), so Space and Ctrl+Z act on the scene at once. It watches the focus
+    and filters the field that has it: Enter is left to the field (which takes the entry: editingFinished), then
+    the viewport gets the focus; Escape first puts the field's value back."""
+
+    def __init__(self, window, docks):
+        super().__init__(window)
+        self._window, self._docks = window, tuple(docks)
+        self._watched: set[int] = set()
+        QApplication.instance().focusChanged.connect(self._focus_changed)
+
+    def _focus_changed(self, _old, new) -> None:
+        if not isinstance(new, (QLineEdit, QAbstractSpinBox, QComboBox)) or id(new) in self._watched:
+            return
+        if any(dock.isAncestorOf(new) for dock in self._docks):
+            new.installEventFilter(self)
+            self._watched.add(id(new))
+            new.destroyed.connect(lambda *_, key=id(new): self._watched.discard(key))
+
+    def eventFilter(self, obj, event) -> bool:
+        if event.type() == QEvent.Type.KeyPress and event.key() in (Qt.Key.Key_Return, Qt.Key.Key_Enter,
+                                                                     Qt.Key.Key_Escape):
+            if event.key() == Qt.Key.Key_Escape:
+                self._revert(obj)
+                self._to_viewport()
+                return True
+            QTimer.singleShot(0, self._to_viewport)        # after the field has taken the entry
+        return False
+
+    def _to_viewport(self) -> None:
+        self._window.viewport.setFocus(Qt.FocusReason.ShortcutFocusReason)
+
+    @staticmethod
+    def _revert(obj) -> None:
+        """Escape: the field shows its value again (an unfinished entry is dropped)."""
+        from .editors import FieldEditor
+        w = obj
+        while w is not None and not isinstance(w, FieldEditor):
+            w = w.parent()
+        if w is not None:
+            w.set_value(w.value())
 
 
 class MainWindow(QMainWindow):
@@ -65,16 +143,24 @@ class MainWindow(QMainWindow):
         self.document.path_changed.connect(lambda _p: self._update_title())
 
         self.viewport = Viewport(model)
-        self.setCentralWidget(self.viewport)
+        self.timeline = TimelineBar()
+        central = QWidget()
+        column = QVBoxLayout(central)
+        column.setContentsMargins(0, 0, 0, 0)
+        column.setSpacing(0)
+        column.addWidget(self.viewport, 1)
+        column.addWidget(self.timeline)
+        self.setCentralWidget(central)
         self.status = StatusBar(self)
         self.setStatusBar(self.status)
         self.sim_thread = SimulationThread(simulation if simulation is not None else core.Simulation(model),
                                            parent=self)
         self.file_actions = FileActions(self.document, self.settings, self, self)
         self.item_actions = ItemActions(self.document, self.selection, self)
-        self.recorder = VideoRecorder(self.viewport, self)
+        self._spring_drag = 0
         self._build_transport()
         self._build_docks()
+        self.recorder = VideoRecorder(self.viewport, self.plots, self)
         self.plots.fit_window(self.document.spec.simulation.duration)
         self._build_menus()
         self._build_toolbar()
@@ -82,6 +168,7 @@ class MainWindow(QMainWindow):
         self._update_title()
         self._default_state = self.saveState()
         self._restore_layout()
+        self._field_keys = _FieldKeys(self, (self.inspector_dock, self.controls_dock))
         self._kernels_failed = ""
         self.kernels = warmup if warmup is not None else (KernelWarmup(parent=self) if kernels_needed() else None)
         if self.kernels is None or self.kernels.done:
@@ -116,7 +203,12 @@ class MainWindow(QMainWindow):
         self.step_action = self._action("Step", self.sim_thread.step, Qt.Key.Key_Period, sp.SP_MediaSkipForward,
                                         "Pause and advance one time step (.)")
         self.reset_action = self._action("Reset", self._reset, "Ctrl+R", sp.SP_MediaSkipBackward,
-                                         "Pause and go back to the initial state (Ctrl+R)")
+                                         "Pause and go back to the initial state (Ctrl+R); the plots keep this "
+                                         "run, faded")
+        self.slower_action = self._action("Slower", lambda: self._change_speed(-1), "[",
+                                          tip="Ask for a lower real-time factor ([)")
+        self.faster_action = self._action("Faster", lambda: self._change_speed(+1), "]",
+                                          tip="Ask for a higher real-time factor (])")
 
     def _dock(self, title: str, name: str, widget, area) -> QDockWidget:
         dock = QDockWidget(title, self)
@@ -144,34 +236,47 @@ class MainWindow(QMainWindow):
                                                                Qt.DockWidgetArea.TopDockWidgetArea)))
         self.controls.set_horizontal(True)
         self.resizeDocks([self.tree_dock, self.inspector_dock], [260, 420], Qt.Orientation.Vertical)
-        self.resizeDocks([self.tree_dock, self.plots_dock], [300, 520], Qt.Orientation.Horizontal)
-        self.resizeDocks([self.controls_dock], [250], Qt.Orientation.Vertical)
+        self.resizeDocks([self.tree_dock, self.plots_dock], [280, 540], Qt.Orientation.Horizontal)
+        self.resizeDocks([self.controls_dock], [260], Qt.Orientation.Vertical)
 
     def _build_menus(self) -> None:
         bar, fa, ia = self.menuBar(), self.file_actions, self.item_actions
         self.export_plots_action = self._action("Export &Plots…", self._export_plots_dialog)
-        self.record_action = self._action("&Record Video…", self._record_toggled, "Ctrl+Shift+R",
-                                          tip="Record the viewport to MP4 or GIF", checkable=True)
+        self.export_csv_action = self._action("Export Run as &CSV…", lambda: self.plots._export_dialog(".csv"),
+                                              tip="Every step of the run, full precision, the columns of "
+                                                  "python -m core run")
+        self.record_action = self._action("&Record…", self._record_toggled, "Ctrl+Shift+R",
+                                          tip="Record the viewport (and plots) on simulated time: MP4, GIF or "
+                                              "PNG frames (Ctrl+Shift+R)", checkable=True)
         self.record_action.setIcon(_record_icon())
+        self.screenshot_action = self._action("Save &Picture of the Viewport", self.save_screenshot, "F12",
+                                              tip="Save a PNG of the viewport (F12)")
+        self.screenshot_as_action = self._action("Save Picture &As…", self._screenshot_dialog, "Ctrl+F12")
         self.quit_action = self._action("&Quit", self.close, QKeySequence.StandardKey.Quit)
         file = bar.addMenu("&File")
         for item in (fa.new_action, fa.open_action, fa.examples_menu, fa.recent_menu, None, fa.save_action,
-                     fa.save_as_action, None, self.export_plots_action, self.record_action, None, self.quit_action):
+                     fa.save_as_action, None, self.export_plots_action, self.export_csv_action,
+                     self.screenshot_action, self.screenshot_as_action, self.record_action, None, self.quit_action):
             _add(file, item)
         undo = self.document.undo_stack
         self.undo_action = undo.createUndoAction(self, "&Undo")
         self.undo_action.setShortcut(QKeySequence.StandardKey.Undo)
         self.redo_action = undo.createRedoAction(self, "&Redo")
         self.redo_action.setShortcut(QKeySequence.StandardKey.Redo)
+        self.undo_action.triggered.connect(self.status.clear_error)
+        self.redo_action.triggered.connect(self.status.clear_error)
         edit = bar.addMenu("&Edit")
         for item in (self.undo_action, self.redo_action, None, ia.add_menu, ia.duplicate_action, ia.rename_action,
                      ia.delete_action):
             _add(edit, item)
         view = bar.addMenu("&View")
-        self.frame_action = self._action("&Frame Scene", self.viewport.frame_scene, "F")
+        self.frame_action = self._action("&Frame Scene", self.viewport.frame_scene, "F",
+                                         tip="Point the camera at the scene as it is now (F)")
         self.frame_selection_action = self._action("Frame &Selection", self.viewport.frame_selection, "Shift+F")
-        _add(view, self.frame_action)
-        _add(view, self.frame_selection_action)
+        self.follow_action = self._action("F&ollow Selected Body", self._follow_toggled, "L",
+                                          tip="Keep the camera on the selected body (L)", checkable=True)
+        for item in (self.frame_action, self.frame_selection_action, self.follow_action):
+            _add(view, item)
         view.addSeparator()
         self.overlay_actions = {}
         for kind, (label, default) in KINDS.items():
@@ -179,12 +284,17 @@ class MainWindow(QMainWindow):
             act.setChecked(default)
             view.addAction(act)
             self.overlay_actions[kind] = act
+        self.legend_action = self._action("Legend of Arrows and Marks", self.viewport.set_legend_visible,
+                                          checkable=True)
+        self.legend_action.setChecked(True)
+        view.addAction(self.legend_action)
         view.addSeparator()
         for dock in (self.tree_dock, self.inspector_dock, self.plots_dock, self.controls_dock):
             view.addAction(dock.toggleViewAction())
         view.addAction(self._action("Reset &Layout", lambda: self.restoreState(self._default_state)))
         sim = bar.addMenu("&Simulation")
-        for item in (self.play_action, self.step_action, self.reset_action):
+        for item in (self.play_action, self.step_action, self.reset_action, None, self.slower_action,
+                     self.faster_action):
             _add(sim, item)
         help_menu = bar.addMenu("&Help")
         help_menu.addAction(self._action("Mouse and &Keys", lambda: QMessageBox.information(self, "Mouse and keys",
@@ -197,19 +307,35 @@ class MainWindow(QMainWindow):
         sp = QStyle.StandardPixmap
         self.file_actions.open_action.setIcon(self.style().standardIcon(sp.SP_DialogOpenButton))
         self.file_actions.save_action.setIcon(self.style().standardIcon(sp.SP_DialogSaveButton))
-        self.undo_action.setIcon(self.style().standardIcon(sp.SP_ArrowBack))
-        self.redo_action.setIcon(self.style().standardIcon(sp.SP_ArrowForward))
-        for item in (self.file_actions.open_action, self.file_actions.save_action, None, self.undo_action,
-                     self.redo_action, None, self.play_action, self.step_action, self.reset_action, None,
+        # the toolbar's undo and redo keep short names (the full text is in their tooltip and the Edit menu),
+        # so the toolbar does not jump sideways as the text of the last edit grows
+        undo = self.document.undo_stack
+        self.undo_button = self._action("Undo", undo.undo, icon=sp.SP_ArrowBack)
+        self.redo_button = self._action("Redo", undo.redo, icon=sp.SP_ArrowForward)
+        self.undo_button.triggered.connect(self.status.clear_error)
+        self.redo_button.triggered.connect(self.status.clear_error)
+        undo.indexChanged.connect(self._update_undo_buttons)
+        self._update_undo_buttons()
+        for item in (self.file_actions.open_action, self.file_actions.save_action, None, self.undo_button,
+                     self.redo_button, None, self.play_action, self.step_action, self.reset_action, None,
                      self.frame_action, self.record_action):
             _add(bar, item)
         self.addToolBar(bar)
+
+    def _update_undo_buttons(self, *_) -> None:
+        undo = self.document.undo_stack
+        for button, can, text, verb in ((self.undo_button, undo.canUndo(), undo.undoText(), "Undo"),
+                                        (self.redo_button, undo.canRedo(), undo.redoText(), "Redo")):
+            button.setEnabled(can)
+            button.setToolTip(f"{verb} {text}" if can else f"Nothing to {verb.lower()}")
+            button.setText(verb)
 
     def _wire(self) -> None:
         st = self.sim_thread
         self.presenter = ViewportPresenter(self.viewport, self.status, self.document, self.selection, self)
         st.snapshot_ready.connect(self._show_snapshot)
         st.samples_ready.connect(self.plots.add_batch)
+        st.samples_ready.connect(lambda batch: self.recorder.add_frames(batch.frames) if batch.frames else None)
         st.error.connect(self._show_error)
         st.notice.connect(self.status.note)
         st.busy.connect(self._worker_busy)
@@ -220,9 +346,15 @@ class MainWindow(QMainWindow):
         self.viewport.pull_requested.connect(lambda body, r, target, k, c: st.pull(body, r, target, k, c))
         self.viewport.pull_released.connect(st.release)
         self.viewport.nail_dragged.connect(st.move_nail)
+        self.viewport.spring_end_moved.connect(lambda name, end, p: self._move_spring(name, end, "world", p))
+        self.viewport.spring_end_attached.connect(self._move_spring)
+        self.viewport.drag_finished.connect(self._spring_drag_finished)
+        self.timeline.seek_requested.connect(self._seek)
         self.controls.speed_changed.connect(st.set_speed)
         self.controls.actuator_changed.connect(st.set_actuator)
         self.controls.residual_limit_changed.connect(st.set_residual_limit)
+        self.recorder.frames_wanted.connect(st.record_frames)
+        self.recorder.status.connect(self._recording_status)
         self.recorder.finished.connect(self._recording_finished)
 
     @property
@@ -267,8 +399,33 @@ class MainWindow(QMainWindow):
         self.play_action.setText("Pause" if on else "Play")
 
     def _reset(self) -> None:
+        self.status.clear_error()
         self.sim_thread.reset()
         self.controls.reset_actuators()
+
+    def _seek(self, t: float) -> None:
+        if self.play_action.isChecked():
+            self.pause()
+        self.sim_thread.seek(t)
+
+    def _change_speed(self, direction: int) -> None:
+        """One step down (−1) or up (+1) the speeds the control panel offers."""
+        speeds = list(SPEEDS.values())                     # real-time factors, None (as fast as possible) last
+        current = self.sim_thread.latest.speed if self.sim_thread.latest is not None else 1.0
+        factor = [1e9 if v is None else v for v in speeds]
+        k = min(range(len(speeds)), key=lambda i: abs(math.log(factor[i] / min(current, 1e9))))
+        k = max(0, min(len(speeds) - 1, k + direction))
+        self.controls.set_speed(speeds[k])
+        label = "as fast as possible" if speeds[k] is None else f"{speeds[k]:g}× real time"
+        self.status.note(f"speed: {label}", 2000)
+
+    def _follow_toggled(self, on: bool) -> None:
+        link = self.viewport._selected_link if on else None
+        if on and link is None:
+            self.status.note("select a body first (click it), then L to follow it", 4000)
+            self.follow_action.setChecked(False)
+            return
+        self.viewport.set_follow(link)
 
     def _export_plots_dialog(self) -> None:
         name, _ = QFileDialog.getSaveFileName(self, "Export plots", "plots.png",
@@ -281,39 +438,93 @@ class MainWindow(QMainWindow):
                 return
             self.status.note("exported " + ", ".join(map(str, files)))
 
+    # ---- pictures and recordings ---------------------------------------------------------------------------
+    def save_screenshot(self, path=None, size=None) -> Path | None:
+        """Save a PNG of the viewport (default: in the pictures folder, named after the scene and the time)."""
+        if path is None:
+            folder = Path(QStandardPaths.writableLocation(QStandardPaths.StandardLocation.PicturesLocation)
+                          or Path.home()) / "limbstudio"
+            t = self.sim_thread.latest.t if self.sim_thread.latest is not None else 0.0
+            path = folder / f"{self.document.spec.name}-t{t:.3f}s-{time.strftime('%Y%m%d-%H%M%S')}.png"
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f".{path.name}.tmp.png")
+        if not self.viewport.render_image(size).save(str(tmp), "PNG"):
+            self.status.error(f"could not write {path}")
+            return None
+        tmp.replace(path)                      # whole or not at all
+        self.status.note(f"saved a picture of the viewport: {path}", 6000)
+        return path
+
+    def _screenshot_dialog(self) -> None:
+        name, _ = QFileDialog.getSaveFileName(self, "Save picture", f"{self.document.spec.name}.png",
+                                              "PNG image (*.png)")
+        if name:
+            self.save_screenshot(name if name.lower().endswith(".png") else name + ".png")
+
     @Slot(bool)
     def _record_toggled(self, on: bool) -> None:
         if not on:
             if self.recorder.recording:
                 self.recorder.stop()
             return
-        name, _ = QFileDialog.getSaveFileName(self, "Record video", "limbstudio.mp4",
-                                              "MP4 video (*.mp4);;GIF animation (*.gif)")
-        if not name:
-            self.record_action.setChecked(False)
+        plots = [(p.key, p.title) for p in PLOTS if self.plots.figure.available(p)]
+        dialog = RecordDialog(self, plots, (self.viewport.width(), self.viewport.height()),
+                              Path.cwd() / f"{self.document.spec.name}.mp4")
+        if dialog.exec() != QDialog.DialogCode.Accepted:
+            self._set_record_checked(False)
             return
-        self.start_recording(name)
+        c = dialog.choices()
+        self.start_recording(c.path, c.fps, c.duration, c.size, c.plots)
 
-    def start_recording(self, path) -> None:
+    def start_recording(self, path, fps: float = 30.0, duration: float | None = None, size=None, plots=()) -> None:
+        """Record ``duration`` simulated seconds (None: until stopped) at ``fps`` to ``path``
+        (:class:`studio.recording.VideoRecorder`)."""
         try:
-            self.recorder.start(path)
-        except ValueError as exc:
-            self.record_action.setChecked(False)
+            self.recorder.start(path, fps, duration, size, plots)
+        except (ValueError, OSError) as exc:
+            self._set_record_checked(False)
             self.status.error(str(exc))
             return
+        self._set_record_checked(True)
+        self.status.note(f"recording to {path}", 3000)
+
+    def _set_record_checked(self, on: bool) -> None:
         self.record_action.blockSignals(True)
-        self.record_action.setChecked(True)
+        self.record_action.setChecked(on)
         self.record_action.blockSignals(False)
-        self.status.note(f"recording the viewport to {path}", 3000)
+
+    def _recording_status(self, text: str) -> None:
+        self.viewport.set_recording_text(text)
+        if not self.recorder.recording and self.record_action.isChecked():
+            self._set_record_checked(False)
 
     def _recording_finished(self, path: str, error: str) -> None:
-        self.record_action.blockSignals(True)
-        self.record_action.setChecked(False)
-        self.record_action.blockSignals(False)
+        self._set_record_checked(False)
+        self.viewport.set_recording_text("")
         if error:
             self.status.error(f"the recording {path} failed: {error}")
         else:
             self.status.note(f"saved the recording {path}")
+
+    # ---- springs dragged in the viewport -------------------------------------------------------------------
+    def _move_spring(self, name: str, end: str, body: str, point) -> None:
+        """Move (or attach) a spring's end: a document edit, one undo step per drag, that the worker applies at
+        once without recompiling."""
+        spec = self.document.spec
+        try:
+            new, path = edits.move_spring_end(spec, name, end, body, point)
+        except SceneError as exc:
+            self.status.note(f"cannot move the end of spring {name!r}: "
+                             + "; ".join(str(p) for p in exc.problems))
+            return
+        where = "a world point" if body == "world" else f"{body!r}"
+        text = f"Move end {end} of spring {name!r} to {where}"
+        changes = (((*path, f"body_{end}"), body), ((*path, f"point_{end}"), list(map(float, point))))
+        self.document.apply(new, text, merge_key=f"spring-drag-{self._spring_drag}", changes=changes)
+
+    def _spring_drag_finished(self) -> None:
+        self._spring_drag += 1
 
     # ---- the document --------------------------------------------------------------------------------------
     @Slot(object, object)
@@ -325,7 +536,8 @@ class MainWindow(QMainWindow):
                 edits.resolve(spec, self.selection.path)
             except (IndexError, KeyError, AttributeError, TypeError):
                 self.selection.set(None)
-        self.sim_thread.load(spec, keep_state=True)
+        changes, text = self.document.last_edit
+        self.sim_thread.edit(Edit(spec, edits.compiled(spec), changes, text))
         self._update_title()
 
     @Slot(object)
@@ -333,7 +545,7 @@ class MainWindow(QMainWindow):
         self.selection.set(None)
         self.plots.fit_window(spec.simulation.duration)
         self.presenter.frame_next_model()
-        self.sim_thread.load(spec, keep_state=False)
+        self.sim_thread.load(spec, keep_state=False, model=edits.compiled(spec))
         self._update_title()
 
     def _rename_in_tree(self, path) -> None:
@@ -378,6 +590,8 @@ class MainWindow(QMainWindow):
             self.play_action.blockSignals(False)
             self._show_playing(snap.playing)
         self.presenter.show(snap)
+        self.timeline.show_snapshot(snap)
+        self.plots.set_cursor(None if snap.playing else snap.t)
 
     @Slot(str)
     def _show_error(self, message: str) -> None:
@@ -388,8 +602,8 @@ class MainWindow(QMainWindow):
         if not self.file_actions.may_discard():
             event.ignore()
             return
-        if self.recorder.recording:
-            self.recorder.stop()
+        if self.recorder.busy:
+            self.recorder.stop(wait=True)
         if self.kernels is not None and not self.kernels.done:
             self.kernels.finished.disconnect(self._kernels_finished)
             self.kernels.stop()            # the worker never started; what was compiled so far stays cached

@@ -6,7 +6,9 @@ slicer and MuJoCo's studio messages).
 
 - :class:`Command`: one ordered order from the GUI (applied at a step boundary, never dropped).
 - :class:`Snapshot`: what the viewport and the status bar show; latest wins.
-- :class:`SampleBatch`: the rows recorded since the previous batch, for the plots; every batch is delivered.
+- :class:`SampleBatch`: what the run recorded since the previous batch — every step's records (for exports),
+  the plots' rows, recording frames, markers of edits; every batch is delivered, in order.
+- :class:`Edit`: a document edit for the worker (typed: what changed), inside an EDIT command.
 """
 from __future__ import annotations
 
@@ -16,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["CommandKind", "Command", "Snapshot", "SampleBatch", "frozen_copy"]
+__all__ = ["CommandKind", "Command", "Snapshot", "SampleBatch", "Edit", "Marker", "frozen_copy", "frozen_records"]
 
 
 class CommandKind(enum.Enum):
@@ -26,7 +28,11 @@ class CommandKind(enum.Enum):
     PAUSE = "pause"
     STEP = "step"                # pause, then advance exactly one time step
     RESET = "reset"              # pause, then go back to the initial state
-    LOAD = "load"                # value (spec, keep_state): recompile; keep the state when the joints are unchanged
+    LOAD = "load"                # value (spec, keep_state[, model]): run a new spec; keep the state when the joints
+                                 # are unchanged (model: the spec compiled already, by the GUI's validation)
+    EDIT = "edit"                # value Edit: a document edit, applied in place where the model's structure is kept
+    SEEK = "seek"                # value t: pause and go back (or forward) to the stored state at simulated time t
+    RECORD = "record"            # value (t0, period) or None: a recording frame every period s of simulated time
     SPEED = "speed"              # value: simulated seconds per wall-clock second (math.inf: as fast as possible)
     ACTUATOR = "actuator"        # value (name, command)
     MOVE_NAIL = "move_nail"      # value (name, world position)
@@ -51,11 +57,14 @@ class Snapshot:
     ``t`` simulated time (s); ``q`` configuration (nq, read-only copy); ``steps`` steps since the last reset;
     ``playing``; ``realtime_factor`` simulated seconds per wall-clock second while playing, averaged over about
     half a second (None when paused); ``model`` the frozen ``core.Model`` that ``q`` belongs to (shared, never
-    written); ``run`` counts resets and reloads (the plots start over when it changes); ``overlay`` the
-    :class:`studio.probe.Overlay` (nails, springs, arrows) or None; ``step_cost`` wall-clock seconds per step,
+    written); ``run`` counts resets and restarts (the plots keep the previous run as an earlier try when it
+    changes); ``draw`` the :class:`studio.probe.DrawList` (shape poses, nails, springs, arrows) or None; ``step_cost`` wall-clock seconds per step,
     averaged; ``energy_error`` the energy audit's error E − E₀ − Σ work (J); ``speed`` the requested real-time
     factor; ``batched`` the worker runs the simulation in batches of compiled steps (every ``core.Simulation``:
-    False only for a stand-in)."""
+    False only for a stand-in); ``timeline`` (first, furthest) simulated times the user can go back to and
+    return to; ``energy`` the energy audit's books at this state (``(label, joules)`` pairs: E, E(0), the work of
+    each source, corrections); ``dropped_at`` (first, last): the first time the solve dropped a singular direction
+    and the last time the number it dropped changed (the constraint force jumps there), or None."""
     t: float
     q: np.ndarray
     steps: int
@@ -63,23 +72,68 @@ class Snapshot:
     realtime_factor: float | None = None
     model: Any = None
     run: int = 0
-    overlay: Any = None
+    draw: Any = None
     step_cost: float | None = None
     energy_error: float = float("nan")
     speed: float = 1.0
     batched: bool = False
+    timeline: tuple | None = None
+    energy: tuple = ()
+    dropped_at: tuple | None = None
+
+    @property
+    def overlay(self):
+        """The draw list (:class:`studio.probe.DrawList`), by its older name."""
+        return self.draw
+
+
+@dataclass(frozen=True)
+class Marker:
+    """Any thread (frozen). Something the user changed at simulated time ``t`` (a gain, a constraint, the
+    formulation …), for a mark on the plots' time axis."""
+    t: float
+    text: str
 
 
 @dataclass(frozen=True)
 class SampleBatch:
-    """Any thread (frozen). Rows (n, len(layout.columns)) sampled since the previous batch, during run ``run``
-    (:mod:`studio.samples`)."""
+    """Any thread (frozen). What run ``run`` recorded since the previous batch: ``rows`` (n, width of
+    ``layout``) for the plots (:mod:`studio.samples`, at most a few a frame); ``records``, every step's records
+    as ``core.Simulation.run`` returns them (``(name, read-only array)`` pairs; the first step after the previous
+    batch onwards; :mod:`core.records`) of ``model``; ``branch``: when set, the run went on from this earlier
+    time, and whatever was recorded after it belongs to an earlier try; ``frames``: recording frames
+    (:class:`studio.probe.DrawList` at the times a RECORD command asked for); ``markers``: edits applied."""
     run: int
     layout: Any
     rows: np.ndarray
+    records: tuple = ()
+    model: Any = None
+    branch: float | None = None
+    frames: tuple = ()
+    markers: tuple = ()
+
+    def records_dict(self) -> dict:
+        return dict(self.records)
+
+
+@dataclass(frozen=True)
+class Edit:
+    """Any thread (frozen). A document edit: the new ``spec`` (validated), ``model`` compiled from it (by the
+    GUI's validation; None: compile it), ``changes`` ((path, value), …) — the fields that changed, as document
+    paths (:mod:`studio.edits`) — or None when the edit is structural (an item added, deleted, renamed), and
+    ``text``, the edit's description (for the plots' markers)."""
+    spec: Any
+    model: Any = None
+    changes: tuple | None = None
+    text: str = ""
 
 
 def frozen_copy(a, dtype=float) -> np.ndarray:
     a = np.array(a, dtype=dtype, copy=True)
     a.setflags(write=False)
     return a
+
+
+def frozen_records(records: dict, start: int = 0) -> tuple:
+    """``(name, read-only copy of rows start:)`` pairs of a run's records."""
+    return tuple((name, frozen_copy(np.asarray(values)[start:])) for name, values in records.items())

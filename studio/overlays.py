@@ -1,10 +1,17 @@
-"""The viewport's overlays as pyqtgraph GL items: nails, springs, constraint-force and velocity arrows, link
-frames, broken-constraint marks, the mouse spring and the selection outline.
+"""The viewport's overlays as pyqtgraph GL items: nails, springs and their ends, constraint-force and velocity
+arrows, link frames, broken-constraint marks, the mouse spring, the selection outline and the mark of what the
+mouse is over.
 
 Thread: GUI. :class:`Overlays` owns its items (children of the viewport's world item, so in world coordinates)
-and refreshes them from a :class:`studio.probe.Overlay`; the geometry comes from :mod:`studio.glyphs`. Arrows and
+and refreshes them from a :class:`studio.probe.DrawList`; the geometry comes from :mod:`studio.glyphs`. Arrows and
 nails are drawn after the shapes and without the depth test, so they stay visible inside and behind bodies
 (back faces culled, so they still look solid). Each kind can be shown or hidden (:data:`KINDS`).
+
+Scale: a constraint force of :attr:`Overlays.force_reference` newtons (the scene's weight, rounded to 1, 2 or 5
+× 10^k) is an arrow of :attr:`Overlays.arrow_reference` metres (a fifth of the scene's size); smaller forces are
+shorter in proportion, larger ones grow with half their decades and never beyond 2.2 × that length, so arrows
+stay in the frame (:func:`studio.glyphs.arrow_length`). A velocity arrow is as long as the distance covered in
+:data:`VELOCITY_TIME`. :meth:`Overlays.legend` says so in words for the viewport's legend.
 """
 from __future__ import annotations
 
@@ -13,8 +20,9 @@ import pyqtgraph.opengl as gl
 from OpenGL import GL
 
 from . import glyphs
+from .framing import nice_step
 
-__all__ = ["Overlays", "KINDS", "ON_TOP"]
+__all__ = ["Overlays", "KINDS", "ON_TOP", "SPRING_COLOUR", "VELOCITY_COLOUR"]
 
 #: Overlay kinds the user can toggle, with their labels (and whether shown by default).
 KINDS = {
@@ -24,32 +32,40 @@ KINDS = {
 }
 
 ON_TOP = {GL.GL_DEPTH_TEST: False, GL.GL_BLEND: False, GL.GL_CULL_FACE: True}
+TRANSLUCENT_ON_TOP = {GL.GL_DEPTH_TEST: False, GL.GL_BLEND: True, GL.GL_CULL_FACE: True,
+                      "glBlendFunc": (GL.GL_SRC_ALPHA, GL.GL_ONE_MINUS_SRC_ALPHA)}
 LINES_ON_TOP = {GL.GL_DEPTH_TEST: False, GL.GL_BLEND: True, GL.GL_CULL_FACE: False,
                 "glBlendFunc": (GL.GL_SRC_ALPHA, GL.GL_ONE_MINUS_SRC_ALPHA)}
 NAIL_COLOUR = (0.86, 0.88, 0.92, 1.0)
 SELECTED_NAIL = (1.0, 0.78, 0.25, 1.0)
 SPRING_COLOUR = (0.95, 0.95, 0.7, 1.0)
+SPRING_END_COLOUR = (0.95, 0.9, 0.55, 1.0)
 VELOCITY_COLOUR = (0.35, 0.85, 1.0, 1.0)
 BROKEN_COLOUR = (1.0, 0.25, 0.3, 1.0)
 PULL_COLOUR = (1.0, 0.85, 0.3, 0.9)
 SELECTION_COLOUR = (1.0, 0.78, 0.25, 1.0)
+HOVER_COLOUR = (1.0, 0.85, 0.35, 0.45)
 VELOCITY_TIME = 0.25     # s: a velocity arrow is as long as the distance covered in this time (below the knee)
 
 
 class Overlays:
     """GUI thread. The overlay items under ``parent`` (a GLGraphicsItem in world coordinates), sized for a scene
-    of characteristic length ``scale`` (m) and reference force ``force_scale`` (N)."""
+    of characteristic length ``scale`` (m) and weight ``force_scale`` (N)."""
 
     def __init__(self, parent, scale: float, force_scale: float, shader):
-        self.scale, self.force_scale = float(scale), float(force_scale)
+        self.scale = float(scale)
+        self.force_reference = nice_step(float(force_scale))
+        self.arrow_reference = 0.2 * self.scale
         self.visible = {k: default for k, (_, default) in KINDS.items()}
         self.selected_constraint: int | None = None
         self._shader = shader
         self.last = None
         mesh = dict(smooth=True, shader=shader, glOptions=ON_TOP, parentItem=parent, computeNormals=True)
         self.nails = gl.GLMeshItem(**mesh)
+        self.spring_ends = gl.GLMeshItem(**mesh)
         self.forces = gl.GLMeshItem(**mesh)
         self.velocities = gl.GLMeshItem(**mesh)
+        self.hover = gl.GLMeshItem(**{**mesh, "glOptions": TRANSLUCENT_ON_TOP})
         lines = dict(mode="lines", antialias=True, glOptions=LINES_ON_TOP, parentItem=parent)
         self.springs = gl.GLLinePlotItem(width=1.6, color=SPRING_COLOUR, **lines)
         self.frames = gl.GLLinePlotItem(width=2.0, **lines)
@@ -57,17 +73,22 @@ class Overlays:
         self.pull = gl.GLLinePlotItem(width=2.0, color=PULL_COLOUR, **lines)
         self.selection = gl.GLLinePlotItem(width=1.5, color=SELECTION_COLOUR, **lines)
         for depth, item in enumerate((self.selection, self.springs, self.frames, self.velocities, self.forces,
-                                      self.nails, self.broken, self.pull)):
+                                      self.spring_ends, self.nails, self.broken, self.pull, self.hover)):
             item.setDepthValue(10 + depth)
+        self._hover_at = None
         self.clear()
 
     @property
     def nail_radius(self) -> float:
         return 0.03 * self.scale
 
+    @property
+    def end_radius(self) -> float:
+        return 0.018 * self.scale
+
     def items(self) -> list:
-        return [self.nails, self.forces, self.velocities, self.springs, self.frames, self.broken, self.pull,
-                self.selection]
+        return [self.nails, self.spring_ends, self.forces, self.velocities, self.springs, self.frames, self.broken,
+                self.pull, self.selection, self.hover]
 
     def remove(self) -> None:
         for item in self.items():
@@ -77,7 +98,7 @@ class Overlays:
                 view.removeItem(item)
 
     def clear(self) -> None:
-        for item in (self.nails, self.forces, self.velocities):
+        for item in (self.nails, self.spring_ends, self.forces, self.velocities, self.hover):
             _set_mesh(item, *glyphs.arrow_mesh([], [], 1.0, []))
         for item in (self.springs, self.frames, self.broken, self.pull, self.selection):
             _set_lines(item, np.zeros((0, 3)))
@@ -87,9 +108,22 @@ class Overlays:
         if self.last is not None:
             self.update(self.last)
 
+    def legend(self) -> str:
+        """What the arrows and marks mean, in words (rich text for the viewport's legend)."""
+        def sw(rgb):
+            return "#%02x%02x%02x" % tuple(round(255 * c) for c in rgb[:3])
+        force = _length_text(self.arrow_reference)
+        return (f"<span style='color:{sw(glyphs.LOW_LOAD)}'>━▶</span><span style='color:{sw(glyphs.MID_LOAD)}'>━▶"
+                f"</span><span style='color:{sw(glyphs.FULL_LOAD)}'>━▶</span> constraint force: "
+                f"{force} = {self.force_reference:g} N (longer ones grow logarithmically); colour = force ÷ "
+                f"its max_force, 0 → 1<br><span style='color:{sw(VELOCITY_COLOUR)}'>━▶</span> velocity of a "
+                f"constrained point: the distance it covers in {VELOCITY_TIME:g} s &nbsp; "
+                f"<span style='color:{sw(SPRING_COLOUR)}'>∿</span> spring (drag its ends) &nbsp; "
+                f"<span style='color:{sw(NAIL_COLOUR)}'>●</span> nail (drag it)")
+
     # ---- refresh -------------------------------------------------------------------------------------------
     def update(self, ov) -> None:
-        """Redraw from the overlay ``ov`` (None: nothing to draw)."""
+        """Redraw from the draw list ``ov`` (None: nothing to draw)."""
         self.last = ov
         if ov is None:
             self.clear()
@@ -102,7 +136,7 @@ class Overlays:
         drawn = ov.has_point if ov.has_point is not None else np.ones(len(ov.names), bool)
         active = np.flatnonzero(ov.active & drawn) if show["forces"] else np.zeros(0, int)
         mags = np.linalg.norm(ov.force[active], axis=1) if len(active) else np.zeros(0)
-        lengths = glyphs.soft_length(mags, self.force_scale, 0.3 * self.scale)
+        lengths = glyphs.arrow_length(mags, self.force_reference, self.arrow_reference)
         with np.errstate(invalid="ignore", divide="ignore"):
             vectors = ov.force[active] * (lengths / np.where(mags > 0, mags, 1.0))[:, None]
         _set_mesh(self.forces, *glyphs.arrow_mesh(ov.point_a[active], vectors, 0.012 * self.scale,
@@ -116,8 +150,12 @@ class Overlays:
         _set_mesh(self.velocities, *glyphs.arrow_mesh(ov.point_a[moving], v_vec, 0.008 * self.scale,
                                                       np.tile(VELOCITY_COLOUR, (len(moving), 1))))
 
-        segs = [glyphs.coil(a, b, 0.025 * self.scale) for a, b in ov.springs] if show["springs"] else []
+        springs = np.asarray(ov.springs).reshape(-1, 2, 3)
+        segs = [glyphs.coil(a, b, 0.025 * self.scale) for a, b in springs] if show["springs"] else []
         _set_lines(self.springs, np.vstack(segs) if segs else np.zeros((0, 3)))
+        ends = springs.reshape(-1, 3) if show["springs"] and len(springs) else np.zeros((0, 3))
+        _set_mesh(self.spring_ends, *glyphs.sphere_mesh(ends, self.end_radius, [SPRING_END_COLOUR] * len(ends),
+                                                        rows=6, cols=10))
 
         if show["frames"]:
             pos, col = glyphs.frames(ov.link_R, ov.link_p, 0.12 * self.scale)
@@ -136,6 +174,27 @@ class Overlays:
         """Outline the selected shapes: ``boxes`` is a list of (X_WS (4, 4), half extents (3,))."""
         segs = [glyphs.box_edges(X, 1.04 * np.asarray(h) + 0.004 * self.scale) for X, h in boxes]
         _set_lines(self.selection, np.vstack(segs) if segs else np.zeros((0, 3)))
+
+    def mark_hover(self, point, radius: float | None = None) -> None:
+        """A translucent ball around the handle the mouse is over (a nail, a spring end); None: none."""
+        if point is None:
+            if self._hover_at is not None:
+                self._hover_at = None
+                _set_mesh(self.hover, *glyphs.arrow_mesh([], [], 1.0, []))
+            return
+        key = (tuple(np.round(point, 9)), radius)
+        if key != self._hover_at:
+            self._hover_at = key
+            r = 1.8 * (radius or self.nail_radius)
+            _set_mesh(self.hover, *glyphs.sphere_mesh([point], r, [HOVER_COLOUR], rows=8, cols=14))
+
+
+def _length_text(metres: float) -> str:
+    if metres >= 1.0:
+        return f"{metres:.2g} m"
+    if metres >= 0.01:
+        return f"{100 * metres:.2g} cm"
+    return f"{1000 * metres:.2g} mm"
 
 
 def _set_mesh(item, verts, faces, colours) -> None:

@@ -1,146 +1,52 @@
-"""Live plots of a run: constraint forces, energies, deviations, solve residuals, singular values and joint
-coordinates, drawn with pyqtgraph from bounded histories.
+"""The plots dock: live time plots of the run (:mod:`studio.plotfigure`), their history, and the exports.
 
-Thread: GUI. :class:`PlotPanel` receives every :class:`studio.messages.SampleBatch` (:meth:`PlotPanel.add_batch`),
-appends it to a :class:`studio.history.History` and redraws the visible plots on a timer (not per batch), so the
-cost of drawing does not grow with the rate of simulation. Pausing the plots freezes the picture only: samples keep
-arriving. The user picks the plots, the time window (rolling or the whole run) and log scales; plots export to PNG
-and SVG (the panel) and CSV (each plot's curves) through pyqtgraph's exporters.
+Thread: GUI. :class:`PlotPanel` receives every :class:`studio.messages.SampleBatch` (:meth:`PlotPanel.add_batch`):
+the plots' rows go to a bounded :class:`studio.history.History`, every step's records to a
+:class:`studio.runrecords.RunRecords` (for exact exports), edits to the marks on the time axis. It redraws on a
+timer (not per batch), so the cost of drawing does not grow with the rate of simulation. Freezing the plots
+freezes the picture only: samples keep arriving.
+
+Earlier tries: going back in time and running on keeps what had been plotted after the branch point as a faded
+overlay; a reset or a restart keeps the whole previous run so; an edit that adds or removes a constraint keeps the
+history (the columns are matched by name). While the simulation is paused, the current time is marked, and the
+plots follow it when the user scrubs the timeline.
+
+Exports: PNG (the panel as shown, or at a size given) and SVG of the plots; CSV of the whole run — every step,
+full precision, the columns of ``python -m core run`` with units in the header (:mod:`studio.runrecords`).
 """
 from __future__ import annotations
 
-import math
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import pyqtgraph as pg
 import pyqtgraph.exporters  # noqa: F401  (registers the exporters)
 from PySide6.QtCore import Qt, QTimer, Signal, Slot
-from PySide6.QtGui import QColor, QPen
-from PySide6.QtWidgets import (QComboBox, QFileDialog, QHBoxLayout, QLabel, QMenu, QToolButton, QVBoxLayout,
-                               QWidget)
+from PySide6.QtWidgets import (QApplication, QComboBox, QFileDialog, QHBoxLayout, QInputDialog, QLabel, QMenu,
+                               QToolButton, QVBoxLayout, QWidget)
 
 from .history import History
+from .plotfigure import BACKGROUND, PLOTS, OpaqueGridAxis, PlotFigure, PlotSpec, log_label  # noqa: F401
+from .runrecords import RunRecords
 
-__all__ = ["PlotPanel", "PLOTS", "PlotSpec", "WINDOWS", "OpaqueGridAxis"]
+__all__ = ["PlotPanel", "PLOTS", "PlotSpec", "WINDOWS", "OpaqueGridAxis", "render_figure", "FigureRenderer"]
 
 #: Rolling windows (s of simulated time) the user can pick; None = the whole run.
 WINDOWS = {"1 s": 1.0, "2 s": 2.0, "5 s": 5.0, "10 s": 10.0, "30 s": 30.0, "60 s": 60.0, "whole run": None}
-LOG_FLOOR = 1e-16
-LINEAR_TEXT_FILL_LIMITS = [(0, 0.8), (2, 0.6), (4, 0.4), (6, 0.2)]     # pyqtgraph's
-LOG_TEXT_FILL_LIMITS = [(0, 4.0), (2, 0.6), (4, 0.4), (6, 0.2)]
-#: The shortest y range of a log plot, in decades (a factor of 2): a nearly constant signal (the nail holding an
-#: arm against gravity, 9.7900 ± 2e-7 N) is drawn as the flat line it is, between labelled ticks, instead of its
-#: rounding noise zoomed to the plot's height on an axis with no tick at all.
-LOG_MIN_RANGE = 0.3
-AXIS_WIDTH = 62               # px of every left axis (aligned plots): room for "8·10⁻¹⁴" beside the unit
-SUPERSCRIPT = str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹")
-BACKGROUND = (30, 32, 36)
-PALETTE = [(86, 180, 233), (230, 159, 0), (0, 158, 115), (240, 228, 66), (204, 121, 167), (213, 94, 0),
-           (0, 114, 178), (200, 200, 200)]   # Okabe–Ito, readable on a dark background and by most eyes
 
 
-class OpaqueGridAxis(pg.AxisItem):
-    """GUI thread. pyqtgraph's axis, whose translucent grid lines and ticks are drawn in the opaque colours they
-    show over ``background`` (the plots' uniform background): the same picture, but the raster engine no longer
-    alpha-blends every grid line across the plot, which made each repaint of the panel about three times as slow
-    (46 → 15 ms for the 20-link chain's six plots). Put it under the curves (a lower z than the view box), or the
-    opaque lines would hide them where they cross.
-
-    On a log axis spanning less than a few decades, pyqtgraph's labels go wrong; here: no SI multiplier
-    ("(x0.001)" beside ticks that already read 10⁻³ …), labels from :func:`log_label`, the minor ticks' labels
-    drawn when no major tick is in range (pyqtgraph drops them all for crowding) and none drawn over another (the
-    0.7, 0.8, 0.9 of a short axis; the major ticks' labels come first and are kept)."""
-
-    def __init__(self, orientation: str, background, **kwargs):
-        super().__init__(orientation, **kwargs)
-        self._background = QColor(*background)
-
-    def updateAutoSIPrefix(self):
-        if self.logMode:
-            self.autoSIPrefixScale, self.labelUnitPrefix = 1.0, ""
-            self._updateLabel()
-        else:
-            super().updateAutoSIPrefix()
-
-    def setLogMode(self, *args, **kwargs):
-        super().setLogMode(*args, **kwargs)
-        # On a log axis that spans less than a decade only minor ticks have labels: let them be drawn even if
-        # they crowd (generateDrawSpecs then drops any that overlap).
-        self.style["textFillLimits"] = LOG_TEXT_FILL_LIMITS if self.logMode else LINEAR_TEXT_FILL_LIMITS
-        if self.autoSIPrefix:
-            self.updateAutoSIPrefix()
-
-    def logTickStrings(self, values, scale, spacing):
-        return [log_label(10.0 ** float(v) * scale) for v in values]
-
-    def generateDrawSpecs(self, p):
-        specs = super().generateDrawSpecs(p)
-        if specs is None:
-            return None
-        axis, ticks, text = specs
-        if self.logMode:
-            kept = []
-            for spec in text:                  # major ticks' labels first (pyqtgraph lists them level by level)
-                if not any(spec[0].intersects(other[0]) for other in kept):
-                    kept.append(spec)
-            text = kept
-        bg, opaque = self._background, []
-        for pen, p1, p2 in ticks:
-            colour = pen.color()
-            a = colour.alphaF()
-            if a < 1.0:
-                pen = QPen(pen)
-                pen.setColor(QColor.fromRgbF(a * colour.redF() + (1 - a) * bg.redF(),
-                                             a * colour.greenF() + (1 - a) * bg.greenF(),
-                                             a * colour.blueF() + (1 - a) * bg.blueF()))
-            opaque.append((pen, p1, p2))
-        return axis, opaque, text
+def _map_columns(old, new) -> list:
+    """For each column of layout ``new``, the column of layout ``old`` with the same name (or None)."""
+    names = {name: k for k, name in enumerate(old.columns())}
+    return [names.get(name) for name in new.columns()]
 
 
-def log_label(x: float) -> str:
-    """A tick label of a log axis: plain from 0.01 to 9000 (0.07, 3, 10, 200), else a power of ten (10⁻⁵,
-    2·10⁻⁵, 10⁴); pyqtgraph's own prints 10 as 10¹ beside 9 and 0.0001 wider than the axis."""
-    if not (x > 0 and math.isfinite(x)):
-        return ""
-    n = math.floor(math.log10(x) + 1e-9)
-    m = x / 10.0 ** n
-    if abs(m - round(m)) > 1e-6:
-        return f"{x:.2g}"
-    m = round(m)
-    if -2 <= n <= 3:
-        return f"{m * 10.0 ** n:.{max(0, -n)}f}"
-    power = "10" + str(n).translate(SUPERSCRIPT)
-    return power if m == 1 else f"{m}·{power}"
-
-
-@dataclass(frozen=True)
-class PlotSpec:
-    """Any thread (a frozen description). One plot: which sample groups it draws (the second, if any, dashed), its
-    unit, whether its y axis starts logarithmic, and whether it offers a log toggle."""
-    key: str
-    title: str
-    groups: tuple
-    unit: str
-    log: bool = False
-    log_toggle: bool = True
-    shown: bool = True
-    columns: slice | None = None      # part of the first group (energies: all but the audit error)
-
-
-PLOTS = (
-    PlotSpec("force", "Constraint force ‖F‖", ("force",), "N", log=True),
-    PlotSpec("energy", "Energy", ("energy",), "J", log_toggle=False, columns=slice(0, 4)),
-    PlotSpec("deviation", "Deviation ‖D‖ (solid), ‖Ḋ‖ (dashed)", ("deviation", "deviation_rate"), "m, m/s",
-             log=True),
-    PlotSpec("residual", "Solve residual ‖η‖", ("residual",), "m/s²", log=True),
-    PlotSpec("singular", "Singular values of A = J M⁻¹ Jᵀ", ("singular",), "", log=True, log_toggle=False),
-    PlotSpec("joint", "Joint coordinates q (solid) and desired q_d (dashed)", ("joint", "desired"), "rad, m",
-             log_toggle=False),
-    PlotSpec("tracking", "Tracking error e = q − q_d", ("tracking_error",), "rad, m", log_toggle=False),
-    PlotSpec("parameters", "Adaptive parameter estimates â", ("parameters",), "", log_toggle=False),
-)
+def _remap_rows(rows: np.ndarray, source: list) -> np.ndarray:
+    out = np.full((rows.shape[0], len(source)), np.nan)
+    for j, k in enumerate(source):
+        if k is not None:
+            out[:, j] = rows[:, k]
+    return out
 
 
 class PlotPanel(QWidget):
@@ -151,18 +57,18 @@ class PlotPanel(QWidget):
     def __init__(self, parent=None, refresh_ms: int = 100):
         super().__init__(parent)
         self.history: History | None = None
+        self.records = RunRecords()
         self.layout_spec = None           # the SampleLayout of the current run
         self.run = None
         self.paused = False
         self.window: float | None = 10.0
-        self.shown = {p.key: p.shown for p in PLOTS}
-        self.log = {p.key: p.log for p in PLOTS}
-        self.plots: dict[str, pg.PlotItem] = {}
-        self.curves: dict[str, list] = {}
+        self.ghost: np.ndarray | None = None
+        self.markers: list = []
+        self.cursor: float | None = None
         self._dirty = False
         self._build_bar()
         self.graphics = pg.GraphicsLayoutWidget()
-        self.graphics.setBackground(BACKGROUND)
+        self.figure = PlotFigure(self.graphics, interactive=True, parent=self)
         outer = QVBoxLayout(self)
         outer.setContentsMargins(2, 2, 2, 2)
         outer.setSpacing(2)
@@ -171,6 +77,23 @@ class PlotPanel(QWidget):
         self._timer = QTimer(self)
         self._timer.timeout.connect(self.redraw)
         self._timer.start(refresh_ms)
+
+    # ---- what the figure holds -----------------------------------------------------------------------------
+    @property
+    def plots(self) -> dict:
+        return self.figure.plots
+
+    @property
+    def curves(self) -> dict:
+        return self.figure.curves
+
+    @property
+    def shown(self) -> dict:
+        return self.figure.shown
+
+    @property
+    def log(self) -> dict:
+        return self.figure.log
 
     # ---- controls ------------------------------------------------------------------------------------------
     def _build_bar(self) -> None:
@@ -195,7 +118,8 @@ class PlotPanel(QWidget):
         self.export_button.setText("Export")
         self.export_button.setPopupMode(QToolButton.ToolButtonPopupMode.InstantPopup)
         export_menu = QMenu(self)
-        for label, suffix in (("PNG image…", ".png"), ("SVG drawing…", ".svg"), ("CSV data…", ".csv")):
+        for label, suffix in (("PNG image…", ".png"), ("PNG image at a size…", ".png@"), ("SVG drawing…", ".svg"),
+                              ("CSV of the whole run (every step)…", ".csv")):
             export_menu.addAction(label).triggered.connect(lambda _=False, s=suffix: self._export_dialog(s))
         self.export_button.setMenu(export_menu)
         self._bar.addWidget(self.choose_button)
@@ -209,7 +133,7 @@ class PlotPanel(QWidget):
         menu = self.choose_menu
         menu.clear()
         for spec in PLOTS:
-            if not self._available(spec):
+            if not self.figure.available(spec):
                 continue
             show = menu.addAction(spec.title)
             show.setCheckable(True)
@@ -246,160 +170,157 @@ class PlotPanel(QWidget):
 
     def set_shown(self, key: str, on: bool) -> None:
         self.shown[key] = bool(on)
-        self._rebuild_plots()
+        self.figure.rebuild()
+        self.figure.set_markers(self.markers)
+        self._dirty = True
 
     def set_log(self, key: str, on: bool) -> None:
-        self.log[key] = bool(on)
-        if key in self.plots:
-            self._set_log_mode(self.plots[key], bool(on))
+        self.figure.set_log(key, on)
         self._dirty = True
         self.redraw()
 
-    @staticmethod
-    def _set_log_mode(plot, on: bool) -> None:
-        plot.setLogMode(y=on)
-        plot.vb.setLimits(minYRange=LOG_MIN_RANGE if on else None)
+    def set_cursor(self, t: float | None) -> None:
+        """Mark the current time (paused, or scrubbing the timeline; None: playing, no mark)."""
+        if t != self.cursor:
+            self.cursor = t
+            self._dirty = True
 
     # ---- data ----------------------------------------------------------------------------------------------
     @Slot(object)
     def add_batch(self, batch) -> None:
-        """Append a :class:`~studio.messages.SampleBatch`; a new run or layout starts the plots over."""
-        if batch.layout != self.layout_spec or self.history is None:
+        """Take a :class:`~studio.messages.SampleBatch` (module docstring)."""
+        self.records.add(batch)
+        new_run = self.run is not None and batch.run != self.run
+        if self.history is None or batch.layout is None:
+            if batch.layout is not None:
+                self._start(batch.layout)
+            self.run = batch.run
+        elif new_run:
+            before = self.history.whole()
+            self.ghost = before.copy() if len(before) else None
+            self.markers = []
+            if batch.layout != self.layout_spec:
+                self.ghost = None if self.ghost is None else _remap_rows(
+                    self.ghost, _map_columns(self.layout_spec, batch.layout))
+                self._start(batch.layout)
+            else:
+                self.history.clear()
+            self.run = batch.run
+        elif batch.layout != self.layout_spec:      # the same run on a new layout: keep the history
+            source = _map_columns(self.layout_spec, batch.layout)
+            self.history.remap(batch.layout.width, source)
+            if self.ghost is not None:
+                self.ghost = _remap_rows(self.ghost, source)
             self.layout_spec = batch.layout
-            self.history = History(batch.layout.width, capacity=40_000)
-            self.run = batch.run
-            self._rebuild_plots()
+            self.figure.configure(batch.layout)
+            self.figure.set_markers(self.markers)
             self._fill_choose_menu()
-        elif batch.run != self.run:
-            self.history.clear()
-            self.run = batch.run
-        self.history.append(batch.rows)
+        if batch.branch is not None and self.history is not None:
+            gone = self.history.truncate_after(batch.branch)
+            self.ghost = gone if len(gone) else self.ghost
+            self.markers = [m for m in self.markers if m.t <= batch.branch]
+            self.figure.set_markers(self.markers)
+        if batch.markers:
+            self.markers.extend(batch.markers)
+            self.figure.set_markers(self.markers)
+        if self.history is not None and len(batch.rows):
+            self.history.append(batch.rows)
         self._dirty = True
+
+    def _start(self, layout) -> None:
+        self.layout_spec = layout
+        self.history = History(layout.width, capacity=40_000)
+        self.figure.configure(layout)
+        self.figure.set_markers(self.markers)
+        self._fill_choose_menu()
 
     def clear(self) -> None:
         if self.history is not None:
             self.history.clear()
+        self.ghost = None
         self._dirty = True
         self.redraw()
 
-    def _available(self, spec: PlotSpec) -> bool:
-        lay = self.layout_spec
-        return lay is not None and all(g in lay.groups and lay.size(g) > 0 for g in spec.groups[:1])
-
     # ---- drawing -------------------------------------------------------------------------------------------
-    def _rebuild_plots(self) -> None:
-        self.graphics.clear()
-        self.plots.clear()
-        self.curves.clear()
-        row, first = 0, None
-        for spec in PLOTS:
-            if not (self.shown[spec.key] and self._available(spec)):
-                continue
-            plot = self.graphics.addPlot(row=row, col=0, axisItems={
-                name: OpaqueGridAxis(name, BACKGROUND) for name in ("left", "bottom")})
-            row += 1
-            title = spec.title
-            if spec.key == "joint" and not self.layout_spec.size("desired"):
-                title = "Joint coordinates q"
-            plot.setTitle(title, size="9pt", color="#c8ccd4")
-            plot.showGrid(x=True, y=True, alpha=0.18)
-            for name in ("left", "bottom"):
-                plot.getAxis(name).setZValue(plot.vb.zValue() - 1)   # the (opaque) grid under the curves
-            plot.setLabel("left", units=None, text=spec.unit)
-            plot.getAxis("left").setWidth(AXIS_WIDTH)
-            plot.setClipToView(True)
-            plot.setDownsampling(auto=True, mode="peak")
-            self._set_log_mode(plot, self.log[spec.key])
-            if self._curve_count(spec) <= 8:
-                plot.addLegend(offset=(-4, 4), labelTextSize="8pt", colCount=2, brush=(30, 32, 36, 160))
-            if first is None:
-                first = plot
-            else:
-                plot.setXLink(first)
-            self.plots[spec.key] = plot
-            self.curves[spec.key] = self._make_curves(plot, spec)
-        if self.plots:
-            last = list(self.plots.values())[-1]
-            last.setLabel("bottom", "simulated time", units="s")
-        self._dirty = True
-
-    def _curve_count(self, spec: PlotSpec) -> int:
-        lay = self.layout_spec
-        return lay.size(spec.groups[0]) if spec.columns is None else len(range(lay.size(spec.groups[0]))[
-            spec.columns])
-
-    def _make_curves(self, plot, spec: PlotSpec) -> list:
-        lay = self.layout_spec
-        curves = []
-        first = list(lay.labels[spec.groups[0]])
-        for n, group in enumerate(spec.groups):
-            if group not in lay.groups:
-                continue
-            labels = lay.labels[group]
-            columns = range(lay.groups[group].start, lay.groups[group].stop)
-            if n == 0 and spec.columns is not None:
-                columns, labels = columns[spec.columns], labels[spec.columns]
-            for k, (col, label) in enumerate(zip(columns, labels)):
-                # a dashed curve takes the colour of the solid one it belongs to (q_d of joint j: q of joint j)
-                match = label.split(": ")[-1]
-                k = first.index(match) if n and match in first else k
-                colour = PALETTE[k % len(PALETTE)]
-                style = Qt.PenStyle.DashLine if n else Qt.PenStyle.SolidLine
-                pen = pg.mkPen(colour, width=1, style=style)   # 1 px: the raster engine's fast path (1.5 px: 2x)
-                name = label if n == 0 else None
-                curves.append((col, plot.plot([], [], pen=pen, name=name)))
-        return curves
+    def view(self):
+        """``(rows, x_range)`` the plots show now: the rolling window ending at the newest sample, or around the
+        current time when the user looks back, or the whole run."""
+        h = self.history
+        if h is None or h.count == 0:
+            return np.zeros((0, 1 if self.layout_spec is None else self.layout_spec.width)), (0.0, 1.0)
+        last = h.last_time
+        if self.window is None:
+            rows = h.whole()
+            first = float(rows[0, 0])
+            ghost_end = float(self.ghost[-1, 0]) if self.ghost is not None and len(self.ghost) else last
+            return rows, (first, max(last, ghost_end, first + 1e-9))
+        w = self.window
+        end = max(last, w)
+        if self.cursor is not None and not (end - w <= self.cursor <= end):
+            end = self.cursor + 0.5 * w
+        lo = max(0.0, end - w)
+        return h.between(lo, lo + w), (lo, lo + w)
 
     @Slot()
     def redraw(self) -> None:
         if not self._dirty or self.paused or self.history is None or not self.isVisible():
             return
         self._dirty = False
-        rows = self.history.whole() if self.window is None else self.history.window(self.window)
-        if len(rows) == 0:
-            for curves in self.curves.values():
-                for _, curve in curves:
-                    curve.setData([], [])
-            return
-        t = rows[:, 0]
-        for key, curves in self.curves.items():
-            for col, curve in curves:
-                y = rows[:, col]
-                if self.log[key]:
-                    y = np.where(y > LOG_FLOOR, y, np.where(np.isnan(y), np.nan, LOG_FLOOR))
-                curve.setData(t, y, connect="finite")
-        if self.plots:
-            first = next(iter(self.plots.values()))
-            if self.window is None:
-                first.enableAutoRange(axis="x")
-            else:
-                lo = max(0.0, float(t[-1]) - self.window)
-                first.setXRange(lo, lo + self.window, padding=0.0)
+        rows, x_range = self.view()
+        self.figure.draw(rows, self.ghost, x_range, self.cursor)
 
     # ---- export --------------------------------------------------------------------------------------------
     def _export_dialog(self, suffix: str) -> None:
+        size = None
+        if suffix == ".png@":
+            suffix = ".png"
+            text, ok = QInputDialog.getText(self, "Export plots", "Size in pixels (width x height):",
+                                            text=f"{max(800, self.graphics.width())}x"
+                                                 f"{max(600, self.graphics.height())}")
+            if not ok:
+                return
+            try:
+                size = tuple(int(v) for v in text.lower().replace("×", "x").split("x"))
+                assert len(size) == 2 and min(size) > 0
+            except (ValueError, AssertionError):
+                self.message.emit(f"not a size: {text!r} (give it as 1600x900)")
+                return
         kinds = {".png": "PNG image (*.png)", ".svg": "SVG drawing (*.svg)", ".csv": "CSV data (*.csv)"}
-        name, _ = QFileDialog.getSaveFileName(self, "Export plots", f"plots{suffix}", kinds[suffix])
+        default = "timeseries.csv" if suffix == ".csv" else f"plots{suffix}"
+        name, _ = QFileDialog.getSaveFileName(self, "Export", default, kinds[suffix])
         if not name:
             return
         path = Path(name) if name.lower().endswith(suffix) else Path(name).with_suffix(suffix)
         try:
-            files = self.export(path)
+            files = self.export(path, size=size)
         except Exception as exc:           # reported, never lost
-            self.message.emit(f"could not export the plots: {type(exc).__name__}: {exc}")
+            self.message.emit(f"could not export: {type(exc).__name__}: {exc}")
             return
-        self.message.emit("exported the plots to " + ", ".join(str(f) for f in files))
+        note = ""
+        if suffix == ".csv" and self.records.dropped_until is not None:
+            note = f" (from t = {self.records.dropped_until:.4g} s: older steps were dropped to bound memory)"
+        self.message.emit("exported " + ", ".join(str(f) for f in files) + note)
 
-    def export(self, path: str | Path) -> list[Path]:
-        """Write the plots to ``path`` by its suffix: ``.png`` or ``.svg`` (the whole panel) or ``.csv`` (the data
-        of each shown plot; with several plots, one file each, ``<stem>-<plot>.csv``). Returns the files."""
+    def export(self, path: str | Path, size: tuple[int, int] | None = None) -> list[Path]:
+        """Write to ``path`` by its suffix: ``.png`` (the plots as shown, or drawn at ``size`` = (width,
+        height) px) or ``.svg`` (the plots), ``.csv`` (the whole run's records: :meth:`RunRecords.write_csv`,
+        one file per part when an edit changed the columns). Returns the files."""
         path = Path(path)
+        suffix = path.suffix.lower()
+        if suffix == ".csv":
+            return self.records.write_csv(path)
         self._dirty = True
         was, self.paused = self.paused, False
         self.redraw()
         self.paused = was
-        suffix = path.suffix.lower()
         if suffix == ".png":
+            if size is not None:
+                rows, x_range = self.view()
+                image = render_figure(self.layout_spec, rows, size, self.ghost, x_range, self.markers,
+                                      shown=self.shown, log=self.log)
+                if not image.save(str(path), "PNG"):
+                    raise OSError(f"could not write {path}")
+                return [path]
             exporter = pg.exporters.ImageExporter(self.graphics.ci)
             exporter.parameters()["width"] = max(800, self.graphics.width())
             exporter.export(str(path))
@@ -407,11 +328,43 @@ class PlotPanel(QWidget):
         if suffix == ".svg":
             pg.exporters.SVGExporter(self.graphics.ci).export(str(path))
             return [path]
-        if suffix == ".csv":
-            out = []
-            for key, plot in self.plots.items():
-                target = path if len(self.plots) == 1 else path.with_name(f"{path.stem}-{key}{path.suffix}")
-                pg.exporters.CSVExporter(plot).export(str(target))
-                out.append(target)
-            return out
         raise ValueError(f"cannot export plots as {path.suffix or 'a file without suffix'}: use .png, .svg or .csv")
+
+
+class FigureRenderer:
+    """GUI thread. Plots of a sample layout drawn off screen at ``size`` (width, height) px, frame after frame (a
+    recording's plots beside the viewport, the headless ``plots`` command). ``plots``: the keys to draw (default:
+    every plot the layout has, as shown by default)."""
+
+    def __init__(self, layout, size, plots=None, log=None, markers=()):
+        self.size = (int(size[0]), int(size[1]))
+        self.widget = pg.GraphicsLayoutWidget()
+        self.widget.setAttribute(Qt.WidgetAttribute.WA_DontShowOnScreen)
+        self.figure = PlotFigure(self.widget, interactive=False, title_size="8.5pt")
+        shown = None if plots is None else {p.key: p.key in plots for p in PLOTS}
+        self.figure.configure(layout, shown, log)
+        self.figure.set_markers(markers)
+        self.widget.resize(*self.size)
+        self.widget.show()
+        QApplication.processEvents()
+        self.figure.retitle()
+
+    def render(self, rows, ghost=None, x_range=None, cursor=None):
+        """A QImage of the plots of ``rows`` over ``x_range`` (default: their span), ``cursor`` marked."""
+        self.figure.draw(rows, ghost, x_range, cursor)
+        return self.widget.grab().toImage()
+
+    def close(self) -> None:
+        self.widget.close()
+        self.widget.deleteLater()
+
+
+def render_figure(layout, rows, size, ghost=None, x_range=None, markers=(), cursor=None, shown=None, log=None):
+    """A QImage of ``size`` (width, height) px of the plots of ``layout`` drawn from ``rows`` (GUI thread; no
+    window needed): those ``shown`` (a dict of plot key → bool; default: as shown by default)."""
+    keys = None if shown is None else [k for k, on in shown.items() if on]
+    renderer = FigureRenderer(layout, size, keys, log, markers)
+    try:
+        return renderer.render(rows, ghost, x_range, cursor)
+    finally:
+        renderer.close()

@@ -86,11 +86,14 @@ class ViewportPresenter(QObject):
     # ---- selection -----------------------------------------------------------------------------------------
     @Slot(object)
     def _picked(self, what) -> None:
-        """A click in the viewport: ``("body", link name)``, ``("constraint", name)`` or None."""
+        """A click in the viewport: ``("body", link name)``, ``("constraint", name)``, ``("force", name)`` or
+        None."""
         spec = self._document.spec
         path = None
         if what is not None and what[0] == "body":
             path = next((("bodies", i) for i, b in enumerate(spec.bodies) if b.name == what[1]), None)
+        elif what is not None and what[0] == "force":
+            path = next((("forces", i) for i, f in enumerate(spec.forces) if f.name == what[1]), None)
         elif what is not None:
             entity = next((c.entity for c in self._viewport.model.constraints if c.name == what[1]), what[1])
             path = next((("constraints", i) for i, c in enumerate(spec.constraints) if c.name == entity), None)

@@ -14,7 +14,7 @@ import sys
 
 from PySide6.QtCore import QObject, QThread, QTimer, Signal, Slot
 
-from .messages import Command, CommandKind, SampleBatch, Snapshot
+from .messages import Command, CommandKind, Edit, SampleBatch, Snapshot
 from .worker import SimulationWorker
 
 __all__ = ["SimulationThread", "SWITCH_INTERVAL"]
@@ -79,10 +79,25 @@ class SimulationThread(QObject):
     def reset(self) -> None:
         self.send(CommandKind.RESET)
 
-    def load(self, spec, keep_state: bool = True) -> None:
-        """Run the validated scene ``spec`` from the next step boundary on (keeping the state if it can)."""
+    def load(self, spec, keep_state: bool = True, model=None) -> None:
+        """Run the validated scene ``spec`` (compiled as ``model``, if the caller has it) from the next step
+        boundary on (keeping the state if it can)."""
         self.dt = float(spec.simulation.dt)
-        self.send(CommandKind.LOAD, (spec, keep_state))
+        self.send(CommandKind.LOAD, (spec, keep_state, model))
+
+    def edit(self, edit: Edit) -> None:
+        """Apply a document edit (:class:`~studio.messages.Edit`) at the next step boundary."""
+        self.dt = float(edit.spec.simulation.dt)
+        self.send(CommandKind.EDIT, edit)
+
+    def seek(self, t: float) -> None:
+        """Pause and go to the stored state at simulated time ``t``."""
+        self.send(CommandKind.SEEK, float(t))
+
+    def record_frames(self, period: float | None, count: int | None = None) -> None:
+        """Ask for a recording frame every ``period`` s of simulated time from now (``count`` of them, or until
+        asked again with None)."""
+        self.send(CommandKind.RECORD, None if period is None else (float(period), count))
 
     def set_speed(self, speed: float) -> None:
         """Simulated seconds per wall-clock second; ``math.inf`` for as fast as possible."""

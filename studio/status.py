@@ -45,11 +45,18 @@ class StatusBar(QStatusBar):
         if snap.playing and snap.realtime_factor is not None:
             self.rate_label.setText(f"{snap.realtime_factor:.2f}× real time (asked {asked})")
         elif not snap.playing:
-            self.rate_label.setText(f"paused · {snap.steps} steps")
+            self.rate_label.setText(f"paused · {snap.steps} step{'' if snap.steps == 1 else 's'}")
         cost = "" if snap.step_cost is None else f"{_milliseconds(snap.step_cost)}/step"
         self.cost_label.setText(f"compiled · {cost}" if cost and snap.batched else cost)
         self.energy_label.setText("" if not math.isfinite(snap.energy_error) else
-                                  f"energy error {snap.energy_error:+.2e} J")
+                                  f"energy error {snap.energy_error:+.2e} J ⓘ")
+        self.energy_label.setToolTip(energy_tooltip(snap))
+
+    def clear_error(self) -> None:
+        """Take away a red message (the state it spoke of is gone: a reset, an undo)."""
+        if self.styleSheet() == ERROR_STYLE:
+            self.setStyleSheet("")
+            self.clearMessage()
 
     def error(self, message: str) -> None:
         """A message that stays until the next one (the simulation paused, a command failed)."""
@@ -77,6 +84,26 @@ class StatusBar(QStatusBar):
     def _message_changed(self, text: str) -> None:
         if not text and self._busy:
             self.showMessage(self._busy)
+
+
+def energy_tooltip(snap) -> str:
+    """The energy audit's books at a snapshot, and where an error comes from (rich text)."""
+    head = ("<b>Energy audit</b> (thesis §2.3.2): E(t) − E(0) − the work of every non-conservative source − the "
+            "projection's corrections. With every source booked, only integration error should remain.")
+    rows = "".join(f"<tr><td>{label}</td><td align='right'>&nbsp;{value:+.6g} J</td></tr>"
+                   for label, value in getattr(snap, "energy", ()) or ())
+    why = []
+    dropped = getattr(snap, "dropped_at", None)
+    if dropped is not None:
+        first, last = dropped
+        why.append(f"The solve dropped singular directions of A = J M⁻¹ Jᵀ from t = {first:.4g} s (a force over "
+                   f"its max_force at a singular configuration) and last changed how many it dropped at t = "
+                   f"{last:.4g} s. Where it changes, the constraint force jumps within one step (by orders of "
+                   "magnitude); no fixed-step integrator follows a jump, and the books' error at those steps is "
+                   "most of the error shown.")
+    why.append("A jump where an edit is marked on the plots comes from the edit (a new stiffness changes E at "
+               "once).")
+    return f"<p>{head}</p><table>{rows}</table><p>{' '.join(why)}</p>"
 
 
 def _milliseconds(seconds: float) -> str:

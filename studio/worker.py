@@ -8,23 +8,37 @@ Loop (DESIGN.md "Threading in the studio"; MuJoCo's ``_physics_loop``): drain th
 of every iteration, so a command acts at a step boundary and none is dropped; while playing, step as long as
 simulated time is behind wall-clock time × speed, but for at most ``step_share`` of each display frame, then emit
 one :class:`~studio.messages.Snapshot` (latest wins on the GUI side) and one
-:class:`~studio.messages.SampleBatch` with the rows sampled since the last one. A scene slower than real time
+:class:`~studio.messages.SampleBatch` with what was recorded since the last one. A scene slower than real time
 therefore lowers the real-time factor, never the frame rate; more than ``max_lag`` behind, the worker forgives the
 lag instead of catching up.
 
-Batches: every scene runs on the core's one compiled pipeline (controllers, the three formulations, joint-space
-constraints, every integrator), a frame's worth of steps per ``Simulation.run`` call, recorded every ``stride``-th
-step into the columns of ``core.records`` (the controllers' tracking errors, desired motions and adaptive
-parameters included). Each call into compiled code releases the GIL and must win it back from the GUI thread (up
-to a switch interval, 0.5 ms, whenever the GUI is busy), so one call per step made a 60 µs step cost 0.5–2 ms; a
-batch pays that a few times a frame. With adaptive steps (Cash–Karp) a batch spans the simulated time that many
-steps have covered on average, so that it still fits its share of the frame. Stand-ins without ``run`` step one
-step at a time. The plots get at most ``max_samples_per_frame`` rows a frame (4: 240 a second, plenty for curves a
-few hundred pixels wide); sampling every step (1000 rows a second at 1 ms) made the plots' repaints much slower.
+Batches: every scene runs on the core's one compiled pipeline, a frame's worth of steps per ``Simulation.run``
+call (:func:`studio.stepping.run_steps`: with a fixed step, batches end on the integrator's own time grid, so the
+run is bit for bit the one ``python -m core run`` makes in one call). Each call into compiled code releases the GIL
+and must win it back from the GUI thread, so one call per step made a 60 µs step cost 0.5–2 ms; a batch pays that a
+few times a frame. Every step is recorded (the columns of ``core.records``) and sent to the GUI, which keeps the
+whole run for exports; the plots get at most ``max_samples_per_frame`` of those rows a frame.
+
+Timeline: where each batch begins the worker keeps a keyframe (``Simulation.snapshot``; :mod:`studio.timeline`,
+bounded). SEEK goes back (or forward) to the keyframe at or before a time and, with a fixed step, steps on to the
+exact step asked for; the document's current settings and gains then apply. Playing or stepping from a state
+earlier than the furthest one reached starts a new branch: the keyframes after it are dropped and the next
+sample batch says so (``branch``), so the GUI can keep the earlier try as a faded overlay.
+
+Recordings: RECORD (t0, period, count) asks for a frame every ``period`` of simulated time from t0: batches are
+cut at those times (at the first step at or after each, with a fixed step) and the draw list of that state
+(:func:`studio.probe.draw_list`) goes to the GUI in the sample batch, so a video has T·F frames whatever the
+machine's speed.
+
+Edits: an EDIT command carries the new spec, the model the GUI compiled while validating it, and what changed.
+Run settings and controller gains go in place (``set_integrator``, ``set_formulation``,
+``set_controller_parameter`` on a simulation of the new model that takes over the running one's snapshot; no
+compile); anything else continues the run on the new model when the joints are the same
+(:mod:`studio.reload`), else starts it over.
 
 Divergence: a step that raises, leaves a non-finite state or a constraint residual above ``residual_limit`` is
 undone with ``Simulation.restore`` of the snapshot taken before it (the last good state is kept), the worker pauses
-and ``error`` says why. A batch is checked at every recorded step and at its end; when it raised or went bad, the
+and ``error`` says why. A batch is checked at every step and at its end; when it raised or went bad, the
 simulation is restored to the snapshot taken where the batch began and steps it one step at a time, so the pause
 comes at the same step as without batches. An exception in a command is reported the same way; nothing is lost
 silently.
@@ -45,12 +59,14 @@ import time
 import numpy as np
 from PySide6.QtCore import QObject, QThread, Signal, Slot
 
-from .messages import Command, CommandKind, SampleBatch, Snapshot, frozen_copy
-from .probe import overlay as probe_overlay
-from .reload import reload_simulation
+from .messages import Command, CommandKind, Marker, SampleBatch, Snapshot, frozen_copy, frozen_records
+from .probe import draw_list
+from .reload import apply_edit, apply_settings, reload_simulation, same_structure
 from .samples import sample_layout, sample_row, sample_rows
+from .stepping import fixed_step, run_steps, steps_to
+from .timeline import Timeline
 
-__all__ = ["SimulationWorker", "RATE_WINDOW", "PREPARING", "LOADING"]
+__all__ = ["SimulationWorker", "RATE_WINDOW", "PREPARING", "LOADING", "describe_event"]
 
 RATE_WINDOW = 0.5          # seconds over which the reported real-time factor is averaged
 COST_WEIGHT = 0.05         # weight of the newest step in the averaged cost per step
@@ -64,6 +80,9 @@ LOADING = "Loading the compiled physics kernels…"
 #: stepped in this process: their kernels are compiled (or loaded from the cache) and the next one starts at once.
 #: Worker thread only.
 _PREPARED: set = set()
+
+#: Document sections whose edits are marked on the plots' time axis.
+MARKED_SECTIONS = ("simulation", "constraints", "forces", "controllers")
 
 
 class SimulationWorker(QObject):
@@ -86,7 +105,8 @@ class SimulationWorker(QObject):
 
     def __init__(self, simulation, commands: queue.Queue, *, speed: float = 1.0, frame_period: float = 1 / 60,
                  step_share: float = 0.6, max_lag: float = 0.1, residual_limit: float = 1e6,
-                 max_samples_per_frame: int = 4, batches: bool = True, clock=time.perf_counter):
+                 max_samples_per_frame: int = 4, batches: bool = True, clock=time.perf_counter,
+                 keyframes: int | None = None):
         super().__init__()
         self._commands = commands
         self.speed = float(speed)
@@ -106,15 +126,30 @@ class SimulationWorker(QObject):
         self._layout = None
         self._batched = False
         self._rows: list[np.ndarray] = []
-
-    def _set_simulation(self, sim) -> None:
-        """Start showing ``sim`` (worker thread): evaluate it, after saying so if its kernels may compile."""
-        self._sim = sim
+        self._records: list[dict] = []                   # every step's records since the last emit
+        self._frames: list = []                          # recording frames since the last emit
+        self._markers: list[Marker] = []
+        self._branch: float | None = None                # the run went on from this earlier time (not yet told)
+        self._recording = None                           # (t0, period, count or None, frames made)
+        self._timeline = Timeline(**({} if keyframes is None else {"capacity": keyframes}))
         self._steps = 0
+        self._last_record: dict | None = None
+        self._dropped_at: tuple | None = None          # (first time, last change, last value) of 'dropped'
+        self._actuators: dict = {}                       # actuator commands the user gave (they outlive a seek)
+
+    def _set_simulation(self, sim, new_run: bool = True) -> None:
+        """Start showing ``sim`` (worker thread): evaluate it, after saying so if its kernels may compile.
+        ``new_run``: the run starts over (the timeline is cleared), else it goes on (an edit kept the state)."""
+        self._sim = sim
         self._events_seen = len(getattr(sim, "events", ()))
         self._rows = []
         self._stride, self._since_sample, self._steps_this_frame = 1, 0, 0
         self._span = None
+        if new_run:
+            self._steps = 0
+            self._timeline.clear()
+            self._dropped_at = None
+            self._branch = None
         kind = type(sim).__qualname__
         first = kind not in _PREPARED
         if first:
@@ -129,6 +164,12 @@ class SimulationWorker(QObject):
                 _PREPARED.add(kind)
                 self.busy.emit("")
         self._batched = self.batches and _runs_batches(sim) and self._layout is not None
+        if self._batched:
+            head = self._timeline.head_t
+            at_head = new_run or head is None or sim.state.t >= head
+            self._record_here(send=at_head)     # (looking back: the run goes on from here only when played)
+            if at_head:
+                self._keyframe()
         self._anchor_wall, self._anchor_t = self._clock(), sim.state.t   # sim time _anchor_t reached at wall time
         self._last_emit_wall, self._last_emit_t = self._anchor_wall, sim.state.t
 
@@ -174,15 +215,22 @@ class SimulationWorker(QObject):
             if cmd.kind is CommandKind.QUIT:
                 return False
             try:
+                nxt = self._commands.get_nowait()
+            except queue.Empty:
+                nxt = None
+            # a run of SEEKs or of LOADs/EDITs (a slider or a mouse drag sends many): only the last one matters
+            if nxt is not None and nxt.kind is cmd.kind and cmd.kind in (CommandKind.SEEK, CommandKind.LOAD):
+                cmd = nxt
+                continue
+            try:
                 self._apply(cmd)
             except Exception as exc:   # a failing command must not kill the thread, nor go unreported
                 self._playing = False
                 self.error.emit(f"{cmd.kind.value} failed: {type(exc).__name__}: {exc}")
-            try:
-                cmd = self._commands.get_nowait()
-            except queue.Empty:
+            if nxt is None:
                 self._emit()           # once for all the commands drained (a mouse drag sends many)
                 return True
+            cmd = nxt
 
     def _apply(self, cmd: Command) -> None:
         kind, value, sim = cmd.kind, cmd.value, self._sim
@@ -201,17 +249,20 @@ class SimulationWorker(QObject):
             self._playing = False
             sim.reset()
             self._run += 1
+            self._actuators = {}
             self._set_simulation(sim)
         elif kind is CommandKind.LOAD:
-            spec, keep_state = value
-            new, kept = reload_simulation(sim, spec, keep_state)
-            if not kept:
-                self._run += 1
-                self._set_simulation(new)
-            else:                                  # same coordinates: the run goes on with the new parameters
-                steps = self._steps
-                self._set_simulation(new)
-                self._steps = steps
+            spec, keep_state, *model = value
+            new, kept = reload_simulation(sim, spec, keep_state, model[0] if model else None)
+            self._take(new, kept)
+        elif kind is CommandKind.EDIT:
+            new, kept = apply_edit(sim, value)
+            self._take(new, kept)
+            self._mark(value)
+        elif kind is CommandKind.SEEK:
+            self._seek(float(value))
+        elif kind is CommandKind.RECORD:
+            self._start_recording(value)
         elif kind is CommandKind.SPEED:
             if not value > 0:
                 raise ValueError(f"the speed must be positive, got {value}")
@@ -219,6 +270,7 @@ class SimulationWorker(QObject):
             self._anchor_wall, self._anchor_t = self._clock(), sim.state.t
         elif kind is CommandKind.ACTUATOR:
             sim.set_actuator(*value)
+            self._actuators[value[0]] = value[1]
         elif kind is CommandKind.MOVE_NAIL:
             name, position = value
             sim.move_nail(name, position, (0.0, 0.0, 0.0))
@@ -230,6 +282,102 @@ class SimulationWorker(QObject):
             self.residual_limit = float(value)
         else:
             raise ValueError(f"unknown command {kind!r}")
+
+    def _take(self, new, kept: bool) -> None:
+        """Run ``new`` from now on: the same run when ``kept`` (the state went on), else a new one. The keyframes
+        stay only if the new model has the structure of the old one (their snapshots fit it)."""
+        old = getattr(self._sim, "model", None)
+        if not kept:
+            self._run += 1
+            self._set_simulation(new)
+            return
+        if old is None or not same_structure(old, new.model):
+            self._timeline.clear()
+        self._set_simulation(new, new_run=False)
+
+    def _mark(self, edit) -> None:
+        changes = edit.changes
+        sections = {p[0] for p, _ in changes} if changes else {"structure"}
+        if edit.text and self._steps > 0 and (sections & set(MARKED_SECTIONS) or "structure" in sections):
+            self._markers.append(Marker(float(self._sim.state.t), edit.text))
+
+    # ---- the timeline --------------------------------------------------------------------------------------
+    def _keyframe(self) -> None:
+        """Keep the current state (where a batch begins)."""
+        if self._batched:
+            self._timeline.add(float(self._sim.state.t), self._steps, self._sim.snapshot())
+
+    def _branch_if_behind(self) -> None:
+        """Stepping from a state earlier than the furthest reached: the later keyframes belong to an earlier try."""
+        tl, t = self._timeline, float(self._sim.state.t)
+        if tl.head_t is not None and t < tl.head_t:
+            tl.truncate_after(t)
+            tl.reached(t, self._steps)
+            self._branch = t
+
+    def _seek(self, t: float) -> None:
+        """Go to the stored state at simulated time ``t`` (paused), the document's settings applied."""
+        self._playing = False
+        sim, tl = self._sim, self._timeline
+        key = tl.at_or_before(t) if self._batched else None
+        if key is None:
+            return
+        sim.restore(key.snapshot)
+        self._steps = key.step
+        if fixed_step(sim) and t > key.t:
+            nxt = tl.after(key)
+            limit = (nxt.step if nxt is not None else tl.head_step) - key.step
+            n = min(steps_to(sim, t), max(limit, 0))
+            if n > 0:
+                run_steps(sim, n)
+                self._steps += n
+        self._events_seen = len(sim.events)
+        self._apply_document_inputs()
+        self._record_here(send=False)
+        self._anchor_wall, self._anchor_t = self._clock(), sim.state.t
+
+    def _apply_document_inputs(self) -> None:
+        """After going back to a keyframe: the run settings and gains of the model the simulation runs (the
+        document's, which may have changed since), and the actuator commands the user gives now."""
+        sim = self._sim
+        apply_settings(sim)
+        if sim.pull is not None:
+            sim.clear_pull()
+        for name, value in self._actuators.items():
+            sim.set_actuator(name, value)
+
+    # ---- recording -----------------------------------------------------------------------------------------
+    def _start_recording(self, value) -> None:
+        if value is None:
+            self._recording = None
+            return
+        period, count = float(value[0]), value[1]
+        if not period > 0:
+            raise ValueError(f"the frame period must be positive, got {period}")
+        t0 = float(self._sim.state.t)
+        self._recording = (t0, period, None if count is None else int(count), 0)
+        self._take_frames()
+
+    def _frame_time(self) -> float | None:
+        rec = self._recording
+        if rec is None:
+            return None
+        t0, period, count, made = rec
+        if count is not None and made >= count:
+            self._recording = None
+            return None
+        return t0 + made * period
+
+    def _take_frames(self) -> None:
+        """The draw list of the current state for every frame time it has reached."""
+        t = float(self._sim.state.t)
+        tol = 1e-9 * max(1.0, abs(t))
+        drawn = None
+        while (due := self._frame_time()) is not None and t >= due - tol:
+            drawn = drawn or draw_list(self._sim)
+            t0, period, count, made = self._recording
+            self._recording = (t0, period, count, made + 1)
+            self._frames.append(drawn)
 
     # ---- stepping ------------------------------------------------------------------------------------------
     def _advance(self, deadline: float) -> None:
@@ -257,25 +405,35 @@ class SimulationWorker(QObject):
         return dt if span is None or span >= dt * (1 - 1e-9) else span
 
     def _batch_size(self, target: float, deadline: float) -> int:
-        """Steps of the next batch: enough to reach ``target`` (rounded up to a multiple of the sampling stride),
-        but no more than fit before ``deadline`` at the averaged cost per step (a few while there is no average)."""
-        sim, stride = self._sim, self._stride
+        """Steps of the next batch: enough to reach ``target``, but no more than fit before ``deadline`` at the
+        averaged cost per step (a few while there is no average), and none past the next recording frame."""
+        sim = self._sim
         n = MAX_BATCH if math.isinf(target) else math.ceil((target - sim.state.t) / self._step_span() - 1e-9)
-        n = stride * math.ceil(max(n, 1) / stride)
         budget = 8 if self._cost is None else int(max(0.0, deadline - self._clock()) / max(self._cost, 1e-9))
-        if n > budget:
-            n = budget - budget % stride
-        return max(stride, min(n, MAX_BATCH))
+        n = max(1, min(n, budget, MAX_BATCH))
+        due = self._frame_time()
+        if due is not None:
+            to_frame = steps_to(sim, due) if fixed_step(sim) else \
+                math.ceil((due - sim.state.t) / self._step_span() - 1e-9)
+            n = max(1, min(n, to_frame))
+        return n
 
     def _step_once(self) -> bool:
         """One step; on an exception, a non-finite result or a residual over the limit, restore the snapshot taken
         before it (the last good state), pause and report."""
         sim = self._sim
+        if self._batched:
+            self._branch_if_behind()
+            self._keyframe()
         good = _save(sim)
         t_before = sim.state.t
         start = self._clock()
         try:
-            sim.step()
+            if self._batched:
+                records = run_steps(sim, 1, self._step_span(), until=self._frame_time())
+            else:
+                sim.step()
+                records = None
         except Exception as exc:
             _restore(sim, good)
             self._diverged(f"{type(exc).__name__}: {exc}")
@@ -290,25 +448,28 @@ class SimulationWorker(QObject):
         self._steps += 1
         self._steps_this_frame += 1
         self._since_sample += 1
+        if records is not None:
+            self._keep_records(records, 1)
+            self._timeline.reached(float(sim.state.t), self._steps)
         if self._since_sample >= self._stride:
             self._sample()
         self._report_events()
+        self._take_frames()
         return True
 
     def _step_batch(self, n: int) -> None:
-        """``n`` steps in one ``Simulation.run`` call, sampled every ``stride``-th step and at the end. If it
-        raises, or a sampled state is not finite or has a residual over the limit, restore the snapshot taken
-        where it began and step one step at a time (:meth:`_step_once` then pauses at the bad step, as without
-        batches)."""
+        """``n`` steps in one ``Simulation.run`` call, every step recorded. If it raises, or a recorded state is
+        not finite or has a residual over the limit, restore the snapshot taken where it began and step one
+        step at a time (:meth:`_step_once` then pauses at the bad step, as without batches)."""
         sim = self._sim
+        self._branch_if_behind()
         saved = sim.snapshot()
+        self._timeline.add(float(sim.state.t), self._steps, saved)
         t0, taken0 = sim.state.t, sim.steps_taken
         start = self._clock()
         try:
-            with np.errstate(all="ignore"):
-                records = sim.run(n * self._step_span(), record_every=self._stride)
-            rows = sample_rows(records, self._layout)[1:]       # row 0: the state the batch started from
-            bad = not self._state_is_finite() or not self._rows_are_good(rows)
+            records = run_steps(sim, n, self._step_span(), until=self._frame_time())
+            bad = not self._state_is_finite() or not self._records_are_good(records)
         except Exception:
             bad = True
         if bad:
@@ -325,16 +486,56 @@ class SimulationWorker(QObject):
             self._span = span if self._span is None else self._span + weight * (span - self._span)
         self._steps += taken
         self._steps_this_frame += taken
-        self._since_sample = 0                      # the run recorded its last state
-        self._rows.extend(rows)
+        self._keep_records(records, self._stride)
+        self._timeline.reached(float(sim.state.t), self._steps)
         self._report_events()
+        self._take_frames()
         if sim.state.t <= t0:                       # nothing advanced (cannot happen without an error): stop
             self._playing = False
 
-    def _rows_are_good(self, rows: np.ndarray) -> bool:
-        if not np.all(np.isfinite(rows[:, self._layout.groups["joint"]])):
+    def _keep_records(self, records: dict, stride: int) -> None:
+        """Keep the records of the steps just taken (row 0 is the state they started from) for the GUI, and
+        every ``stride``-th of them (and the last) for the plots."""
+        n = len(records["t"]) - 1
+        if n <= 0:
+            return
+        new = {name: values[1:] for name, values in records.items()}
+        self._records.append(new)
+        self._last_record = {name: values[-1] for name, values in new.items()}
+        dropped = np.asarray(new["dropped"])
+        if np.any(dropped > 0) or self._dropped_at is not None:
+            first, last, value = self._dropped_at or (None, None, 0.0)
+            if first is None:
+                first = float(new["t"][np.flatnonzero(dropped > 0)[0]])
+            changes = np.flatnonzero(np.diff(np.concatenate([[value], dropped])) != 0)
+            if changes.size:
+                last = float(new["t"][changes[-1]])
+            self._dropped_at = (first, last, float(dropped[-1]))
+        first = (stride - 1 - self._since_sample) % stride
+        picks = list(range(first, n, stride))
+        if not picks or picks[-1] != n - 1:
+            picks.append(n - 1)
+        self._since_sample = 0
+        if self._layout is not None:
+            self._rows.extend(sample_rows({name: values[picks] for name, values in new.items()}, self._layout))
+
+    def _record_here(self, send: bool = True) -> None:
+        """The records of the current state (one row) as the run's latest (and, with ``send``, for the GUI: the
+        first row of a run or of a new model's part of it)."""
+        try:
+            with np.errstate(all="ignore"):
+                records = self._sim.run(0.0)
+        except Exception:
+            return
+        self._last_record = {name: values[-1] for name, values in records.items()}
+        if send:
+            self._records.append(records)
+
+    def _records_are_good(self, records: dict) -> bool:
+        q = np.asarray(records["q"])
+        if not (np.all(np.isfinite(q)) and np.all(np.isfinite(np.asarray(records["qd"])))):
             return False
-        residual = rows[:, self._layout.groups["residual"]]
+        residual = np.asarray(records["residual"])
         return not np.any(residual > self.residual_limit)      # NaN (inactive) compares False
 
     def _why_bad(self, t_before: float) -> str | None:
@@ -389,6 +590,26 @@ class SimulationWorker(QObject):
             except (ValueError, ArithmeticError, np.linalg.LinAlgError):
                 pass                            # a state the dynamics cannot evaluate: _why_bad or _emit says so
 
+    def _energy_books(self) -> tuple:
+        """The energy audit at the latest recorded state: ``(label, joules)`` pairs for the status bar."""
+        r = self._last_record
+        if r is None:
+            return ()
+        f = {k: float(np.sum(r[k])) for k in ("energy_kinetic", "energy_potential", "energy_total", "energy_error",
+                                             "work_total_constraints", "work_dampers", "work_drag", "work_actuators",
+                                             "work_external", "work_corrections") if k in r}
+        work = sum(f.get(k, 0.0) for k in ("work_total_constraints", "work_dampers", "work_drag", "work_actuators",
+                                           "work_external"))
+        e0 = f["energy_total"] - f["energy_error"] - work - f.get("work_corrections", 0.0)
+        return (("E = kinetic + potential", f["energy_total"]), ("kinetic", f["energy_kinetic"]),
+                ("potential", f["energy_potential"]), ("E(0)", e0),
+                ("work by constraint forces", f.get("work_total_constraints", 0.0)),
+                ("work by dampers", f.get("work_dampers", 0.0)), ("work by drag", f.get("work_drag", 0.0)),
+                ("work by actuators and controllers", f.get("work_actuators", 0.0)),
+                ("work by external forces (mouse spring, point forces)", f.get("work_external", 0.0)),
+                ("projection corrections", f.get("work_corrections", 0.0)),
+                ("error E − E(0) − Σ work − corrections", f["energy_error"]))
+
     def _emit(self) -> None:
         sim, s = self._sim, self._sim.state
         now = self._clock()
@@ -401,23 +622,34 @@ class SimulationWorker(QObject):
         self._last_emit_wall, self._last_emit_t = now, s.t
         # at most max_samples_per_frame rows a frame: sample every stride-th step
         self._stride = max(1, math.ceil(self._steps_this_frame / self.max_samples_per_frame))
-        if self._rows:
-            self.samples.emit(SampleBatch(self._run, self._layout, frozen_copy(np.vstack(self._rows))))
-            self._rows = []
         model = getattr(sim, "model", None)
-        overlay = energy_error = None
+        if self._rows or self._records or self._frames or self._markers or self._branch is not None:
+            records = ()
+            if self._records:
+                chunks = self._records
+                records = frozen_records({k: np.concatenate([c[k] for c in chunks]) for k in chunks[0]})
+            rows = frozen_copy(np.vstack(self._rows)) if self._rows else \
+                frozen_copy(np.zeros((0, self._layout.width if self._layout is not None else 1)))
+            self.samples.emit(SampleBatch(self._run, self._layout, rows, records=records, model=model,
+                                          branch=self._branch, frames=tuple(self._frames),
+                                          markers=tuple(self._markers)))
+            self._rows, self._records, self._frames, self._markers, self._branch = [], [], [], [], None
+        drawn = energy_error = None
         if self._layout is not None and self._state_is_finite():
             try:
-                overlay, energy_error = probe_overlay(sim), float(sim.energy_error())
+                drawn, energy_error = draw_list(sim), float(sim.energy_error())
             except Exception as exc:          # shown, never lost; the snapshot goes out without overlays
                 self._playing = False
                 self.error.emit(f"paused: the state at t = {s.t:.6g} s cannot be evaluated: "
                                 f"{type(exc).__name__}: {exc}")
+        tl = self._timeline
+        timeline = (tl.first_t, tl.head_t) if tl.first_t is not None else None
         self.snapshot.emit(Snapshot(
             t=float(s.t), q=frozen_copy(s.q), steps=self._steps, playing=self._playing, realtime_factor=factor,
-            model=model, run=self._run, overlay=overlay, step_cost=self._cost,
+            model=model, run=self._run, draw=drawn, step_cost=self._cost,
             energy_error=float("nan") if energy_error is None else energy_error, speed=self.speed,
-            batched=self._batched))
+            batched=self._batched, timeline=timeline, energy=self._energy_books(),
+            dropped_at=None if self._dropped_at is None else self._dropped_at[:2]))
 
 
 def _runs_batches(sim) -> bool:

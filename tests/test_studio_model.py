@@ -324,8 +324,10 @@ def test_glyph_meshes_face_outwards():
 def test_arrow_lengths_and_colours():
     lengths = glyphs.soft_length([0.5, 1.0, 10.0, 1000.0], 1.0, 2.0)
     assert lengths.tolist() == pytest.approx([1.0, 2.0, 4.0, 8.0])
+    assert glyphs.arrow_length([0.5, 1.0, 100.0, 1e12], 1.0, 2.0).tolist() == pytest.approx([1.0, 2.0, 4.0, 4.4])
     colours = glyphs.ratio_colour([0.0, 1.0, 5.0])
-    assert colours[0, 1] > colours[0, 0] and colours[1, 0] > colours[1, 1]       # green, then red
+    assert colours[0, 2] > colours[0, 1] and colours[1, 0] > colours[1, 1] + 0.5   # violet, then red
+    assert colours[0, 1] < colours[0, 0] and colours[0, 1] < colours[0, 2]          # never the y axis's green
     assert np.array_equal(colours[1], colours[2])
     segs = glyphs.coil([0, 0, 0], [0, 0, 1], 0.05)
     assert segs.shape[1] == 3 and len(segs) % 2 == 0

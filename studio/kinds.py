@@ -1,0 +1,65 @@
+"""What kind each joint, constraint and force of a compiled model is, by the names the scene documents use
+("hinge", "nail", "spring" …), read through the core's public face: a model's arrays and its scene spec, never
+the core's internal kind numbers.
+
+Thread: any. Plain Python over a frozen ``core.Model``; results are cached per model.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ["joint_kinds", "constraint_kinds", "force_kinds", "MOVING_JOINTS"]
+
+#: Joints with one coordinate that the plots show and controllers drive.
+MOVING_JOINTS = ("hinge", "slider")
+
+_CACHE: dict = {}
+
+
+def _cached(model, key, make):
+    entry = _CACHE.get((id(model), key))
+    if entry is not None and entry[0] is model:
+        return entry[1]
+    value = make(model)
+    if len(_CACHE) > 64:
+        _CACHE.pop(next(iter(_CACHE)))
+    _CACHE[(id(model), key)] = (model, value)
+    return value
+
+
+def joint_kinds(model) -> tuple[str, ...]:
+    """The type of each link's joint: fixed, hinge, slider, ball or free (from the coordinate counts and the
+    motion subspace: a hinge turns about its axis, a slider moves along it)."""
+    def make(m):
+        out = []
+        for i in range(m.n_links):
+            nv = int(m.nv_j[i])
+            if nv == 0:
+                out.append("fixed")
+            elif nv == 6:
+                out.append("free")
+            elif nv == 3:
+                out.append("ball")
+            else:
+                out.append("hinge" if np.any(np.asarray(m.S[i])[:3, 0] != 0.0) else "slider")
+        return tuple(out)
+    return _cached(model, "joints", make)
+
+
+def constraint_kinds(model) -> tuple[str, ...]:
+    """The scene-document type of each compiled constraint (a hinge of the document compiles into two
+    point-to-point constraints, both "hinge"); "point" when the model carries no spec."""
+    def make(m):
+        spec = getattr(m, "spec", None)
+        types = {c.name: c.type for c in (spec.constraints if spec is not None else ())}
+        return tuple(types.get(getattr(c, "entity", c.name), "point") for c in m.constraints)
+    return _cached(model, "constraints", make)
+
+
+def force_kinds(model) -> tuple[str, ...]:
+    """The scene-document type of each force element ("spring", "drag" …; "force" without a spec)."""
+    def make(m):
+        spec = getattr(m, "spec", None)
+        types = {f.name: f.type for f in (spec.forces if spec is not None else ())}
+        return tuple(types.get(f.name, "force") for f in m.forces)
+    return _cached(model, "forces", make)
