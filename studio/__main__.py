@@ -33,8 +33,12 @@ __all__ = ["main"]
 
 
 def _parse_args(argv):
-    parser = argparse.ArgumentParser(prog="limbstudio", description="Simulate constrained rigid bodies and "
-                                     "articulated limbs in a desktop studio.")
+    parser = argparse.ArgumentParser(
+        prog="limbstudio", description="Simulate constrained rigid bodies and articulated limbs in a desktop studio.",
+        epilog="Without the window (videos on simulated time, pictures, plots and the run's CSV): "
+               "limbstudio render SCENE --duration T --fps F --out movie.mp4; "
+               "limbstudio screenshot SCENE --time T --out shot.png; "
+               "limbstudio plots SCENE --duration T --out DIR (each with --help).")
     parser.add_argument("scene", nargs="?", type=Path, default=DEFAULT_SCENE,
                         help=f"scene document (JSON); default: {DEFAULT_SCENE}")
     parser.add_argument("--screenshot", type=Path, metavar="PATH",

@@ -218,6 +218,8 @@ class ControlPanel(QWidget):
         self.formulation_editor.set_value(s.formulation)
         actuators = [f for f in spec.forces if f.type == "actuator"]
         wanted = [(f.name, f.joint, f.limit, f.torque) for f in actuators]
+        # a controller drives the joints and there are no actuators: the controller's editor takes the room
+        self.actuator_box.setVisible(bool(wanted) or not self.controller_editor.isVisibleTo(self))
         if wanted == getattr(self, "_actuators_shown", None):
             return
         self._actuators_shown = wanted

@@ -11,7 +11,7 @@ import inspect
 
 from pydantic import BaseModel
 from PySide6.QtCore import Slot
-from PySide6.QtWidgets import (QCheckBox, QFormLayout, QGroupBox, QHBoxLayout, QLabel, QScrollArea, QVBoxLayout,
+from PySide6.QtWidgets import (QBoxLayout, QCheckBox, QFormLayout, QGroupBox, QHBoxLayout, QLabel, QScrollArea, QVBoxLayout,
                                QWidget)
 
 from core.scene import SceneError
@@ -130,8 +130,9 @@ class Inspector(QWidget):
             form = QFormLayout()
             form.setFieldGrowthPolicy(QFormLayout.FieldGrowthPolicy.AllNonFixedFieldsGrow)
             groups = None
-            if self._compact:          # side by side: the item's own fields, and its groups (a trajectory)
-                columns = QHBoxLayout()
+            if self._compact:          # side by side: the item's own fields, and its groups (a trajectory);
+                columns = QBoxLayout(self._direction())       # one above the other when narrow
+                self._columns = columns
                 columns.addLayout(form, 3)
                 groups = QFormLayout()
                 groups.setFieldGrowthPolicy(QFormLayout.FieldGrowthPolicy.AllNonFixedFieldsGrow)
@@ -145,6 +146,22 @@ class Inspector(QWidget):
                 self._add_fields(form, node, path, spec, groups)
         layout.addStretch(1)
         self._scroll.setWidget(page)
+
+    #: Width (px) from which a compact inspector puts an item's groups (a trajectory) beside its own fields.
+    SIDE_BY_SIDE = 520
+
+    def _direction(self) -> QBoxLayout.Direction:
+        return QBoxLayout.Direction.LeftToRight if self.width() >= self.SIDE_BY_SIDE else \
+            QBoxLayout.Direction.TopToBottom
+
+    def resizeEvent(self, event) -> None:
+        super().resizeEvent(event)
+        columns = getattr(self, "_columns", None)
+        if columns is not None:
+            try:
+                columns.setDirection(self._direction())
+            except RuntimeError:            # the page it was on has been replaced
+                self._columns = None
 
     def _add_point(self, form, spec, path) -> None:
         name = editor_for("text", {})

@@ -479,7 +479,8 @@ class MainWindow(QMainWindow):
 
     def start_recording(self, path, fps: float = 30.0, duration: float | None = None, size=None, plots=()) -> None:
         """Record ``duration`` simulated seconds (None: until stopped) at ``fps`` to ``path``
-        (:class:`studio.recording.VideoRecorder`)."""
+        (:class:`studio.recording.VideoRecorder`). Frames follow simulated time, so a paused simulation is set
+        playing."""
         try:
             self.recorder.start(path, fps, duration, size, plots)
         except (ValueError, OSError) as exc:
@@ -487,7 +488,9 @@ class MainWindow(QMainWindow):
             self.status.error(str(exc))
             return
         self._set_record_checked(True)
-        self.status.note(f"recording to {path}", 3000)
+        self.status.note(f"recording to {path}, {fps:g} frames per simulated second", 3000)
+        if not self.play_action.isChecked():
+            self.play()
 
     def _set_record_checked(self, on: bool) -> None:
         self.record_action.blockSignals(True)

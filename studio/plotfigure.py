@@ -209,16 +209,33 @@ def _value(v: float) -> str:
 
 
 class _Leave(QObject):
-    """GUI thread. Calls ``callback`` when the mouse leaves the widget it filters."""
+    """GUI thread. Calls ``callback`` when the mouse leaves the widget it filters (or, with ``kind``, on events
+    of that type)."""
 
-    def __init__(self, callback, parent=None):
+    def __init__(self, callback, parent=None, kind=QEvent.Type.Leave):
         super().__init__(parent)
-        self._callback = callback
+        self._callback, self._kind = callback, kind
 
     def eventFilter(self, obj, event):
-        if event.type() == QEvent.Type.Leave:
+        if event.type() == self._kind:
             self._callback()
         return False
+
+
+def _no_minimum_width(label) -> None:
+    """A title never makes the figure wider than its widget: pyqtgraph's LabelItem makes its text's width its
+    minimum on every change and resize, and a long title (with its legend) pushed the plots past the dock's right
+    edge, clipped; the title fits its legend to the width instead (:meth:`PlotFigure._title`)."""
+    update = type(label).updateMin
+
+    def update_min():
+        update(label)
+        label.setMinimumWidth(0)
+        label._sizeHint[Qt.SizeHint.MinimumSize] = (0, label._sizeHint[Qt.SizeHint.MinimumSize][1])
+        label.updateGeometry()
+
+    label.updateMin = update_min
+    update_min()
 
 
 class PlotFigure(QObject):
@@ -251,6 +268,9 @@ class PlotFigure(QObject):
             graphics.scene().sigMouseMoved.connect(self._mouse_moved)
             self._leave = _Leave(lambda: self._set_hover(None), self)
             graphics.viewport().installEventFilter(self._leave)
+        # a narrower dock fits fewer legend entries in a title (the rest are counted: "+2")
+        self._resized = _Leave(self.retitle, self, QEvent.Type.Resize)
+        graphics.installEventFilter(self._resized)
 
     # ---- building ------------------------------------------------------------------------------------------
     def available(self, spec: PlotSpec) -> bool:
@@ -287,6 +307,7 @@ class PlotFigure(QObject):
                 plot.getAxis(name).setZValue(plot.vb.zValue() - 1)   # the (opaque) grid under the curves
             plot.setLabel("left", text=spec.unit)
             plot.getAxis("left").setWidth(AXIS_WIDTH)
+            _no_minimum_width(plot.titleLabel)
             plot.setClipToView(True)
             plot.setDownsampling(auto=True, mode="peak")
             plot.setMenuEnabled(False)
@@ -363,12 +384,16 @@ class PlotFigure(QObject):
             value = "" if row is None else " " + _value(float(row[col]))
             entries.append((f"<span style='color:{_hex(colour)}'>{mark}</span>&nbsp;{label}{value}",
                             f"{mark} {label}{value}"))
-        width = max(120.0, plot.width() if plot.width() > 0 else 400.0) - 12
-        metrics = QFontMetricsF(self._font)
-        used = metrics.horizontalAdvance(title) + 24
+        own = plot.width() if plot.width() > 0 else 400.0
+        width = max(120.0, min(own, self.graphics.width() - 16) if self.graphics.width() > 0 else own) - 12
+        font = QFont(self._font)
+        font.setPointSizeF(float(self.title_size.removesuffix("pt")) if self.title_size.endswith("pt") else 9.0)
+        metrics = QFontMetricsF(font)
+        font.setBold(True)
+        used = QFontMetricsF(font).horizontalAdvance(title) + 30
         shown = []
         for html, plain in entries:
-            w = metrics.horizontalAdvance(plain) + 10
+            w = metrics.horizontalAdvance(plain) + 14
             if used + w > width and shown:
                 break
             shown.append(html)

@@ -49,7 +49,7 @@ class StatusBar(QStatusBar):
         cost = "" if snap.step_cost is None else f"{_milliseconds(snap.step_cost)}/step"
         self.cost_label.setText(f"compiled · {cost}" if cost and snap.batched else cost)
         self.energy_label.setText("" if not math.isfinite(snap.energy_error) else
-                                  f"energy error {snap.energy_error:+.2e} J ⓘ")
+                                  f"energy error {snap.energy_error:+.2e} J (?)")
         self.energy_label.setToolTip(energy_tooltip(snap))
 
     def clear_error(self) -> None:

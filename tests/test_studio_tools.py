@@ -218,7 +218,7 @@ def test_a_nail_at_a_links_tip_is_picked_over_the_link(window, qtbot):
     _run_to(win, qtbot, 0.4)                                 # the tip has reached its nail
     view = win.viewport
     draw = _latest(win).draw
-    assert np.linalg.norm(draw.point_a[0] - draw.point_b[0]) < 1e-3
+    assert np.linalg.norm(draw.point_a[0] - draw.point_b[0]) < 1e-2          # within a centimetre
     x, y = view.screen_position(draw.point_b[0])
     assert view.hit(x, y)[0] == "nail"
     body = view.hit(x, y, handles=False)
