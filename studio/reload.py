@@ -25,7 +25,7 @@ import numpy as np
 
 import core
 
-from .kinds import constraint_kinds
+from .kinds import constraint_kinds, joint_kinds
 
 __all__ = ["reload_simulation", "apply_edit", "same_coordinates", "same_structure", "RUN_SETTINGS"]
 
@@ -35,7 +35,7 @@ RUN_SETTINGS = ("dt", "integrator", "formulation", "tolerance")
 
 def same_coordinates(a, b) -> bool:
     """Whether two models have the same links, joint types and coordinate layout (q of one fits the other)."""
-    return (a.link_names == b.link_names and np.array_equal(a.joint_type, b.joint_type)
+    return (a.link_names == b.link_names and joint_kinds(a) == joint_kinds(b)
             and np.array_equal(a.nq_j, b.nq_j) and np.array_equal(a.nv_j, b.nv_j)
             and np.array_equal(a.parent, b.parent))
 

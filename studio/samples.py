@@ -32,7 +32,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from core.model import HINGE, SLIDER
+from .kinds import MOVING_JOINTS, joint_kinds
 
 __all__ = ["SampleLayout", "sample_layout", "sample_row", "sample_rows", "ENERGY_LABELS"]
 
@@ -86,7 +86,8 @@ def sample_layout(model, sim=None) -> SampleLayout:
     """The layout of ``model``'s sample rows (``sim``, running ``model``, adds its controllers' groups)."""
     K = len(model.constraints)
     R = sum(c.rows for c in model.constraints)
-    joints = [i for i in range(model.n_links) if model.joint_type[i] in (HINGE, SLIDER)]
+    kinds = joint_kinds(model)
+    joints = [i for i in range(model.n_links) if kinds[i] in MOVING_JOINTS]
     control = _controller_columns(model, sim)
     sizes = [("t", 1), ("energy", len(ENERGY_LABELS)), ("force", K), ("deviation", K), ("deviation_rate", K),
              ("residual", K), ("singular", R), ("joint", len(joints))] + [(g, len(v)) for g, v in control.items()]
@@ -102,7 +103,7 @@ def sample_layout(model, sim=None) -> SampleLayout:
     for group, columns in control.items():
         labels[group] = tuple(f"{c}: {j}" if several else j for c, j in columns)
     return SampleLayout(groups=groups, labels=labels, joint_q=tuple(int(model.q_start[i]) for i in joints),
-                        joint_units=tuple("rad" if model.joint_type[i] == HINGE else "m" for i in joints),
+                        joint_units=tuple("rad" if kinds[i] == "hinge" else "m" for i in joints),
                         controllers=tuple(dict.fromkeys(name for name, _ in control["desired"]
                                                         + control["parameters"])))
 

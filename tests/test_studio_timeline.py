@@ -243,3 +243,14 @@ def test_additions_and_deletions_keep_the_rest_of_the_text():
     assert rewrite('{"a": [1, 2], "b": "–"}', {"a": [1, 2, 3], "b": "–", "c": 1.0}) == \
         '{"a": [1, 2, 3], "b": "–", "c": 1.0}'
     assert rewrite('{\n  "x": 0,\n  "y": 1e-3\n}\n', {"x": 2.0, "y": 0.001}) == '{\n  "x": 2,\n  "y": 1e-3\n}\n'
+
+
+def test_explicit_defaults_stay_and_new_fields_go_last():
+    text = '{\n  "name": "x",\n  "simulation": {\n    "dt": 0.001,\n    "duration": 1.0\n  }\n}\n'
+    old = {"name": "x", "simulation": {"dt": 0.001, "duration": 1.0, "integrator": "rk4"}}
+    full = {"name": "x", "simulation": {"dt": 0.001, "duration": 1.0, "integrator": "euler"}}
+    minimal = {"name": "x", "simulation": {"dt": 0.001, "integrator": "euler"}}     # duration at its default
+    assert rewrite(text, minimal, full, old) == ('{\n  "name": "x",\n  "simulation": {\n    "dt": 0.001,\n'
+                                                 '    "duration": 1.0,\n    "integrator": "euler"\n  }\n}\n')
+    unchanged = {"name": "x", "simulation": {"dt": 0.001, "duration": 1.0, "integrator": "rk4"}}
+    assert rewrite(text, {"name": "x", "simulation": {"dt": 0.001}}, unchanged, old) == text

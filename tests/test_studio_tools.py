@@ -317,6 +317,13 @@ def test_the_status_bar_explains_and_clears(window, qtbot, tmp_path):
     win.status.error("paused at t = 1 s, keeping the last good state: test")
     win.reset_action.trigger()
     assert win.status.currentMessage() == ""
+    win.selection.set(("forces", 0))                             # and on Undo (Ctrl+Z)
+    editor = win.inspector.editor("stiffness")
+    editor.edit.setText("30")
+    editor.edit.editingFinished.emit()
+    win.status.error("paused at t = 1 s, keeping the last good state: test")
+    QTest.keyClick(win.viewport, Qt.Key.Key_Z, Qt.KeyboardModifier.ControlModifier)
+    assert win.document.spec.forces[0].stiffness == 20.0 and win.status.currentMessage() == ""
     win.step_action.trigger()
     qtbot.waitUntil(lambda: _latest(win).steps == 1)
     assert "paused · 1 step" in win.status.rate_label.text() and "steps" not in win.status.rate_label.text()
