@@ -21,6 +21,7 @@ from OpenGL import GL
 
 from . import glyphs
 from .framing import nice_step
+from .kinds import constraint_kinds, force_kinds
 
 __all__ = ["Overlays", "KINDS", "ON_TOP", "SPRING_COLOUR", "VELOCITY_COLOUR"]
 
@@ -108,18 +109,31 @@ class Overlays:
         if self.last is not None:
             self.update(self.last)
 
-    def legend(self) -> str:
-        """What the arrows and marks mean, in words (rich text for the viewport's legend)."""
+    def legend(self, model=None) -> str:
+        """What the arrows and marks of ``model`` mean, in words (rich text for the viewport's legend; only what
+        the scene has — constraint forces and velocities, springs, nails; "" when it has none of them). Without
+        a model: all of them."""
         def sw(rgb):
             return "#%02x%02x%02x" % tuple(round(255 * c) for c in rgb[:3])
-        force = _length_text(self.arrow_reference)
-        return (f"<span style='color:{sw(glyphs.LOW_LOAD)}'>━▶</span><span style='color:{sw(glyphs.MID_LOAD)}'>━▶"
-                f"</span><span style='color:{sw(glyphs.FULL_LOAD)}'>━▶</span> constraint force: "
-                f"{force} = {self.force_reference:g} N (longer ones grow logarithmically); colour = force ÷ "
-                f"its max_force, 0 → 1<br><span style='color:{sw(VELOCITY_COLOUR)}'>━▶</span> velocity of a "
-                f"constrained point: the distance it covers in {VELOCITY_TIME:g} s &nbsp; "
-                f"<span style='color:{sw(SPRING_COLOUR)}'>∿</span> spring (drag its ends) &nbsp; "
-                f"<span style='color:{sw(NAIL_COLOUR)}'>●</span> nail (drag it)")
+        constraints = True if model is None else len(model.constraints) > 0
+        springs = True if model is None else "spring" in force_kinds(model)
+        nails = True if model is None else "nail" in constraint_kinds(model)
+        lines, marks = [], []
+        if constraints:
+            force = _length_text(self.arrow_reference)
+            lines.append(f"<span style='color:{sw(glyphs.LOW_LOAD)}'>━▶</span><span style='color:"
+                         f"{sw(glyphs.MID_LOAD)}'>━▶</span><span style='color:{sw(glyphs.FULL_LOAD)}'>━▶</span> "
+                         f"constraint force: {force} = {self.force_reference:g} N (longer ones grow "
+                         "logarithmically); colour = force ÷ its max_force, 0 → 1")
+            marks.append(f"<span style='color:{sw(VELOCITY_COLOUR)}'>━▶</span> velocity of a constrained point: "
+                         f"the distance it covers in {VELOCITY_TIME:g} s")
+        if springs:
+            marks.append(f"<span style='color:{sw(SPRING_COLOUR)}'>∿</span> spring (drag its ends)")
+        if nails:
+            marks.append(f"<span style='color:{sw(NAIL_COLOUR)}'>●</span> nail (drag it)")
+        if marks:
+            lines.append(" &nbsp; ".join(marks))
+        return "<br>".join(lines)
 
     # ---- refresh -------------------------------------------------------------------------------------------
     def update(self, ov) -> None:

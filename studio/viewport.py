@@ -208,7 +208,9 @@ class Viewport(gl.GLViewWidget):
         weight = float(np.sum(model.mass)) * max(float(np.linalg.norm(model.gravity)), 1.0)
         self.overlays = Overlays(self._world, max(scale, 1e-3), max(weight, 1e-6), LIT)
         self.overlays.visible.update(self._overlay_visible)
-        self.legend_label.setText(self.overlays.legend())
+        self.legend_label.setText(self.overlays.legend(model))
+        self._legend_wanted = getattr(self, "_legend_wanted", True)
+        self.legend_label.setVisible(self._legend_wanted and bool(self.legend_label.text()))
         self._place_labels()
         if frame or old is None:
             self.frame_scene(initial=True)
@@ -259,7 +261,9 @@ class Viewport(gl.GLViewWidget):
         self.update()
 
     def set_legend_visible(self, on: bool) -> None:
-        self.legend_label.setVisible(bool(on))
+        """Show the legend of arrows and marks (when the scene has any)."""
+        self._legend_wanted = bool(on)
+        self.legend_label.setVisible(self._legend_wanted and bool(self.legend_label.text()))
 
     def set_recording_text(self, text: str) -> None:
         """Show ``text`` in the red recording badge (empty: hide it). The badge is never in a recording."""
@@ -271,7 +275,7 @@ class Viewport(gl.GLViewWidget):
     def _place_labels(self) -> None:
         self.legend_label.setWordWrap(True)
         self.legend_label.setFixedWidth(max(160, min(560, self.width() - 16)))
-        self.legend_label.setFixedHeight(self.legend_label.heightForWidth(self.legend_label.width()))
+        self.legend_label.setFixedHeight(max(0, self.legend_label.heightForWidth(self.legend_label.width())))
         self.legend_label.move(8, max(0, self.height() - self.legend_label.height() - 8))
         self.rec_label.move(max(0, self.width() - self.rec_label.width() - 8), 8)
 
