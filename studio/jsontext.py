@@ -246,8 +246,11 @@ def _dumps(spec) -> tuple[dict, dict]:
 
 def document_text(spec, base: str | None = None) -> str:
     """The text of scene ``spec``: ``base`` (the text it was read from) with only what changed rewritten, or the
-    core's own form (``core.scene.spec_to_json``) without one (or when ``base`` is not a JSON object)."""
-    from core.scene import spec_to_json
+    core's own form (``core.scene.spec_to_json``: defaults left out, two-space indents) in UTF-8 (non-ASCII text
+    as itself, not ``\\u2013``) without one (or when ``base`` cannot be rewritten)."""
+    def spec_to_json(spec) -> str:
+        return json.dumps(_dumps(spec)[0], indent=2, ensure_ascii=False) + "\n"
+
     if base is None:
         return spec_to_json(spec)
     from core.scene import parse_spec

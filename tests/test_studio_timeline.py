@@ -254,3 +254,9 @@ def test_explicit_defaults_stay_and_new_fields_go_last():
                                                  '    "duration": 1.0,\n    "integrator": "euler"\n  }\n}\n')
     unchanged = {"name": "x", "simulation": {"dt": 0.001, "duration": 1.0, "integrator": "rk4"}}
     assert rewrite(text, {"name": "x", "simulation": {"dt": 0.001}}, unchanged, old) == text
+
+
+def test_a_new_document_is_written_in_utf8():
+    spec = core.read_spec(ARM)
+    text = spec_to_json(spec)
+    assert "–" in text and "\\u2013" not in text and parse_spec(json.loads(text)) == spec
