@@ -286,7 +286,7 @@ class VideoRecorder(QObject):
 
     def _status_text(self) -> str:
         if self._taking:
-            elapsed = 0.0 if self.t0 is None else self.t_last - self.t0 + 1.0 / self.fps
+            elapsed = self.taken / self.fps               # seconds of video so far (the run may have jumped)
             limit = "" if self.expected is None else f" / {self.expected / self.fps:.1f} s"
             return f"● REC {elapsed:.2f} s{limit}"
         if self._writer is not None:
@@ -354,7 +354,7 @@ class VideoRecorder(QObject):
             self._figure = FigureRenderer(panel.layout_spec, (width, self.size[1]), self.plot_keys, panel.log,
                                           panel.markers)
             self._figure.layout = panel.layout_spec
-        window = panel.window or max(1e-3, t - (self.t0 or 0.0))
+        window = panel.window or max(1e-3, t - min(self.t0 or 0.0, t))
         lo = max(0.0, t - window)
         rows = panel.history.between(lo, t)
         rows = rows[rows[:, 0] <= t + 1e-12] if len(rows) else rows

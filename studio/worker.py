@@ -150,6 +150,7 @@ class SimulationWorker(QObject):
             self._timeline.clear()
             self._dropped_at = None
             self._branch = None
+            self._rebase_recording()
         kind = type(sim).__qualname__
         first = kind not in _PREPARED
         if first:
@@ -172,6 +173,8 @@ class SimulationWorker(QObject):
                 self._keyframe()
         self._anchor_wall, self._anchor_t = self._clock(), sim.state.t   # sim time _anchor_t reached at wall time
         self._last_emit_wall, self._last_emit_t = self._anchor_wall, sim.state.t
+        if new_run and self._recording is not None:
+            self._take_frames()                 # the first frame of the new run
 
     # ---- the loop ------------------------------------------------------------------------------------------
     @Slot()
@@ -334,6 +337,8 @@ class SimulationWorker(QObject):
         self._events_seen = len(sim.events)
         self._apply_document_inputs()
         self._record_here(send=False)
+        self._rebase_recording()
+        self._take_frames()
         self._anchor_wall, self._anchor_t = self._clock(), sim.state.t
 
     def _apply_document_inputs(self) -> None:
@@ -357,6 +362,13 @@ class SimulationWorker(QObject):
         t0 = float(self._sim.state.t)
         self._recording = (t0, period, None if count is None else int(count), 0)
         self._take_frames()
+
+    def _rebase_recording(self) -> None:
+        """The run jumped (a reset, a seek, a restart) while recording: the next frame is due now, the frames
+        after it one period apart from here (the video goes on from the new state, without a gap or a stall)."""
+        if self._recording is not None:
+            t0, period, count, made = self._recording
+            self._recording = (float(self._sim.state.t) - made * period, period, count, made)
 
     def _frame_time(self) -> float | None:
         rec = self._recording
