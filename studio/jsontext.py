@@ -212,6 +212,8 @@ class _Writer:
             fv = full[k] if k < len(full) else value
             if named:
                 j = by_name.get(value["name"])
+                if j is None and len(new) == len(items):
+                    j = k                                     # renamed in place
             else:
                 j = k if k < len(items) and len(new) == len(items) else (k if k < len(items) else None)
             if j is None:
