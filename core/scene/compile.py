@@ -15,7 +15,7 @@ from ..crba import mass_matrix
 from ..inertia import composite_inertia, shape_spatial_inertia, shape_volume
 from ..model import BALL, FREE, JOINT_TYPES, Model, Shape, build_model
 from ..spatial import quat_normalize, quat_to_rotation, spatial_inertia
-from .entities import compile_constraints, compile_forces
+from .entities import compile_constraints, compile_contacts, compile_forces
 from .control import with_controllers
 from .io import Problem, SceneError
 from .schema import Body, Inertial, Scene
@@ -130,6 +130,10 @@ def compile_scene(spec: Scene, source: str = "<scene>") -> Model:
     if spec.constraints or spec.forces:
         model = dataclasses.replace(model, constraints=compile_constraints(model, spec.constraints),
                                     forces=compile_forces(model, spec.forces))
+    if spec.contacts:
+        contacts, constraints, forces = compile_contacts(model, spec)
+        model = dataclasses.replace(model, contacts=contacts, constraints=model.constraints + tuple(constraints),
+                                    forces=model.forces + tuple(forces))
     return with_controllers(model, spec.controllers, source)
 
 
