@@ -81,12 +81,44 @@ def _run(args) -> int:
         elif event["type"] == "rank_deficient":
             print(f"t = {event['t']:.4f} s: the constraint Jacobian has rank {event['jacobian_rank']} for "
                   f"{event['rows']} constraint rows (redundant or singular constraints)", file=sys.stderr)
+    if not args.quiet:
+        for line in contact_report(model, sim.events):
+            print(line)
     summary = write_run(out, model, sim, data, scene_path=args.scene)
     if not args.quiet:
         print(f"{model.name}: {summary['steps']} steps of {sim.dt:g} s ({sim.integrator}) in "
               f"{summary['wall_time_s']:.2f} s; energy audit error {summary['energy_error_relative']:.3e} (relative); "
               f"wrote {out}/timeseries.npz, timeseries.csv, summary.json")
     return 0
+
+
+def contact_report(model, events) -> list[str]:
+    """One line per contact of ``model``: its touchdowns, bounces, lift-offs, slips and sticks in ``events``
+    (:mod:`core.contacts`), the first and last times, and its hops (lift-offs after which none of its points
+    touches, each followed by a touchdown)."""
+    lines = []
+    for c in model.contacts:
+        mine = [e for e in events if e.get("contact") == c.name]
+        if not mine:
+            lines.append(f"contact {c.name!r}: no events")
+            continue
+        counts: dict[str, int] = {}
+        for e in mine:
+            counts[e["type"]] = counts.get(e["type"], 0) + 1
+        touching, hops, airborne = set(), 0, False
+        for e in mine:
+            if e["type"] == "touchdown":
+                if airborne and not touching:
+                    hops += 1
+                touching.add(e["point"])
+                airborne = False
+            elif e["type"] == "lift-off":
+                touching.discard(e["point"])
+                airborne = airborne or not touching
+        kinds = ", ".join(f"{n} {k}{'s' if n != 1 else ''}" for k, n in counts.items())
+        lines.append(f"contact {c.name!r}: {kinds}; {hops} hop{'s' if hops != 1 else ''}; "
+                     f"first at t = {mine[0]['t']:.6g} s, last at t = {mine[-1]['t']:.6g} s")
+    return lines
 
 
 def _sweep(args) -> int:

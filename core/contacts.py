@@ -213,12 +213,19 @@ def constraint_jacobian(model, kin, q, c) -> np.ndarray:
     return c.basis.T @ Ja
 
 
-def contact_point_body(c: Contact, p: ContactPoint, R_WL: np.ndarray) -> np.ndarray:
+def contact_point_body(c: Contact, p: ContactPoint, R_WL: np.ndarray, omega=None, lead: float = 0.0) -> np.ndarray:
     """The body-frame coordinates of the material point at which point ``p`` touches the plane (its sphere's
-    lowest point along the normal; the point itself when its radius is zero), for the link rotation R_WL."""
+    lowest point along the normal; the point itself when its radius is zero), for the link rotation R_WL — or,
+    given the link's angular velocity ``omega`` (link frame), the one that touches ``lead`` seconds later (to
+    first order: the body-frame normal turns as dn/dt = −ω × n). A step holds the point that touches at its
+    middle, so a rolling sphere's contact point is held with no bias of first order in the step."""
     if p.radius == 0:
         return p.r
-    return p.r - p.radius * (R_WL.T @ c.normal)
+    n = R_WL.T @ c.normal
+    if lead and omega is not None:
+        n = n - lead * np.cross(omega, n)
+        n /= np.linalg.norm(n)
+    return p.r - p.radius * n
 
 
 def impact(model, state, touching: list, contact_rows: set) -> tuple[np.ndarray, dict]:

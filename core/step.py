@@ -311,6 +311,8 @@ _STATUS = {RUNNING: "ok", EVENT: "event", NOT_FINITE: "diverged"}
 
 def _evaluated(model: Model, state: State, plan: _Plan) -> None:
     """Make sure the plan's output buffer holds the full evaluation at ``state``."""
+    if model.contacts:
+        _contact_tables(model, plan, state)
     if _holds(plan, state):
         return
     if _run(model, state, plan, 1.0, state.t, 0).status == "diverged":
@@ -354,9 +356,10 @@ def _data(model: Model, plan: _Plan, state: State) -> Data:
 MAX_EVENTS_PER_STEP = 64
 
 
-def _contact_tables(model: Model, plan: _Plan, state: State) -> None:
+def _contact_tables(model: Model, plan: _Plan, state: State, lead: float = 0.0) -> None:
     """Write what the contacts' rows take from ``state`` into the plan's tables: the friction force of every
-    slipping point (``State.slip``) and, for spheres, the body point that touches the plane now. When that
+    slipping point (``State.slip``) and, for spheres, the body point that touches the plane now (``lead``
+    seconds later: half the step about to be taken, :func:`core.contacts.contact_point_body`). When that
     changes an evaluation cached at a state is stale, so it is dropped."""
     changed = False
     kin = None
@@ -370,8 +373,8 @@ def _contact_tables(model: Model, plan: _Plan, state: State) -> None:
                 changed = True
             if p.radius > 0 and state.active[p.normal]:
                 if kin is None:
-                    kin = link_kinematics(model, state.q)
-                r = contact_point_body(c, p, kin.R_WL[p.link])
+                    kin = link_kinematics(model, state.q, state.qd if lead else None)
+                r = contact_point_body(c, p, kin.R_WL[p.link], kin.v[p.link, :3] if lead else None, lead)
                 if not np.array_equal(plan.constraints["r_a"][p.stick], r):
                     plan.constraints["r_a"][p.stick] = r
                     plan.forces["r_a"][p.friction] = r
@@ -520,7 +523,7 @@ def _contact_step(model: Model, state: State, plan: _Plan, dt: float, t_end: flo
     count = 0
     kernel_event = False
     while state.t < target - 1e-12 * max(1.0, abs(target)):
-        _contact_tables(model, plan, state)
+        _contact_tables(model, plan, state, 0.5 * (target - state.t))
         batch = _run(model, state, plan, target - state.t, target, 1)
         if batch.status == "diverged" or batch.steps == 0:
             return state, events, "diverged"
@@ -553,7 +556,7 @@ def _contact_advance(model: Model, state: State, plan: _Plan, dt: float, t_end: 
                      energy0: float, record_every: int, since: int, record_first: bool) -> Batch:
     """:func:`advance` for scenes with contacts: contact steps one at a time (:func:`_contact_step`), records
     written row by row; it stops after a step with events."""
-    eps = 1e-12 * max(1.0, abs(t_end))
+    eps = 1e-12 * max(1.0, abs(t_end)) if np.isfinite(t_end) else 0.0
     rows, steps, status, events = 0, 0, "ok", []
     every = max(1, record_every)
 
