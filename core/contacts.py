@@ -46,12 +46,14 @@ from .constraints import JOINT_SPACE, POINT_ON_PLANE, POINT_VELOCITY, PointConst
 from .crba import mass_matrix
 from .forces import POINT_FORCE, AppliedForce
 from .joint_constraints import tape_jet
-from .points import jacobian_at, link_kinematics
+from .points import jacobian_at, link_kinematics, velocity_at
 
 __all__ = ["Contact", "ContactPoint", "contact_elements", "point_modes", "OPEN", "STICK", "SLIP", "FRICTIONLESS",
-           "MODE_NAMES", "separations", "normal_forces", "triggers", "impact", "constraint_jacobian"]
+           "MODE_NAMES", "separations", "normal_forces", "triggers", "slipping_away", "impact", "constraint_jacobian"]
 
 OPEN, STICK, SLIP, FRICTIONLESS = range(4)
+#: m: the penetration beyond which an open point touches down (the isolation's tolerance on the separation).
+PENETRATION = 1e-9
 MODE_NAMES = ("open", "stick", "slip", "frictionless")
 
 
@@ -155,23 +157,47 @@ def _tangential_velocity(c: Contact, out, p: ContactPoint) -> np.ndarray:
     return v - c.normal * (c.normal @ v)
 
 
-def triggers(model, state, out, before=None) -> list[tuple]:
+def slipping_away(model, state) -> set:
+    """The slots of the slipping points whose slip velocity opposes their friction force at ``state`` — the
+    points that may stick during a step from ``state`` (a slip that has just begun from rest may not)."""
+    kin = None
+    out = set()
+    for c in model.contacts:
+        for p in c.points:
+            if p.stick < 0 or not state.active[p.normal] or state.active[p.stick]:
+                continue
+            f = state.slip[p.slot]
+            if not f.any():
+                continue
+            if kin is None:
+                kin = link_kinematics(model, state.q, state.qd)
+            v = velocity_at(kin, p.link, contact_point_body(c, p, kin.R_WL[p.link]))
+            if -(v - c.normal * (c.normal @ v)) @ f > 0:
+                out.add(p.slot)
+    return out
+
+
+def triggers(model, state, out, before=None, eligible=None, held=frozenset()) -> list[tuple]:
     """The contact events whose trigger predicate holds at ``state`` (``out``: its evaluation), as
     ``(kind, contact, point, g)`` with ``g`` the event function (positive before the event, ≤ 0 at and after):
 
-    - ``touchdown``: an open point's separation h < 0 (g = h);
+    - ``touchdown``: an open point's separation h < −:data:`PENETRATION` (g = h + PENETRATION: a point that
+      has just lifted off, still at h ≈ 0 with the stabilization's round-off, does not touch down again at once);
     - ``lift-off``: an active point's normal force N < 0 (g = N);
     - ``slip``: a sticking point's tangential force beyond the cone, ‖F_t‖ > μN (g = μN − ‖F_t‖);
     - ``stick``: a slipping point's slip velocity no longer opposes its friction force (g = −v_t·f̂, f̂ the
-      friction direction of ``before``, the state the step started from, else of ``state``)."""
+      friction direction of ``before``, the state the step started from, else of ``state``) — a crossing: only
+      for the points of ``eligible`` (slots; :func:`slipping_away` at ``before``), when given. Points of
+      ``held`` (slots) do not slip: the step holds a point that has switched between stick and slip too often
+      inside it (chatter at the cone's edge) in stick until the step ends."""
     found = []
     slip_state = state if before is None else before
     for c in model.contacts:
         for p in c.points:
             if not state.active[p.normal]:
                 h = float(c.normal @ (out.point_a[p.normal] - out.point_b[p.normal]))
-                if h < 0:
-                    found.append(("touchdown", c, p, h))
+                if h < -PENETRATION:
+                    found.append(("touchdown", c, p, h + PENETRATION))
                 continue
             N = float(c.normal @ out.constraint_force[p.normal])
             if N < 0:
@@ -181,9 +207,9 @@ def triggers(model, state, out, before=None) -> list[tuple]:
                 continue
             if state.active[p.stick]:
                 g = c.friction * N - float(np.linalg.norm(out.constraint_force[p.stick]))
-                if g < 0:
+                if g < 0 and p.slot not in held:
                     found.append(("slip", c, p, g))
-            else:
+            elif eligible is None or p.slot in eligible:
                 f = slip_state.slip[p.slot]
                 fn = np.linalg.norm(f)
                 if fn > 0:
@@ -239,7 +265,8 @@ def impact(model, state, touching: list, contact_rows: set) -> tuple[np.ndarray,
     J q̇ the impact leaves unchanged — and of the touching points: normal rows with v_n⁺ = −e v_n⁻ (0 for a
     resting point) and P_n ≥ 0, tangential rows with v_t⁺ = 0 while ‖P_t‖ ≤ μ P_n, else a sliding impact with
     P_t = −μ P_n t̂ (t̂ the pre-impact slip direction). Points whose P_n would be negative separate and are
-    dropped, one at a time (an active-set solution of the complementarity conditions)."""
+    dropped, one at a time (an active-set solution of the complementarity conditions). ``info["energy_change"]``
+    is the kinetic energy the impact changes (≤ 0 but for e = 1, where it is zero).""" 
     q, v = state.q, state.qd
     kin = link_kinematics(model, q)
     M = mass_matrix(model, q)
@@ -301,6 +328,7 @@ def impact(model, state, touching: list, contact_rows: set) -> tuple[np.ndarray,
             continue
         break
     qd = v + Minv @ (C.T @ P) if len(P) else v.copy()
+    info["energy_change"] = 0.5 * float(qd @ M @ qd - v @ M @ v)
     for k, d in enumerate(pts):
         after = float(d["Jn"] @ qd)
         if after >= d["c"].rest_speed:                          # it rebounds (or separates): open

@@ -127,6 +127,7 @@ class Model:
     forces: tuple = ()                         # core.forces.AppliedForce
     controllers: tuple = ()                    # core.control controllers; State.z holds their integrated state
     contacts: tuple = ()                       # core.contacts.Contact: unilateral contacts (their rows are constraints)
+    programs: tuple = ()                       # core.programs.ProgramSpec: control programs (Kearney §4)
     settings: dict[str, Any] = field(default_factory=dict)
     spec: Any = None                           # the editable scene spec this model was compiled from, if any
 

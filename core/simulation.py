@@ -17,6 +17,7 @@ recovery from a diverging step use them).
 """
 from __future__ import annotations
 
+import copy
 import time
 from dataclasses import dataclass, field, replace
 
@@ -25,6 +26,7 @@ import numpy as np
 from .data import Data
 from .formulations import FORMULATIONS
 from .model import POWER_SOURCES, Model, State
+from .programs import Controls
 from .records import record_width, split
 from .step import (_NO_TRACE, INTEGRATOR_NAMES, DivergenceError, Inputs, _contact_advance, _plan, _run, advance,
                    controllers_under, evaluate, handle_events, record_layout)
@@ -56,6 +58,8 @@ class Snapshot:
     steps_taken: int
     wall_time: float
     energy0: float | None
+    programs: tuple = ()                    # deep copies of the control programs (their own state)
+    programs_started: bool = False
 
 
 class Simulation:
@@ -90,11 +94,14 @@ class Simulation:
         self.steps_taken = 0
         self.wall_time = 0.0
         self._energy0: float | None = None
+        self.programs = [spec.instantiate() for spec in self.model.programs]
+        self._programs_started = False
 
     def snapshot(self) -> Snapshot:
         """Everything that changes while running, as an immutable value."""
         return Snapshot(self.state.copy(), self.inputs, tuple(dict(e) for e in self.events), self.steps_taken,
-                        self.wall_time, self._energy0)
+                        self.wall_time, self._energy0, tuple(copy.deepcopy(self.programs)),
+                        self._programs_started)
 
     def restore(self, snapshot: Snapshot) -> None:
         """Go back to a :meth:`snapshot` of this simulation, or of one whose model has the same structure (the same
@@ -106,6 +113,9 @@ class Simulation:
         self.steps_taken = snapshot.steps_taken
         self.wall_time = snapshot.wall_time
         self._energy0 = snapshot.energy0
+        if snapshot.programs or not self.model.programs:
+            self.programs = list(copy.deepcopy(snapshot.programs))
+            self._programs_started = snapshot.programs_started
 
     @property
     def integrator(self) -> str:
@@ -248,9 +258,32 @@ class Simulation:
         if events:
             self.events.extend(events)
 
+    # ---- control programs (Kearney §4) --------------------------------------------------------------------
+    def _before_step(self) -> None:
+        """Run the control programs' step hooks (their start hooks first, once)."""
+        if not self._programs_started:
+            self._programs_started = True
+            for p in self.programs:
+                p.start(Controls(self, p))
+        for p in self.programs:
+            p.step(Controls(self, p))
+
+    def _after_step(self, seen: int) -> None:
+        """Hand the events logged since index ``seen`` to the control programs' event hooks."""
+        if not self.programs:
+            return
+        for event in self.events[seen:]:
+            if "program" in event:
+                continue
+            for p in self.programs:
+                p.event(Controls(self, p), event)
+
     def step(self, dt_max: float | None = None) -> State:
         """Advance one step (``dt``, or one accepted adaptive step no longer than ``dt_max``); raises
         :class:`DivergenceError` with the state unchanged if the result is not finite."""
+        seen = len(self.events)
+        if self.programs:
+            self._before_step()
         plan = _plan(self.model, self.inputs)
         if plan.clear_state is not self.state:                # (the last step saw no event at its end)
             self._handle_events()
@@ -268,6 +301,7 @@ class Simulation:
                                   f"or dynamics; the state is diverging")
         self.state = batch.state
         self.steps_taken += 1
+        self._after_step(seen)
         return self.state
 
     def run(self, duration: float, record_every: int = 1, progress: bool = False,
@@ -298,14 +332,19 @@ class Simulation:
         since, shown, first = 0, self.state.t, True
         try:
             while first or self.state.t < t_end - eps:
+                seen = len(self.events)
                 if not first:
+                    if self.programs:
+                        self._before_step()
                     self._handle_events()
-                batch = advance(self.model, self.state, self.inputs, self.dt, t_end, 0 if first else 1 << 62,
-                                trace, energy0, record_every, since, first)
+                batch = advance(self.model, self.state, self.inputs, self.dt, t_end,
+                                0 if first else (1 if self.programs else 1 << 62), trace, energy0, record_every, since,
+                                first)
                 first = False
                 self.state, since = batch.state, batch.since
                 self.steps_taken += batch.steps
                 self.events.extend(batch.events)
+                self._after_step(seen)
                 if batch.recorded:
                     if sink is None:
                         chunks.append(trace[:batch.recorded].copy())

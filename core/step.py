@@ -23,10 +23,10 @@ from typing import NamedTuple
 import numpy as np
 
 from .constraints import constraint_table
-from .contacts import MODE_NAMES, OPEN, SLIP, STICK, contact_point_body, impact, triggers
+from .contacts import MODE_NAMES, OPEN, SLIP, STICK, contact_point_body, impact, slipping_away, triggers
 from .control.kernels import COMPUTED_TORQUE, PROJECTED, controller_table
 from .data import Data
-from .forces import force_table, pull_force
+from .forces import ACTUATOR, force_table, pull_force
 from .formulations import FORMULATIONS, RANK_TOLERANCE
 from .integrators import CLOCK, EVENT, NOT_FINITE, RUNNING, advance as advance_kernel
 from .joint_constraints import JOINT_SPACE
@@ -143,6 +143,8 @@ class _Plan:
     clock: np.ndarray
     constraints: np.ndarray                # the tables' constraint and force rows (the contacts write theirs)
     forces: np.ndarray
+    actuator_rows: tuple = ()              # rows of the force table that are actuators (:func:`_command`)
+    commanded: tuple | None = None         # the actuator commands written into the force table
     at_state: State | None = None          # the State `out` was evaluated at (States are values)
     clear_state: State | None = None       # a State whose events were checked: none at its start
     lock: threading.Lock = field(default_factory=threading.Lock)
@@ -153,16 +155,44 @@ _PLANS_LOCK = threading.Lock()
 
 
 def _plan(model: Model, inputs: Inputs) -> _Plan:
-    key = (id(model), inputs)
+    """The plan of (model, inputs), cached. Actuator commands are not part of the key: they are written into
+    the plan's force table (:func:`_command`), so a controller or program that commands actuators at every step
+    reuses one plan."""
+    keyed = inputs.__dict__.get("_keyed")
+    if keyed is None:
+        keyed = replace(inputs, actuators=()) if inputs.actuators else inputs
+        object.__setattr__(inputs, "_keyed", keyed)
+    key = (id(model), keyed)
     plan = _PLANS.get(key)
-    if plan is not None and plan[0] is model:
-        return plan[1]
-    plan = _build_plan(model, inputs)
-    with _PLANS_LOCK:
-        if len(_PLANS) > 32:
-            _PLANS.pop(next(iter(_PLANS)))
-        _PLANS[key] = (model, plan)
-    return plan
+    if plan is None or plan[0] is not model:
+        plan = (model, _build_plan(model, keyed))
+        with _PLANS_LOCK:
+            if len(_PLANS) > 32:
+                _PLANS.pop(next(iter(_PLANS)))
+            _PLANS[key] = plan
+    _command(model, plan[1], inputs)
+    return plan[1]
+
+
+def _command(model: Model, plan: _Plan, inputs: Inputs) -> None:
+    """Write the actuator commands of ``inputs`` (else the scene's) into the plan's force table; an evaluation
+    cached under other commands is dropped."""
+    if plan.commanded is inputs.actuators:
+        return
+    given = dict(inputs.actuators)
+    for name in given:
+        if all(model.forces[i].name != name for i in plan.actuator_rows):
+            raise KeyError(f"no force element {name!r} (actuators: {', '.join(model.forces[i].name for i in plan.actuator_rows) or 'none'})")
+    changed = False
+    for i in plan.actuator_rows:
+        e = model.forces[i]
+        u = given.get(e.name, e.torque)
+        if plan.forces["command"][i] != u:
+            plan.forces["command"][i] = u
+            changed = True
+    if changed:
+        plan.at_state = plan.clear_state = None
+    plan.commanded = inputs.actuators
 
 
 def controllers_under(model: Model, inputs: Inputs) -> tuple:
@@ -235,8 +265,9 @@ def _build_plan(model: Model, inputs: Inputs) -> _Plan:
     P = 10 * model.n_links if controllers else 0               # the regressor's parameters (Slotine–Li)
     F = max([2 * c.n * c.experts for c in controllers if c.kind == "mixture"] + [1])
     ws = workspace(model.n_links, model.nv, K, R, L, V, P, F, model.nq + model.nv + K + 4 + nz)
+    actuators = tuple(i for i, e in enumerate(model.forces) if e.kind == ACTUATOR)
     return _Plan(tables, controllers, model.nq, model.nv, K + 4 + nz, integrator, formulation, arrays, out, ws,
-                 stage, np.zeros(1, CLOCK), cons, forces)
+                 stage, np.zeros(1, CLOCK), cons, forces, actuators)
 
 
 # ---- the state as the integrated vector ----------------------------------------------------------------
@@ -354,6 +385,8 @@ def _data(model: Model, plan: _Plan, state: State) -> Data:
 
 #: At most this many contact events inside one step; more is chatter the rest speed did not end (a DivergenceError).
 MAX_EVENTS_PER_STEP = 64
+#: A point that switches between stick and slip this many times inside one step sticks until the step ends.
+_MAX_SWITCHES = 4
 
 
 def _contact_tables(model: Model, plan: _Plan, state: State, lead: float = 0.0) -> None:
@@ -418,17 +451,19 @@ def _rows_of(p) -> list[str]:
     return [p.label] + ([f"{p.label}.stick"] if p.stick >= 0 else [])
 
 
-def _resolve(model: Model, plan: _Plan, state: State, fired: list) -> tuple[State, list[dict]]:
+def _resolve(model: Model, plan: _Plan, state: State, fired: list, held=frozenset()) -> tuple[State, list[dict]]:
     """Resolve the contact events ``fired`` at ``state`` (evaluated in the plan's buffer): an impact for the
     touchdowns (:func:`core.contacts.impact`), removed rows for lift-offs, slip and stick switches; then, until
     the modes are consistent (at most 8 rounds), lift-offs and slips the new modes cause at once."""
     events: list[dict] = []
     active, slip, qd = state.active.copy(), state.slip.copy(), state.qd
+    corrections = state.corrections
     out = plan.out
     touch = [(c, p) for kind, c, p, _ in fired if kind == "touchdown"]
     if touch:
         touching = touch + [(c, p) for c in model.contacts for p in c.points if state.active[p.normal]]
         qd, info = impact(model, state, touching, _contact_rows(model))
+        corrections += info["energy_change"]
         new = {p.label for _, p in touch}
         for c, p in touching:
             pn, pt, vn, mode = info[(c.name, p.label)]
@@ -464,7 +499,7 @@ def _resolve(model: Model, plan: _Plan, state: State, fired: list) -> tuple[Stat
             active[p.stick] = True
             slip[p.slot] = 0.0
             events.append(_contact_event("stick", state, c, p, added=[f"{p.label}.stick"]))
-    state = replace(state, qd=np.array(qd, dtype=float), active=active, slip=slip)
+    state = replace(state, qd=np.array(qd, dtype=float), active=active, slip=slip, corrections=corrections)
     plan.at_state = plan.clear_state = None
     for _ in range(8):                                        # consistent modes at the event
         _contact_tables(model, plan, state)
@@ -473,7 +508,7 @@ def _resolve(model: Model, plan: _Plan, state: State, fired: list) -> tuple[Stat
         if refreshed is not state:
             state = refreshed
             continue
-        now = [f for f in triggers(model, state, plan.out) if f[0] in ("lift-off", "slip")]
+        now = [f for f in triggers(model, state, plan.out, held=held) if f[0] in ("lift-off", "slip")]
         if not now:
             break
         state, more = _resolve_simple(model, plan, state, now)
@@ -522,13 +557,16 @@ def _contact_step(model: Model, state: State, plan: _Plan, dt: float, t_end: flo
     events: list[dict] = []
     count = 0
     kernel_event = False
+    switches: dict[str, int] = {}
+    held: frozenset = frozenset()
     while state.t < target - 1e-12 * max(1.0, abs(target)):
         _contact_tables(model, plan, state, 0.5 * (target - state.t))
         batch = _run(model, state, plan, target - state.t, target, 1)
         if batch.status == "diverged" or batch.steps == 0:
             return state, events, "diverged"
         kernel_event = kernel_event or batch.status == "event"
-        fired = triggers(model, batch.state, plan.out, state)
+        eligible = slipping_away(model, state) if state.slip.any() else None
+        fired = triggers(model, batch.state, plan.out, state, eligible, held)
         if not fired:
             state = _refresh_slip(model, plan, batch.state)
             continue
@@ -537,13 +575,18 @@ def _contact_step(model: Model, state: State, plan: _Plan, dt: float, t_end: flo
             trial = _run(model, state, plan, 0.5 * (lo + hi), state.t + 0.5 * (lo + hi), 1)
             if trial.status == "diverged" or trial.steps == 0:
                 break
-            if triggers(model, trial.state, plan.out, state):
+            if triggers(model, trial.state, plan.out, state, eligible, held):
                 hi, at = trial.state.t - state.t, trial.state
             else:
                 lo = trial.state.t - state.t
         _evaluated(model, at, plan)
-        state, resolved = _resolve(model, plan, at, triggers(model, at, plan.out, state))
+        state, resolved = _resolve(model, plan, at, triggers(model, at, plan.out, state, eligible, held), held)
         events.extend(resolved)
+        for e in resolved:                                    # stick–slip chatter at the cone's edge: hold it
+            if e["type"] in ("slip", "stick"):
+                switches[e["point"]] = switches.get(e["point"], 0) + 1
+                if switches[e["point"]] >= _MAX_SWITCHES:
+                    held = held | {p.slot for c in model.contacts for p in c.points if p.label == e["point"]}
         count += 1
         if count > MAX_EVENTS_PER_STEP:
             raise DivergenceError(f"more than {MAX_EVENTS_PER_STEP} contact events inside one step at t = "
@@ -652,7 +695,7 @@ def step(model: Model, state: State, inputs: Inputs = NO_INPUTS, dt: float | Non
             _contact_tables(model, plan, new)
             _evaluated(model, new, plan)
             return new, _data(model, plan, new), events + more
-        new, steps, status, _, _ = _run(model, state, plan, dt, np.inf, 1)
+        new, steps, status = _run(model, state, plan, dt, np.inf, 1)[:3]
         if status == "diverged" or steps == 0:
             raise DivergenceError(f"the step from t = {state.t:.6g} s (dt = {dt:g} s) gave a non-finite state or "
                                   f"dynamics; the state is diverging")

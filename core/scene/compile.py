@@ -134,7 +134,47 @@ def compile_scene(spec: Scene, source: str = "<scene>") -> Model:
         contacts, constraints, forces = compile_contacts(model, spec)
         model = dataclasses.replace(model, contacts=contacts, constraints=model.constraints + tuple(constraints),
                                     forces=model.forces + tuple(forces))
-    return with_controllers(model, spec.controllers, source)
+    model = with_controllers(model, spec.controllers, source)
+    if spec.programs:
+        model = dataclasses.replace(model, programs=_programs(model, spec, source))
+    return model
+
+
+def _programs(model: Model, spec: Scene, source: str) -> tuple:
+    """The control programs of the spec (:mod:`core.programs`): registered kinds, known parameters of the right
+    type, values their class accepts, owned constraints that exist."""
+    from ..programs import PROGRAMS, ProgramSpec
+    problems, out = [], []
+    names = set(model.constraint_names)
+    for i, entry in enumerate(spec.programs):
+        here = f"$.programs[{i}]"
+        cls = PROGRAMS.get(entry.program)
+        if cls is None:
+            problems.append(Problem(f"{here}.program", f"unknown program; registered: {', '.join(sorted(PROGRAMS))}",
+                                    entry.program, True))
+            continue
+        bad = False
+        for key, value in entry.parameters.items():
+            if key not in cls.parameters:
+                problems.append(Problem(f"{here}.parameters.{key}", f"{entry.program} has no such parameter; its "
+                                        f"parameters: {', '.join(cls.parameters)}", value, True))
+                bad = True
+            elif isinstance(cls.parameters[key], str) != isinstance(value, str):
+                kind = "a name" if isinstance(cls.parameters[key], str) else "a number"
+                problems.append(Problem(f"{here}.parameters.{key}", f"must be {kind}", value, True))
+                bad = True
+        if not bad:
+            for key, message in cls.check(dict(entry.parameters), model):
+                problems.append(Problem(f"{here}.parameters.{key}", message,
+                                        entry.parameters.get(key, cls.parameters.get(key)), True))
+        for k, name in enumerate(entry.constraints):
+            if name not in names:
+                problems.append(Problem(f"{here}.constraints[{k}]", "unknown constraint; a program owns constraints "
+                                        "the scene declares", name, True))
+        out.append(ProgramSpec(entry.name, entry.program, dict(entry.parameters), tuple(entry.constraints)))
+    if problems:
+        raise SceneError(problems, source)
+    return tuple(out)
 
 
 def _initial_joint_state(j, jt: int, R_PJ: np.ndarray) -> tuple[list[float], list[float]]:

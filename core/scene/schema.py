@@ -624,6 +624,18 @@ Controller = Annotated[Union[PDControllerSpec, ComputedTorqueControllerSpec, Slo
                        Field(discriminator="type")]
 
 
+class ProgramEntry(Strict):
+    """A control program (Kearney §4, :mod:`core.programs`): ``program`` names a registered program class
+    (e.g. ``raibert_hopper``), ``parameters`` sets any of its parameters (numbers, lists of numbers, or names of
+    bodies, joints, actuators and contacts), and ``constraints`` lists the named constraints of the scene the
+    program may add and remove at run time (declare them with ``"enabled": false`` to start removed)."""
+    name: Name
+    program: Name
+    parameters: Annotated[dict[Name, Union[float, Name, list[float]]], Field(max_length=64)] = Field(
+        default_factory=dict)
+    constraints: Annotated[list[Name], Field(max_length=64)] = Field(default_factory=list)
+
+
 class Scene(Strict):
     """A whole scene document."""
     format_version: Literal[1]
@@ -636,3 +648,4 @@ class Scene(Strict):
     forces: list[Force] = Field(default_factory=list)
     controllers: list[Controller] = Field(default_factory=list)
     contacts: list[ContactSpec] = Field(default_factory=list)
+    programs: Annotated[list[ProgramEntry], Field(max_length=16)] = Field(default_factory=list)

@@ -1,0 +1,194 @@
+"""Control programs (Kearney, Hansen & Cremer §4): Python classes registered by name that a scene document names
+and parameterizes — never code in the document. A program sees the simulation through :class:`Controls` and
+has three hooks:
+
+- :meth:`ControlProgram.start` at the start of a run (and after a reset);
+- :meth:`ControlProgram.event` for every event of the step just taken (touchdowns, lift-offs, breaks …);
+- :meth:`ControlProgram.step` before every step, where it commands actuators ("loosely coupled" control,
+  §4.1) and adds or removes its own named constraints ("tightly coupled" control, §4.2: constraints the scene
+  declares with ``"enabled": false`` and lists under the program's ``constraints``; a program may never remove a
+  mechanical constraint it does not own). Every addition and removal goes to the event log with its time and
+  the program's name.
+
+A scene's ``programs`` section: ``[{"name": "brain", "program": "raibert_hopper", "parameters": {…},
+"constraints": [...]}]``. :data:`PROGRAMS` maps program names to classes; :func:`register` adds one.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ..contacts import OPEN, point_modes
+from ..energy import center_of_mass
+from ..points import link_kinematics, point_position, point_velocity
+
+__all__ = ["ControlProgram", "Controls", "ProgramSpec", "ProgramError", "PROGRAMS", "register", "momentum"]
+
+
+class ProgramError(RuntimeError):
+    """A control program misused the controls (an unknown actuator, a constraint it does not own)."""
+
+
+@dataclass(frozen=True)
+class ProgramSpec:
+    """A program as a scene gives it: its ``name``, the registered ``program`` kind, its ``parameters`` (the
+    class's defaults filled in) and the ``constraints`` it owns."""
+    name: str
+    program: str
+    parameters: dict = field(default_factory=dict)
+    constraints: tuple = ()
+
+    def instantiate(self) -> "ControlProgram":
+        return PROGRAMS[self.program](self.name, dict(self.parameters), self.constraints)
+
+
+class ControlProgram:
+    """Base of control programs. ``parameters``: the defaults of every parameter (a scene may give any subset;
+    unknown names are validation errors); :meth:`check` returns ``[(parameter, message)]`` for bad values."""
+    kind = ""
+    parameters: dict[str, Any] = {}
+    description = ""
+
+    def __init__(self, name: str, parameters: dict, constraints: tuple = ()):
+        self.name = name
+        self.p = {**self.parameters, **parameters}
+        self.owned = tuple(constraints)
+
+    @classmethod
+    def check(cls, parameters: dict, model) -> list[tuple[str, str]]:
+        return []
+
+    def start(self, ctl: "Controls") -> None:
+        pass
+
+    def event(self, ctl: "Controls", event: dict) -> None:
+        pass
+
+    def step(self, ctl: "Controls") -> None:
+        pass
+
+    def status(self) -> dict:
+        """What the program reports about itself (the studio and ``core run`` show it)."""
+        return {}
+
+
+PROGRAMS: dict[str, type] = {}
+
+
+def register(cls: type) -> type:
+    """Register a :class:`ControlProgram` subclass under its ``kind`` (a class decorator)."""
+    if not cls.kind:
+        raise ValueError(f"{cls.__name__} has no kind")
+    PROGRAMS[cls.kind] = cls
+    return cls
+
+
+def momentum(model, q: np.ndarray, qd: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(c, ċ, H_G)``: the centre of mass, its velocity and the angular momentum about it (world), from each
+    link's spatial momentum I_k v_k (link frame, about its origin) moved to the world frame."""
+    kin = link_kinematics(model, q, qd)
+    H_O, L, mass, mc = np.zeros(3), np.zeros(3), 0.0, np.zeros(3)
+    for k in range(model.n_links):
+        h = model.inertia[k] @ kin.v[k]                       # [angular about the link origin; linear], link frame
+        R, p = kin.R_WL[k], kin.p_WL[k]
+        lin = R @ h[3:]
+        H_O += R @ h[:3] + np.cross(p, lin)
+        L += lin
+        mass += model.mass[k]
+        mc += model.mass[k] * (p + R @ model.com[k])
+    c = mc / mass
+    return c, L / mass, H_O - np.cross(c, L)
+
+
+class Controls:
+    """What a program may read and do at the current state of a :class:`core.Simulation`."""
+
+    def __init__(self, sim, program: ControlProgram):
+        self._sim = sim
+        self.program = program
+
+    # ---- reading -----------------------------------------------------------------------------------------
+    @property
+    def t(self) -> float:
+        return self._sim.state.t
+
+    @property
+    def q(self) -> np.ndarray:
+        return self._sim.state.q
+
+    @property
+    def qd(self) -> np.ndarray:
+        return self._sim.state.qd
+
+    @property
+    def model(self):
+        return self._sim.model
+
+    def joint(self, name: str) -> tuple[float, float]:
+        """(position, velocity) of a hinge or slider joint."""
+        m = self._sim.model
+        return float(self.q[m.q_slice(name)][0]), float(self.qd[m.qd_slice(name)][0])
+
+    def point(self, body: str, point) -> tuple[np.ndarray, np.ndarray]:
+        """World position and velocity of a body point (a name or body coordinates)."""
+        m = self._sim.model
+        return point_position(m, self.q, body, point), point_velocity(m, self.q, self.qd, body, point)
+
+    def orientation(self, body: str) -> np.ndarray:
+        """The body's rotation matrix (world from body)."""
+        m = self._sim.model
+        return link_kinematics(m, self.q).R_WL[m.link_index(body)]
+
+    def centre_of_mass(self) -> tuple[np.ndarray, np.ndarray]:
+        c, cd, _ = momentum(self._sim.model, self.q, self.qd)
+        return c, cd
+
+    def angular_momentum(self) -> np.ndarray:
+        """The angular momentum about the centre of mass (world)."""
+        return momentum(self._sim.model, self.q, self.qd)[2]
+
+    def in_contact(self, contact: str) -> bool:
+        """Whether any point of ``contact`` touches now."""
+        m = self._sim.model
+        modes = point_modes(m, self._sim.state)
+        k = 0
+        for c in m.contacts:
+            if c.name == contact:
+                return bool(np.any(modes[k:k + len(c.points)] != OPEN))
+            k += len(c.points)
+        raise ProgramError(f"program {self.program.name!r}: no contact {contact!r}")
+
+    # ---- acting ------------------------------------------------------------------------------------------
+    def actuate(self, name: str, value: float) -> None:
+        """Command actuator ``name`` from the next step on (clipped to its limit when applied)."""
+        try:
+            self._sim.set_actuator(name, value)
+        except KeyError as exc:
+            raise ProgramError(f"program {self.program.name!r}: {exc.args[0]}") from None
+
+    def add(self, constraint: str) -> None:
+        """Add (activate) one of the program's own named constraints; logged."""
+        self._toggle(constraint, True)
+
+    def remove(self, constraint: str) -> None:
+        """Remove (deactivate) one of the program's own named constraints; logged."""
+        self._toggle(constraint, False)
+
+    def log(self, kind: str, **fields) -> None:
+        """Put an event of the program into the simulation's log."""
+        self._sim.events.append({"t": self.t, "type": kind, "program": self.program.name, **fields})
+
+    def _toggle(self, constraint: str, on: bool) -> None:
+        if constraint not in self.program.owned:
+            raise ProgramError(f"program {self.program.name!r} may only add or remove its own constraints "
+                               f"({', '.join(self.program.owned) or 'none'}), not {constraint!r}")
+        i = self._sim.model.constraint_names.index(constraint)
+        if bool(self._sim.state.active[i]) == on:
+            return
+        self._sim.set_active(constraint, on)
+        self.log("added" if on else "removed", constraint=constraint)
+
+
+from . import hopping  # noqa: E402,F401  (registers the hopping programs)

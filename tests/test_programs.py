@@ -1,0 +1,156 @@
+"""Control programs (core.programs; Kearney, Hansen & Cremer §4–5): registration, validation with JSON paths,
+the hooks and the log of added and removed constraints, momentum about the centre of mass, and Raibert's hopper
+hopping on (§5)."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import core
+from core.programs import PROGRAMS, ControlProgram, ProgramError, momentum, register
+from core.scene import SceneError, compile_scene, parse_spec
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _doc(name: str) -> dict:
+    return json.loads((ROOT / "scenes" / f"{name}.json").read_text())
+
+
+@register
+class Toggler(ControlProgram):
+    """A test program: removes its constraint at t_off, adds it back at t_on, records the events it sees."""
+    kind = "test_toggler"
+    parameters = {"constraint": "tip_nail", "t_off": 0.1, "t_on": 0.2}
+
+    def start(self, ctl):
+        self.seen = []
+        self.started_at = ctl.t
+
+    def event(self, ctl, event):
+        self.seen.append(event["type"])
+
+    def step(self, ctl):
+        c = self.p["constraint"]
+        if self.p["t_off"] <= ctl.t < self.p["t_on"]:
+            ctl.remove(c)
+        elif ctl.t >= self.p["t_on"]:
+            ctl.add(c)
+
+
+def _nailed_with(program: dict, enabled=True) -> dict:
+    doc = _doc("arm_nail_singular")
+    name = doc["constraints"][0]["name"]
+    doc["constraints"][0]["enabled"] = enabled
+    doc["programs"] = [{"name": "p", "program": "test_toggler", "parameters": {"constraint": name},
+                        "constraints": [name], **program}]
+    return doc
+
+
+def test_a_program_adds_and_removes_its_own_constraints_and_the_log_says_when():
+    model = compile_scene(parse_spec(_nailed_with({})))
+    name = model.constraint_names[0]
+    sim = core.Simulation(model)
+    sim.run(0.3)
+    log = [(e["type"], e["constraint"], e["program"]) for e in sim.events if e["type"] in ("added", "removed")]
+    assert log == [("removed", name, "p"), ("added", name, "p")]
+    times = [e["t"] for e in sim.events if e["type"] in ("added", "removed")]
+    assert times[0] == pytest.approx(0.1, abs=1.5e-3) and times[1] == pytest.approx(0.2, abs=1.5e-3)
+    assert sim.state.active[0]
+    assert sim.programs[0].started_at == 0.0
+
+
+def test_a_program_may_not_remove_a_constraint_it_does_not_own():
+    doc = _nailed_with({})
+    doc["programs"][0]["constraints"] = []
+    sim = core.Simulation(compile_scene(parse_spec(doc)))
+    with pytest.raises(ProgramError, match="only add or remove its own"):
+        sim.run(0.2)
+
+
+@pytest.mark.parametrize("change, path", [
+    (lambda p: p.update(program="no_such_program"), "$.programs[0].program"),
+    (lambda p: p["parameters"].update(gain=3.0), "$.programs[0].parameters.gain"),
+    (lambda p: p["parameters"].update(t_off="soon"), "$.programs[0].parameters.t_off"),
+    (lambda p: p.update(constraints=["ghost"]), "$.programs[0].constraints[0]"),
+])
+def test_bad_programs_are_named_validation_errors(change, path):
+    doc = _nailed_with({})
+    change(doc["programs"][0])
+    with pytest.raises(SceneError) as info:
+        compile_scene(parse_spec(doc))
+    assert any(p.path == path for p in info.value.problems), [str(p) for p in info.value.problems]
+
+
+def test_a_programs_own_check_names_the_parameter():
+    doc = _doc("raibert_hopper")
+    doc["programs"][0]["parameters"]["hip"] = "elbow"
+    with pytest.raises(SceneError) as info:
+        compile_scene(parse_spec(doc))
+    assert [p.path for p in info.value.problems] == ["$.programs[0].parameters.hip"]
+
+
+def test_snapshot_and_restore_bring_back_the_programs_state():
+    model = core.load_scene(ROOT / "scenes" / "raibert_hopper.json")
+    sim = core.Simulation(model)
+    sim.run(0.6)
+    snap = sim.snapshot()
+    sim.run(0.6)
+    first, hops = sim.state.q.copy(), sim.programs[0].hops
+    sim.restore(snap)
+    sim.run(0.6)
+    assert np.array_equal(first, sim.state.q) and sim.programs[0].hops == hops
+
+
+# ---- momentum ---------------------------------------------------------------------------------------------------
+
+def test_momentum_of_a_free_body_is_its_rotated_inertia_times_omega():
+    model = core.load_scene(ROOT / "scenes" / "free_tumbling_box.json")
+    rng = np.random.default_rng(3)
+    state = model.initial_state()
+    q, qd = state.q.copy(), rng.normal(size=model.nv)
+    c, cd, H = momentum(model, q, qd)
+    R = core.forward_kinematics(model, q)[0][0]
+    I_c = model.inertia[0][:3, :3] - model.mass[0] * _skew(model.com[0]) @ _skew(model.com[0]).T
+    omega_body = qd[:3]
+    assert np.allclose(H, R @ I_c @ omega_body, rtol=1e-12, atol=1e-12)
+    assert np.allclose(c, core.center_of_mass(model, q))
+
+
+def test_momentum_is_conserved_by_a_free_floating_chain_without_gravity():
+    doc = _doc("three_link_free_bodies")
+    doc["gravity"] = [0, 0, 0]
+    model = compile_scene(parse_spec(doc))
+    sim = core.Simulation(model)
+    H0 = momentum(model, sim.state.q, sim.state.qd)[2]
+    sim.run(0.5)
+    H1 = momentum(model, sim.state.q, sim.state.qd)[2]
+    assert np.allclose(H1, H0, atol=1e-8 * max(1.0, np.abs(H0).max()))
+
+
+def _skew(v):
+    return np.array([[0, -v[2], v[1]], [v[2], 0, -v[0]], [-v[1], v[0], 0]])
+
+
+# ---- Raibert's hopper ---------------------------------------------------------------------------------------
+
+def test_raibert_hopper_hops_on_at_the_commanded_speed_with_no_angular_momentum_at_lift_off():
+    """Kearney §5: twenty hops in a row without falling, the forward speed at lift-off within 0.1 m/s of the
+    commanded 0.5 m/s once settled, and the angular momentum about the centre of mass at lift-off below
+    0.05 kg·m²/s (the body's pitch servo in stance)."""
+    model = core.load_scene(ROOT / "scenes" / "raibert_hopper.json")
+    assert "raibert_hopper" in PROGRAMS
+    sim = core.Simulation(model)
+    sim.run(10.0, record_every=20)
+    hops = [e for e in sim.events if e["type"] == "hop"]
+    assert len(hops) >= 20
+    z = sim.state.q[model.q_slice("z")][0]
+    assert z > 0.4                                                   # still up: it did not fall
+    settled = hops[8:]
+    speeds = np.array([h["speed"] for h in settled])
+    assert np.abs(speeds - 0.5).max() < 0.1, speeds
+    H = np.array([h["angular_momentum"] for h in settled])
+    assert np.abs(H).max() < 0.05, H
