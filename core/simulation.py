@@ -29,7 +29,7 @@ from .model import POWER_SOURCES, Model, State
 from .programs import Controls
 from .records import record_width, split
 from .step import (_NO_TRACE, INTEGRATOR_NAMES, DivergenceError, Inputs, _contact_advance, _plan, _run, advance,
-                   controllers_under, evaluate, handle_events, record_layout)
+                   controllers_under, evaluate, handle_events, record_layout, touching_at_start)
 
 __all__ = ["Simulation", "Snapshot", "Records", "DivergenceError", "INTEGRATOR_NAMES"]
 
@@ -88,9 +88,9 @@ class Simulation:
     def reset(self) -> None:
         """Back to the initial state: constraints as enabled in the scene, work integrals zero, no events, the
         scene's inputs (gains, formulation)."""
-        self.state = self.model.initial_state()
         self.inputs = self._base_inputs
-        self.events: list[dict] = []
+        self.state, events = touching_at_start(self.model, self.model.initial_state(), self.inputs)
+        self.events: list[dict] = events
         self.steps_taken = 0
         self.wall_time = 0.0
         self._energy0: float | None = None

@@ -23,7 +23,8 @@ from typing import NamedTuple
 import numpy as np
 
 from .constraints import constraint_table
-from .contacts import MODE_NAMES, OPEN, SLIP, STICK, contact_point_body, impact, slipping_away, triggers
+from .contacts import (MODE_NAMES, OPEN, PENETRATION, SLIP, STICK, contact_point_body, impact, slipping_away,
+                       triggers)
 from .control.kernels import COMPUTED_TORQUE, PROJECTED, controller_table
 from .data import Data
 from .forces import ACTUATOR, force_table, pull_force
@@ -38,7 +39,7 @@ from .points import link_kinematics
 from .records import record_columns
 
 __all__ = ["Inputs", "Batch", "step", "evaluate", "advance", "DivergenceError", "INTEGRATOR_NAMES", "handle_events",
-           "record_layout"]
+           "record_layout", "touching_at_start"]
 
 INTEGRATOR_NAMES = tuple(INTEGRATOR_CODES)
 
@@ -593,6 +594,26 @@ def _contact_step(model: Model, state: State, plan: _Plan, dt: float, t_end: flo
                                   f"{state.t:.6g} s (chatter: a contact that keeps switching); lower the step or "
                                   f"raise the contacts' rest_speed")
     return state, events, "event" if kernel_event or events else "ok"
+
+
+def touching_at_start(model: Model, state: State, inputs: Inputs = NO_INPUTS) -> tuple[State, list[dict]]:
+    """``state`` with the contact points that touch it — open, within :data:`core.contacts.PENETRATION` of
+    their plane — closed as at a touchdown (an impact with their current velocities, so a point that slides
+    starts slipping), and the events that says. :class:`core.Simulation` starts every run this way, so a block
+    put on the ground rests from t = 0 instead of falling the penetration tolerance first."""
+    state = model.complete(state)
+    if not model.contacts:
+        return state, []
+    plan = _plan(model, inputs)
+    with plan.lock:
+        _evaluated(model, state, plan)
+        out = plan.out
+        fired = [("touchdown", c, p, 0.0) for c in model.contacts for p in c.points
+                 if not state.active[p.normal]
+                 and abs(c.normal @ (out.point_a[p.normal] - out.point_b[p.normal])) <= PENETRATION]
+        if not fired:
+            return state, []
+        return _resolve(model, plan, state, fired)
 
 
 def _contact_advance(model: Model, state: State, plan: _Plan, dt: float, t_end: float, max_steps: int, trace,

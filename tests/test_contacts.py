@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import core
-from core.contacts import normal_forces, point_modes, STICK, SLIP, OPEN
+from core.contacts import OPEN, PENETRATION, STICK, normal_forces, point_modes
 from core.scene import SceneError, compile_scene, parse_spec
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -55,7 +55,9 @@ def test_ball_bounces_at_the_analytic_times_with_the_restitution_energy_ratio():
     v = np.sqrt(2 * G * h)
     t = np.sqrt(2 * h / G)
     for k, ev in enumerate(impacts[:6]):
-        assert ev["t"] == pytest.approx(t, abs=2 * tol + 1e-12), k
+        # each impact isolated within the tolerance, and touching down at 1e-9 m of penetration: the error of
+        # one impact time carries into the next flights (measured 2.1e-9 s at the second impact)
+        assert ev["t"] == pytest.approx(t, abs=(k + 1) * (2 * tol + PENETRATION / v)), k
         assert -ev["normal_velocity"] == pytest.approx(v, rel=1e-7), k
         assert ev["impulse"] == pytest.approx((1 + e) * v, rel=1e-7)          # m = 1 kg
         t += 2 * e * v / G
@@ -195,7 +197,7 @@ def test_the_event_log_lists_additions_and_removals_in_time_order():
     assert times == sorted(times)
     touch = _events(sim, "touchdown")
     assert [e["added"] for e in touch] == [[f"ground.{i}", f"ground.{i}.stick"] for i in range(4)]
-    assert all(e["t"] < 1e-8 for e in touch)
+    assert all(e["t"] == 0.0 for e in touch)                             # resting from the start
     assert [e["removed"][0] for e in _events(sim, "lift-off")] == [f"ground.{i}" for i in range(4)]
 
 

@@ -19,6 +19,7 @@ from ..constraints import (NAIL, POINT_ON_LINE, POINT_ON_PLANE, POINT_TO_POINT, 
                            perpendicular_basis)
 from ..forces import ACTUATOR, DRAG, JOINT_SPRING, POINT_FORCE, SPRING, AppliedForce
 from ..joint_constraints import JointSpaceConstraint, derivative_problems, joint_space_rows, parse_expression
+from ..kinematics import normalize_configuration
 from ..points import jacobian_at, link_kinematics, position_at
 from .io import Problem, SceneError
 
@@ -196,8 +197,26 @@ def compile_contacts(model, spec) -> tuple[tuple, list, list]:
             c.stabilization, len(model.constraints) + len(constraints), len(model.forces) + len(forces), slot)
         slot += len(contact.points)
         contacts.append(contact)
-        constraints.extend(_point_scale(model, kin, r) for r in rows)
+        constraints.extend(_point_scale(model, kin, _in_reach(model, r)) for r in rows)
         forces.extend(elements)
     if problems:
         raise SceneError(problems)
     return tuple(contacts), constraints, forces
+
+
+def _in_reach(model, c):
+    """A contact's tangential rows without the directions its point can never move in (a planar model's
+    out-of-plane direction): a basis column whose row of J vanishes at q0 and at a perturbed configuration is
+    dropped, so a planar hopper's contact has one friction row, not a row that is always zero."""
+    if c.kind != POINT_VELOCITY or c.basis.shape[1] < 2:
+        return c
+    rng = np.random.default_rng(0)
+    rows = []
+    for q in (model.q0, normalize_configuration(model, model.q0 + 0.3 * rng.standard_normal(model.nq))):
+        kin = link_kinematics(model, q)
+        rows.append(c.basis.T @ jacobian_at(model, kin, c.link_a, c.r_a))
+    scale = max(float(np.abs(np.vstack(rows)).max()), 1e-300)
+    keep = [j for j in range(c.basis.shape[1]) if max(np.abs(r[j]).max() for r in rows) > 1e-12 * scale]
+    if not keep or len(keep) == c.basis.shape[1]:
+        return c
+    return dataclasses.replace(c, basis=c.basis[:, keep])
