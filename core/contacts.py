@@ -77,7 +77,9 @@ class ContactPoint:
 class Contact:
     """A body's contact points against the plane through ``origin`` with unit ``normal`` (world), with Newton's
     coefficient of ``restitution``, Coulomb ``friction`` μ and the ``rest_speed`` below which a rebound ends in
-    a resting contact."""
+    a resting contact; ``holds``: the velocity coordinates of joints whose actuators hold them through this
+    contact's impacts (Kearney's tightly coupled control at an impact: the actuator answers the impulse, so a
+    bent knee does not fold when the foot strikes)."""
     name: str
     body: str
     link: int
@@ -87,11 +89,11 @@ class Contact:
     friction: float
     rest_speed: float
     points: tuple
-
+    holds: tuple = ()                 # velocity indices of the joints its impacts leave unchanged
 
 def contact_elements(name: str, body: str, link: int, points, normal, origin, restitution: float, friction: float,
                      rest_speed: float, stabilization: float, first_constraint: int, first_force: int,
-                     first_slot: int) -> tuple[Contact, list, list]:
+                     first_slot: int, holds: tuple = ()) -> tuple[Contact, list, list]:
     """The :class:`Contact` of a body's ``points`` ((r, radius) pairs in the body frame) and its constraints and
     force elements, to be appended to a model whose constraints, forces and contact points so far number
     ``first_constraint``, ``first_force`` and ``first_slot``. The rows start inactive; they never break."""
@@ -117,8 +119,8 @@ def contact_elements(name: str, body: str, link: int, points, normal, origin, re
             k += 1
             f += 1
         cps.append(ContactPoint(label, link, r, float(radius), normal_row, stick, fric, first_slot + i))
-    return (Contact(name, body, link, n, origin, float(restitution), float(friction), float(rest_speed), tuple(cps)),
-            constraints, forces)
+    return (Contact(name, body, link, n, origin, float(restitution), float(friction), float(rest_speed), tuple(cps),
+                    tuple(holds)), constraints, forces)
 
 
 def all_points(model) -> list:
@@ -261,8 +263,9 @@ def impact(model, state, touching: list, contact_rows: set) -> tuple[np.ndarray,
     (stick, slip or frictionless).
 
     Impulse–momentum (McClamroch §6; Kearney §3): M (q̇⁺ − q̇⁻) = Jᵀ P over the rows of every active constraint
-    that is not a contact (``contact_rows``: the indices of the contacts' constraints) — whose constraint velocity
-    J q̇ the impact leaves unchanged — and of the touching points: normal rows with v_n⁺ = −e v_n⁻ (0 for a
+    that is not a contact (``contact_rows``: the indices of the contacts' constraints) and of the joints the
+    touching contacts hold (:attr:`Contact.holds`) — whose velocity the impact leaves unchanged — and of the
+    touching points: normal rows with v_n⁺ = −e v_n⁻ (0 for a
     resting point) and P_n ≥ 0, tangential rows with v_t⁺ = 0 while ‖P_t‖ ≤ μ P_n, else a sliding impact with
     P_t = −μ P_n t̂ (t̂ the pre-impact slip direction). Points whose P_n would be negative separate and are
     dropped, one at a time (an active-set solution of the complementarity conditions). ``info["energy_change"]``
@@ -272,6 +275,11 @@ def impact(model, state, touching: list, contact_rows: set) -> tuple[np.ndarray,
     M = mass_matrix(model, q)
     bilateral = [constraint_jacobian(model, kin, q, model.constraints[i]) for i in np.flatnonzero(state.active)
                  if i not in contact_rows]
+    held = sorted({j for c, _ in touching for j in c.holds})
+    for j in held:                                             # joints an actuator holds through the impact
+        row = np.zeros((1, model.nv))
+        row[0, j] = 1.0
+        bilateral.append(row)
     Jb = np.vstack(bilateral) if bilateral else np.zeros((0, model.nv))
     info = {}
     pts = []

@@ -273,3 +273,44 @@ def test_a_body_without_contact_points_is_refused():
     with pytest.raises(SceneError) as info:
         _model(doc)
     assert info.value.problems[0].path == "$.contacts[0].points"
+
+
+def test_impact_holds_keep_a_joints_velocity_through_an_impact():
+    """A two-link leg (hip slider, knee hinge) dropped on its foot: a free knee jumps at the impact, a knee the
+    contact holds (its actuator answers the impulse, Kearney §4.2) keeps its velocity and the impulse is larger."""
+    tiny = {"mass": 1e-3, "com": [0, 0, 0], "inertia": [1e-6, 1e-6, 1e-6, 0, 0, 0]}
+    doc = {"format_version": 1, "name": "leg", "gravity": [0, 0, -9.81],
+           "bodies": [{"name": "hipbox", "parent": "world", "joint": {"type": "slider", "name": "z",
+                                                                         "axis": [0, 0, 1], "q0": 0.5, "qd0": -1.0},
+                       "shapes": [{"type": "box", "size": [0.2, 0.2, 0.2], "mass": 5.0}]},
+                      {"name": "shank", "parent": "hipbox",
+                       "joint": {"type": "hinge", "name": "knee", "axis": [0, 1, 0], "q0": 0.6},
+                       "shapes": [{"type": "capsule", "radius": 0.02, "length": 0.3, "position": [0, 0, -0.2],
+                                   "mass": 0.5}],
+                       "points": {"foot": [0, 0, -0.4]}}],
+           "contacts": [{"name": "foot", "body": "shank", "points": ["foot"], "friction": 0.0}]}
+    results = {}
+    for holds in ([], ["knee"]):
+        doc["contacts"][0]["impact_holds"] = holds
+        model = _model(doc)
+        sim = core.Simulation(model)
+        before = None
+        while not _events(sim, "touchdown") and not _events(sim, "bounce"):
+            before = sim.state.qd.copy()
+            sim.step()
+        impact_event = sim.events[0]
+        assert impact_event["t"] < 0.2
+        results[bool(holds)] = (impact_event, sim.state.qd.copy(), before)
+    free, held = results[False], results[True]
+    knee = 1
+    assert abs(held[1][knee] - held[2][knee]) < 0.1                   # held: a step of smooth motion (0.03)
+    assert abs(free[1][knee] - free[2][knee]) > 0.5                   # free: the knee jumps
+    assert held[0]["impulse"] > free[0]["impulse"]
+
+
+def test_impact_holds_name_hinges_or_sliders():
+    doc = _scene("block_lifted")
+    doc["contacts"][0]["impact_holds"] = ["nope"]
+    with pytest.raises(SceneError) as info:
+        _model(doc)
+    assert any(p.path == "$.contacts[0].impact_holds[0]" for p in info.value.problems)

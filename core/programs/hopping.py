@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..points import link_kinematics, point_jacobian, point_position
 from . import ControlProgram, register
 
 
@@ -29,10 +30,13 @@ class RaibertHopper(ControlProgram):
         "body": "body",                  # the body whose pitch is servoed
         "hip": "hip",                    # the hip hinge joint (leg angle relative to the body)
         "hip_actuator": "hip_motor",
-        "leg": "leg",                    # the leg slider joint (extension, m)
+        "hip_point": [0.0, 0.0, 0.0],    # the hip on the body (body frame): the virtual leg's upper end
+        "leg": "leg",                    # the leg's second actuated joint: a telescoping slider, or a knee
         "leg_actuator": "leg_motor",
+        "leg_stiffness": 0.0,            # N/m, a virtual spring along the leg in stance (0: the leg has its own)
+        "leg_damping": 0.0,              # N·s/m
         "foot": "foot",                  # the foot's contact
-        "leg_length": 0.5,               # m, hip to foot at full extension
+        "leg_length": 0.5,               # m, the virtual leg's length in flight (hip to foot)
         "speed": 0.5,                    # m/s, the commanded forward speed
         "height": 0.65,                  # m, the apex height of the centre of mass the thrust regulates
         "height_gain": 0.5,              # the fraction of the last apex's energy error added to the loss estimate
@@ -64,7 +68,9 @@ class RaibertHopper(ControlProgram):
         for key in ("leg_length", "stance_time", "max_placement", "height", "max_thrust"):
             if not (isinstance(p[key], (int, float)) and 0 < p[key] < 1e3):
                 problems.append((key, "must be a positive number below 1000"))
-        for key in ("speed", "height_gain", "speed_gain", "hip_kp", "hip_kd", "pitch_kp", "pitch_kd", "leg_kp", "leg_kd"):
+        if not (isinstance(p["hip_point"], (list, tuple)) and len(p["hip_point"]) == 3):
+            problems.append(("hip_point", "must be body coordinates [x, y, z]"))
+        for key in ("leg_stiffness", "leg_damping", "speed", "height_gain", "speed_gain", "hip_kp", "hip_kd", "pitch_kp", "pitch_kd", "leg_kp", "leg_kd"):
             if not (isinstance(p[key], (int, float)) and abs(p[key]) < 1e6):
                 problems.append((key, "must be a number of magnitude below 1e6"))
         return problems
@@ -81,17 +87,40 @@ class RaibertHopper(ControlProgram):
         self.stroke = 0.1                # m, the leg's extension in the last stance's thrust phase
         self.mass = float(ctl.model.mass.sum())
         self.leg_low = None
+        self.hip_point = np.array(self.p["hip_point"], dtype=float)
 
     def _pitch(self, ctl) -> tuple[float, float]:
-        R = ctl.orientation(self.p["body"])
-        pitch = float(np.arctan2(R[0, 2], R[2, 2]))            # rotation about y
+        """The body's pitch (rotation about y) and its rate."""
         m = ctl.model
         k = m.link_index(self.p["body"])
-        # the body's angular velocity about y: its link velocity's angular part, in world axes
-        from ..points import link_kinematics
         kin = link_kinematics(m, ctl.q, ctl.qd)
-        omega = kin.R_WL[k] @ kin.v[k, :3]
-        return pitch, float(omega[1])
+        R = kin.R_WL[k]
+        omega = R @ kin.v[k, :3]                                 # angular velocity, world axes
+        return float(np.arctan2(R[0, 2], R[2, 2])), float(omega[1])
+
+    def _virtual_leg(self, ctl) -> dict:
+        """The virtual leg from the hip point to the foot (Kearney §5, Raibert): its length L and world angle θ
+        about y (0: the foot straight below the hip, positive: behind it), their rates, and their derivatives with
+        respect to the two actuated joints (for τ = J_Lᵀ F + J_θᵀ M, by virtual work)."""
+        m, q, qd = ctl.model, ctl.q, ctl.qd
+        foot = next(c for c in m.contacts if c.name == self.p["foot"]).points[0]
+        hip = self.hip_point
+        r = point_position(m, q, foot.link, foot.r) - point_position(m, q, self.p["body"], hip)
+        Jr = point_jacobian(m, q, foot.link, foot.r) - point_jacobian(m, q, self.p["body"], hip)
+        L = float(np.linalg.norm(r))
+        dL = (r / L) @ Jr
+        rho2 = r[0] ** 2 + r[2] ** 2
+        dth = (r[2] * Jr[0] - r[0] * Jr[2]) / rho2
+        cols = [m.qd_slice(self.p["hip"]).start, m.qd_slice(self.p["leg"]).start]
+        return {"L": L, "theta": float(np.arctan2(-r[0], -r[2])), "L_rate": float(dL @ qd),
+                "theta_rate": float(dth @ qd), "JL": dL[cols], "Jtheta": dth[cols]}
+
+    def _drive(self, ctl, leg: dict, force: float, moment: float) -> None:
+        """Command the two actuators for a force ``force`` along the virtual leg (extending it) and a moment
+        ``moment`` on it about the hip (the body takes the opposite)."""
+        tau = leg["JL"] * force + leg["Jtheta"] * moment
+        ctl.actuate(self.p["hip_actuator"], float(tau[0]))
+        ctl.actuate(self.p["leg_actuator"], float(tau[1]))
 
     def event(self, ctl, event: dict) -> None:
         if event.get("contact") != self.p["foot"]:
@@ -121,25 +150,28 @@ class RaibertHopper(ControlProgram):
 
     def step(self, ctl) -> None:
         p = self.p
-        hip, hip_rate = ctl.joint(p["hip"])
-        leg, leg_rate = ctl.joint(p["leg"])
+        leg = self._virtual_leg(ctl)
         pitch, pitch_rate = self._pitch(ctl)
+        L0 = p["leg_length"]
         if self.stance:
-            # attitude: the hip torque acts on the leg (+) and the body (−): servo the body's pitch to zero
-            ctl.actuate(p["hip_actuator"], p["pitch_kp"] * pitch + p["pitch_kd"] * pitch_rate)
-            ctl.actuate(p["leg_actuator"], self.push if leg_rate > 0 else 0.0)
-            self.leg_low = leg if self.leg_low is None else min(self.leg_low, leg)
-            self.stroke = max(-self.leg_low, 0.02)
+            # 1. thrust while the leg extends, on the virtual spring; 3. attitude: the hip moment acts on the
+            # leg (+) and the body (−): servo the body's pitch and its rate to zero
+            force = p["leg_stiffness"] * (L0 - leg["L"]) - p["leg_damping"] * leg["L_rate"]
+            if leg["L_rate"] > 0:
+                force += self.push
+            self._drive(ctl, leg, force, p["pitch_kp"] * pitch + p["pitch_kd"] * pitch_rate)
+            self.leg_low = leg["L"] if self.leg_low is None else min(self.leg_low, leg["L"])
+            self.stroke = max(L0 - self.leg_low, 0.02)
         else:
             c, cd = ctl.centre_of_mass()
             self.apex = c[2] if self.apex is None else max(self.apex, c[2])
+            # 2. forward speed: the foot at x_f ahead of the hip, x_f = ẋ T_s / 2 + k_ẋ (ẋ − ẋ_d)
             xf = cd[0] * self.stance_time / 2 + p["speed_gain"] * (cd[0] - p["speed"])
             xf = float(np.clip(xf, -p["max_placement"], p["max_placement"]))
-            # the foot at x_f ahead of the hip: the leg's world angle about y is −asin(x_f / L)
-            leg_world = -np.arcsin(np.clip(xf / p["leg_length"], -0.9, 0.9))
-            target = leg_world - pitch
-            ctl.actuate(p["hip_actuator"], -p["hip_kp"] * (hip - target) - p["hip_kd"] * hip_rate)
-            ctl.actuate(p["leg_actuator"], -p["leg_kp"] * leg - p["leg_kd"] * leg_rate)
+            target = -np.arcsin(np.clip(xf / L0, -0.9, 0.9))     # the leg's world angle that puts it there
+            moment = -p["hip_kp"] * (leg["theta"] - target) - p["hip_kd"] * (leg["theta_rate"] - pitch_rate)
+            force = -p["leg_kp"] * (leg["L"] - L0) - p["leg_kd"] * leg["L_rate"]
+            self._drive(ctl, leg, force, moment)
 
     def status(self) -> dict:
         return {"hops": self.hops, "stance": self.stance, "last_liftoff": self.last_liftoff}

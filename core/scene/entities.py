@@ -194,7 +194,8 @@ def compile_contacts(model, spec) -> tuple[tuple, list, list]:
             normal = np.array([0.0, 0.0, 1.0])
         contact, rows, elements = contact_elements(
             c.name, c.body, link, points, normal, c.plane.origin, c.restitution, c.friction, c.rest_speed,
-            c.stabilization, len(model.constraints) + len(constraints), len(model.forces) + len(forces), slot)
+            c.stabilization, len(model.constraints) + len(constraints), len(model.forces) + len(forces), slot,
+            tuple(model.qd_slice(j).start for j in c.impact_holds))
         slot += len(contact.points)
         contacts.append(contact)
         constraints.extend(_point_scale(model, kin, _in_reach(model, r)) for r in rows)

@@ -184,6 +184,12 @@ def _entity_problems(raw: dict, bodies: list, index: dict[str, int], joint_index
                     problems.append(Problem(f"{here}.{point_field}", f"body {body!r} has no point of that name; "
                                             f"its points: {known}", point, True))
             body = item.get("body")
+            if section == "contacts" and isinstance(item.get("impact_holds"), list):
+                for k, joint in enumerate(item["impact_holds"]):
+                    if isinstance(joint, str) and joint_types.get(joint, "") not in ("hinge", "slider"):
+                        what = "unknown joint" if joint not in joint_types else f"a {joint_types[joint]} joint"
+                        problems.append(Problem(f"{here}.impact_holds[{k}]", f"{what}; impacts hold hinge and "
+                                                f"slider joints", joint, True))
             if section == "contacts" and isinstance(item.get("points"), list) and body in points:
                 for k, point in enumerate(item["points"]):
                     if isinstance(point, str) and point not in points[body]:

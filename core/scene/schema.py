@@ -468,7 +468,9 @@ class ContactSpec(Strict):
     points). ``restitution`` e: Newton's coefficient at impacts (post-impact normal velocity −e times the
     pre-impact one); ``friction`` μ: Coulomb's coefficient (0: frictionless; stick and slip otherwise);
     ``rest_speed`` (m/s): a rebound slower than this ends in a resting contact; ``stabilization`` (1/s): λ of
-    the contact rows' critically damped deviation dynamics, as for constraints."""
+    the contact rows' critically damped deviation dynamics, as for constraints; ``impact_holds``: hinge or
+    slider joints whose actuators hold their velocity through this contact's impacts (tightly coupled control
+    at an impact, Kearney §4.2: a legged robot's knee does not fold when its foot strikes).""" 
     name: Name
     body: Name
     points: Annotated[list[PointSpec], Field(min_length=1, max_length=64)] | None = None
@@ -477,6 +479,7 @@ class ContactSpec(Strict):
     friction: Annotated[float, Field(ge=0, le=100)] = 0.0
     rest_speed: Annotated[float, Field(gt=0, le=1e3)] = 0.01
     stabilization: NonNegative = 20.0
+    impact_holds: Annotated[list[Name], Field(max_length=64)] = Field(default_factory=list)
 
 
 # ---------------------------------------------------------------------------------------------- controllers
