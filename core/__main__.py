@@ -40,9 +40,11 @@ def _validate(args) -> int:
             compile_scene(spec, name)
         except SceneError as exc:
             bad += 1
-            print(f"{name}: INVALID, {len(exc.problems)} problem(s)")
+            print(f"{name}: INVALID, {len(exc.problems) + exc.omitted} problem(s)")
             for p in exc.problems:
                 print(f"  {p}")
+            if exc.omitted:
+                print(f"  and {exc.omitted} more problem(s)")
             continue
         print(f"{name}: ok ({len(spec.bodies)} bodies)")
     return 2 if bad else 0
