@@ -296,11 +296,9 @@ def _parse_spec(raw: Any, source: str) -> Scene:
                                   "the document is newer", version, True)], source)
     problems: list[Problem] = []
     type_errors: set[int] = set()                        # (ids of problems that only say a value has a wrong type)
-    spec = None
-    try:
-        spec = Scene.model_validate(raw)
-    except ValidationError as exc:
-        for err in exc.errors(include_url=False):
+    spec, errors, schema_omitted = _validate_schema(raw, 10 * MAX_PROBLEMS)
+    if errors:
+        for err in errors:
             message = err["msg"].removeprefix("Value error, ")
             if err["type"] == "extra_forbidden":
                 message = "unknown field (check its spelling)"
@@ -318,10 +316,56 @@ def _parse_spec(raw: Any, source: str) -> Scene:
     problems.extend(_reference_problems(raw))
     problems.extend(limit_problems)
     if problems:
-        omitted = max(0, len(problems) - MAX_PROBLEMS)
+        omitted = max(0, len(problems) - MAX_PROBLEMS) + schema_omitted
         problems = sorted(problems, key=lambda p: _sort_key(p.path))[:MAX_PROBLEMS]
         raise SceneError(problems, source, omitted)
     return spec
+
+
+_SECTIONS = ("bodies", "constraints", "forces", "controllers")
+
+
+def _validate_schema(raw: dict, want: int) -> tuple[Scene | None, list[dict], int]:
+    """``(spec, errors, omitted)``: the schema's verdict on ``raw`` — the spec if it is valid, else at most about
+    ``want`` of its errors (pydantic's dicts) and how many more there are. A large document (over 1000 items in
+    its lists of bodies, constraints, forces and controllers) is checked item by item, so that a million errors
+    are counted without being turned into a million dicts (seconds and a gigabyte)."""
+    from pydantic import TypeAdapter
+
+    from . import schema
+    if sum(len(raw[s]) for s in _SECTIONS if isinstance(raw.get(s), list)) <= 1000:
+        try:
+            return Scene.model_validate(raw), [], 0
+        except ValidationError as exc:
+            errors = exc.errors(include_url=False)
+            return None, errors[:want], max(0, len(errors) - want)
+    adapters = {"bodies": schema.Body, "constraints": schema.Constraint, "forces": schema.Force,
+                "controllers": schema.Controller}
+    errors: list[dict] = []
+    omitted = 0
+    top = {k: v for k, v in raw.items() if k not in _SECTIONS or not isinstance(v, list)}
+    try:
+        Scene.model_validate(top)
+    except ValidationError as exc:
+        errors.extend(exc.errors(include_url=False)[:want])
+        omitted += exc.error_count() - len(errors)
+    for section in _SECTIONS:
+        items = raw.get(section)
+        if not isinstance(items, list):
+            continue
+        adapter = TypeAdapter(adapters[section])
+        for i, item in enumerate(items):
+            try:
+                adapter.validate_python(item)
+            except ValidationError as exc:
+                if len(errors) >= want:
+                    omitted += exc.error_count()
+                    continue
+                for err in exc.errors(include_url=False):
+                    errors.append({**err, "loc": (section, i) + tuple(err["loc"])})
+    if errors or omitted:
+        return None, errors, omitted
+    return Scene.model_validate(raw), [], 0
 
 
 def _with_body(raw: dict, path: str) -> str:

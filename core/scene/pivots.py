@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..kinematics import forward_kinematics
-from ..model import Model
+from ..model import BALL, FREE, HINGE, SLIDER, Model
+from ..spatial import motion_transform, quat_to_rotation, rotation_about_axis
 
 __all__ = ["singular_pivots"]
 
@@ -23,7 +23,7 @@ def singular_pivots(model: Model, q: np.ndarray, rtol: float = 1e-12) -> list[in
     N = model.n_links
     if N == 0 or model.nv == 0:
         return []
-    _, _, X_up = forward_kinematics(model, q)
+    X_up = _parent_to_link(model, q)
     IA = np.array(model.inertia, dtype=float)
     Ic = IA.copy()
     pivots: list[tuple[int, np.ndarray]] = []
@@ -50,3 +50,23 @@ def singular_pivots(model: Model, q: np.ndarray, rtol: float = 1e-12) -> list[in
         if not np.isfinite(D).all() or np.linalg.eigvalsh(D).min() <= rtol * scale:
             bad.append(i)
     return sorted(bad)
+
+
+def _parent_to_link(model: Model, q: np.ndarray) -> np.ndarray:
+    """``X_up[i]``, the motion transform from link i's parent to link i at q (N x 6 x 6), in one pass over the
+    links' own arrays (the model's kernel arrays find each link's root by walking, O(N·depth))."""
+    X = np.empty((model.n_links, 6, 6))
+    for i in range(model.n_links):
+        jt, qs, axis = int(model.joint_type[i]), int(model.q_start[i]), model.axis[i]
+        R_J, p_J = np.eye(3), np.zeros(3)
+        if jt == HINGE:
+            R_J = rotation_about_axis(axis, float(q[qs]))
+        elif jt == SLIDER:
+            p_J = axis * float(q[qs])
+        elif jt == BALL:
+            R_J = quat_to_rotation(q[qs:qs + 4])
+        elif jt == FREE:
+            R_J, p_J = quat_to_rotation(q[qs + 3:qs + 7]), np.array(q[qs:qs + 3], dtype=float)
+        R_tree = model.R_tree[i]
+        X[i] = motion_transform(R_tree @ R_J, model.p_tree[i] + R_tree @ p_J)     # R_PC = R_PJ R_J, p_PC
+    return X
