@@ -139,7 +139,10 @@ def _print_events(events: list[dict]) -> None:
 
 
 def _sweep(args) -> int:
-    from .bench.sweep import ClusterError, SweepSpecError, read_sweep_spec, run_sweep
+    from .bench.sweep import ClusterError, SweepSpecError, check_dask_address, read_sweep_spec, run_sweep
+    if args.dask is not None and check_dask_address(args.dask):
+        print(check_dask_address(args.dask), file=sys.stderr)
+        return 2
     try:
         res = read_sweep_spec(args.spec)
     except SweepSpecError as exc:
@@ -164,7 +167,8 @@ def _sweep(args) -> int:
         return 2
     if not args.quiet:
         where = f"the Dask cluster at {args.dask}" if args.dask else f"{summary['workers']} local worker(s)"
-        print(f"{summary['trials']} trials ({summary['unstable']} unstable) on {where} in "
+        failed = f", {summary['failed']} failed" if summary["failed"] else ""
+        print(f"{summary['trials']} trials ({summary['unstable']} unstable{failed}) on {where} in "
               f"{summary['wall_time_s']:.1f} s; wrote {args.out}/results.csv"
               + (f" and {len(summary['figures'])} figure(s)" if summary["figures"] else ""))
     return 0
