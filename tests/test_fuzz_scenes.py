@@ -33,7 +33,7 @@ from core.simulation import DivergenceError
 
 ROOT = Path(__file__).resolve().parents[1]
 SCENES = sorted((ROOT / "scenes").glob("*.json"))
-INPUTS = int(os.environ.get("LIMBSTUDIO_FUZZ_INPUTS", "1200"))
+INPUTS = int(os.environ.get("LIMBSTUDIO_FUZZ_INPUTS", "6000"))
 
 _ODD_VALUES = [None, True, False, 0, -1, 1, 0.5, -0.0, 5e-324, 1e-31, 1e-30, 1e-12, 1e12, -1e12, 1e12 * 1.0000001,
                1e300, -1e308, 2 ** 70, "", "x", "world", "hinge", "a b", "é", [], {}, [1], ["a"], [[]], [None],
