@@ -260,24 +260,37 @@ def _scene_problems(res: "ResolvedSpec") -> list[Problem]:
 
 def read_sweep_spec(path: str | os.PathLike) -> ResolvedSpec:
     """Read a SPEC file (``.toml``, otherwise JSON) and validate it; paths in it are relative to its folder."""
+    from ..scene.limits import MAX_DOCUMENT_BYTES, check_values, decode_document
     path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise SweepSpecError([Problem("$", f"cannot read the file: {exc.strerror}")], str(path)) from None
+        with open(path, "rb") as f:
+            data = f.read(MAX_DOCUMENT_BYTES + 1)
+    except (OSError, ValueError) as exc:
+        raise SweepSpecError([Problem("$", f"cannot read the file: {getattr(exc, 'strerror', None) or exc}")],
+                             str(path)) from None
     if path.suffix.lower() == ".toml":
         import tomllib
         try:
-            raw = tomllib.loads(text)
-        except tomllib.TOMLDecodeError as exc:
-            raise SweepSpecError([Problem("$", f"not valid TOML: {exc}")], str(path)) from None
+            raw = tomllib.loads(data.decode("utf-8"))
+        except UnicodeDecodeError as exc:
+            raise SweepSpecError([Problem("$", f"not UTF-8 text: byte at offset {exc.start} cannot be decoded")],
+                                 str(path)) from None
+        except (tomllib.TOMLDecodeError, RecursionError, ValueError) as exc:
+            raise SweepSpecError([Problem("$", f"not valid TOML: {str(exc)[:300]}")], str(path)) from None
     else:
-        try:
-            raw = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise SweepSpecError([Problem("$", f"not valid JSON: {exc.msg} at line {exc.lineno}, column "
-                                          f"{exc.colno}")], str(path)) from None
-    return parse_sweep_spec(raw, str(path), path.resolve().parent)
+        raw, problems = decode_document(data)
+        if problems:
+            raise SweepSpecError([Problem(p, m) for p, m in problems], str(path))
+    problems, raw = check_values(raw)
+    if problems:
+        raise SweepSpecError([Problem(p, m, v, h) for p, m, v, h in problems][:100], str(path))
+    try:
+        return parse_sweep_spec(raw, str(path), path.resolve().parent)
+    except SweepSpecError:
+        raise
+    except Exception as exc:                                      # noqa: BLE001 — named, never a traceback
+        raise SweepSpecError([Problem("$", f"this spec could not be used: {type(exc).__name__}: "
+                                      f"{str(exc)[:300]}")], str(path)) from None
 
 
 def _label(controller: str, gains) -> str:
