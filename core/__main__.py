@@ -111,6 +111,8 @@ def _run(args) -> int:
         return 2
     if not args.quiet:
         _print_events(sim.events)
+        for line in contact_report(model, sim.events):
+            print(line)
     if diverged:
         print(f"{args.scene}: simulation diverged: {diverged}; wrote the {summary['records']} record(s) up to "
               f"t = {summary['duration_s']:.6g} s to {out}", file=sys.stderr)
@@ -136,6 +138,35 @@ def _print_events(events: list[dict]) -> None:
                   f"{event['rows']} constraint rows (redundant or singular constraints)", file=sys.stderr)
     if len(events) > MAX_EVENT_LINES:
         print(f"and {len(events) - MAX_EVENT_LINES} more event(s); summary.json lists them all", file=sys.stderr)
+
+
+def contact_report(model, events) -> list[str]:
+    """One line per contact of ``model``: its touchdowns, bounces, lift-offs, slips and sticks in ``events``
+    (:mod:`core.contacts`), the first and last times, and its hops (lift-offs after which none of its points
+    touches, each followed by a touchdown)."""
+    lines = []
+    for c in model.contacts:
+        mine = [e for e in events if e.get("contact") == c.name]
+        if not mine:
+            lines.append(f"contact {c.name!r}: no events")
+            continue
+        counts: dict[str, int] = {}
+        for e in mine:
+            counts[e["type"]] = counts.get(e["type"], 0) + 1
+        touching, hops, airborne = set(), 0, False
+        for e in mine:
+            if e["type"] == "touchdown":
+                if airborne and not touching:
+                    hops += 1
+                touching.add(e["point"])
+                airborne = False
+            elif e["type"] == "lift-off":
+                touching.discard(e["point"])
+                airborne = airborne or not touching
+        kinds = ", ".join(f"{n} {k}{'s' if n != 1 else ''}" for k, n in counts.items())
+        lines.append(f"contact {c.name!r}: {kinds}; {hops} hop{'s' if hops != 1 else ''}; "
+                     f"first at t = {mine[0]['t']:.6g} s, last at t = {mine[-1]['t']:.6g} s")
+    return lines
 
 
 def _sweep(args) -> int:

@@ -26,8 +26,8 @@ from .data import Data
 from .formulations import FORMULATIONS
 from .model import POWER_SOURCES, Model, State
 from .records import record_width, split
-from .step import (INTEGRATOR_NAMES, DivergenceError, Inputs, _plan, _run, advance, controllers_under, evaluate,
-                   handle_events, record_layout)
+from .step import (_NO_TRACE, INTEGRATOR_NAMES, DivergenceError, Inputs, _contact_advance, _plan, _run, advance,
+                   controllers_under, evaluate, handle_events, record_layout)
 
 __all__ = ["Simulation", "Snapshot", "Records", "DivergenceError", "INTEGRATOR_NAMES"]
 
@@ -257,7 +257,12 @@ class Simulation:
         h = self.dt if dt_max is None else min(self.dt, dt_max)
         t_end = np.inf if h == self.dt else self.state.t + h   # (t + dt − t is not always dt in floating point)
         with plan.lock:
-            batch = _run(self.model, self.state, plan, self.dt, t_end, 1)
+            if self.model.contacts:
+                batch = _contact_advance(self.model, self.state, plan, self.dt, t_end, 1, _NO_TRACE, 0.0, 1, 0,
+                                         False)
+                self.events.extend(batch.events)
+            else:
+                batch = _run(self.model, self.state, plan, self.dt, t_end, 1)
         if batch.status == "diverged" or batch.steps == 0:
             raise DivergenceError(f"the step from t = {self.state.t:.6g} s (dt = {h:g} s) gave a non-finite state "
                                   f"or dynamics; the state is diverging")
@@ -300,6 +305,7 @@ class Simulation:
                 first = False
                 self.state, since = batch.state, batch.since
                 self.steps_taken += batch.steps
+                self.events.extend(batch.events)
                 if batch.recorded:
                     if sink is None:
                         chunks.append(trace[:batch.recorded].copy())

@@ -23,6 +23,7 @@ from typing import NamedTuple
 import numpy as np
 
 from .constraints import constraint_table
+from .contacts import MODE_NAMES, OPEN, SLIP, STICK, contact_point_body, impact, triggers
 from .control.kernels import COMPUTED_TORQUE, PROJECTED, controller_table
 from .data import Data
 from .forces import force_table, pull_force
@@ -33,6 +34,7 @@ from .forward import workspace
 from .layout import (FORMULATION_CODES, INTEGRATOR_CODES, PROJECTION, SETTINGS, VARIANT_CODES, OutputArrays, Outputs,
                      Tables, outputs)
 from .model import Model, State
+from .points import link_kinematics
 from .records import record_columns
 
 __all__ = ["Inputs", "Batch", "step", "evaluate", "advance", "DivergenceError", "INTEGRATOR_NAMES", "handle_events",
@@ -139,6 +141,8 @@ class _Plan:
     workspace: object
     stage: Outputs
     clock: np.ndarray
+    constraints: np.ndarray                # the tables' constraint and force rows (the contacts write theirs)
+    forces: np.ndarray
     at_state: State | None = None          # the State `out` was evaluated at (States are values)
     clear_state: State | None = None       # a State whose events were checked: none at its start
     lock: threading.Lock = field(default_factory=threading.Lock)
@@ -232,7 +236,7 @@ def _build_plan(model: Model, inputs: Inputs) -> _Plan:
     F = max([2 * c.n * c.experts for c in controllers if c.kind == "mixture"] + [1])
     ws = workspace(model.n_links, model.nv, K, R, L, V, P, F, model.nq + model.nv + K + 4 + nz)
     return _Plan(tables, controllers, model.nq, model.nv, K + 4 + nz, integrator, formulation, arrays, out, ws,
-                 stage, np.zeros(1, CLOCK))
+                 stage, np.zeros(1, CLOCK), cons, forces)
 
 
 # ---- the state as the integrated vector ----------------------------------------------------------------
@@ -251,7 +255,7 @@ def _unpack(model: Model, y: np.ndarray, state: State, t: float, corrections: fl
     nq, nv = model.nq, model.nv
     w = nq + nv + len(model.constraints) + 4
     new = State(t, y[:nq], y[nq:nq + nv], y[w:], y[nq + nv:w], state.active.copy(), corrections, step_size,
-                state.rank_deficient, iterations)
+                state.rank_deficient, iterations, state.slip)
     new.__dict__["_y"] = y
     return new
 
@@ -272,12 +276,14 @@ _NO_TRACE = np.zeros((0, 1))
 class Batch(NamedTuple):
     """What :func:`advance` did: the ``state`` after the last good step, the ``steps`` taken, the ``status``
     ("ok", "event": stopped after a step that ends with an event, "diverged": the next step failed), the rows
-    ``recorded`` into the trace and the steps ``since`` the last record."""
+    ``recorded`` into the trace, the steps ``since`` the last record and the contact ``events`` resolved inside
+    the steps (scenes with contacts)."""
     state: State
     steps: int
     status: str
     recorded: int
     since: int
+    events: tuple = ()
 
 
 def _run(model: Model, state: State, plan: _Plan, dt: float, t_end: float, max_steps: int, trace=_NO_TRACE,
@@ -305,6 +311,8 @@ _STATUS = {RUNNING: "ok", EVENT: "event", NOT_FINITE: "diverged"}
 
 def _evaluated(model: Model, state: State, plan: _Plan) -> None:
     """Make sure the plan's output buffer holds the full evaluation at ``state``."""
+    if model.contacts:
+        _contact_tables(model, plan, state)
     if _holds(plan, state):
         return
     if _run(model, state, plan, 1.0, state.t, 0).status == "diverged":
@@ -340,6 +348,242 @@ def _data(model: Model, plan: _Plan, state: State) -> Data:
                 power_sources=o.power[K:].copy(), energy_kinetic=float(sc["energy_kinetic"]),
                 energy_gravity=float(sc["energy_gravity"]), energy_elastic=float(sc["energy_elastic"]),
                 controller_rate=o.z_rate.copy(), controllers=controllers)
+
+
+# ---- contacts: events inside a step (Kearney §3) ----------------------------------------------------------
+
+#: At most this many contact events inside one step; more is chatter the rest speed did not end (a DivergenceError).
+MAX_EVENTS_PER_STEP = 64
+
+
+def _contact_tables(model: Model, plan: _Plan, state: State, lead: float = 0.0) -> None:
+    """Write what the contacts' rows take from ``state`` into the plan's tables: the friction force of every
+    slipping point (``State.slip``) and, for spheres, the body point that touches the plane now (``lead``
+    seconds later: half the step about to be taken, :func:`core.contacts.contact_point_body`). When that
+    changes an evaluation cached at a state is stale, so it is dropped."""
+    changed = False
+    kin = None
+    for c in model.contacts:
+        for p in c.points:
+            if p.friction < 0:
+                continue
+            f = state.slip[p.slot]
+            if not np.array_equal(plan.forces["force"][p.friction], f):
+                plan.forces["force"][p.friction] = f
+                changed = True
+            if p.radius > 0 and state.active[p.normal]:
+                if kin is None:
+                    kin = link_kinematics(model, state.q, state.qd if lead else None)
+                r = contact_point_body(c, p, kin.R_WL[p.link], kin.v[p.link, :3] if lead else None, lead)
+                if not np.array_equal(plan.constraints["r_a"][p.stick], r):
+                    plan.constraints["r_a"][p.stick] = r
+                    plan.forces["r_a"][p.friction] = r
+                    changed = True
+    if changed:
+        plan.at_state = None
+        plan.clear_state = None
+
+
+def _refresh_slip(model: Model, plan: _Plan, state: State) -> State:
+    """``state`` with its slipping points' friction forces μN opposing their slip velocity, N and the velocity
+    from the evaluation at ``state`` in the plan's output buffer (the direction kept while the point hardly
+    moves)."""
+    slip = None
+    out = plan.out
+    for c in model.contacts:
+        if c.friction == 0:
+            continue
+        for p in c.points:
+            if not state.active[p.normal] or state.active[p.stick]:
+                continue
+            N = max(float(c.normal @ out.constraint_force[p.normal]), 0.0)
+            v = out.velocity_a[p.stick]
+            vt = v - c.normal * (c.normal @ v)
+            speed = float(np.linalg.norm(vt))
+            old = state.slip[p.slot]
+            direction = -vt / speed if speed > 1e-9 else old / max(float(np.linalg.norm(old)), 1e-300)
+            f = c.friction * N * direction
+            if np.linalg.norm(f - old) > 1e-12 * (np.linalg.norm(f) + 1e-300):
+                if slip is None:
+                    slip = state.slip.copy()
+                slip[p.slot] = f
+    return state if slip is None else replace(state, slip=slip)
+
+
+def _contact_event(kind: str, state: State, c, p, **more) -> dict:
+    return {"t": state.t, "type": kind, "contact": c.name, "point": p.label, **more}
+
+
+def _rows_of(p) -> list[str]:
+    return [p.label] + ([f"{p.label}.stick"] if p.stick >= 0 else [])
+
+
+def _resolve(model: Model, plan: _Plan, state: State, fired: list) -> tuple[State, list[dict]]:
+    """Resolve the contact events ``fired`` at ``state`` (evaluated in the plan's buffer): an impact for the
+    touchdowns (:func:`core.contacts.impact`), removed rows for lift-offs, slip and stick switches; then, until
+    the modes are consistent (at most 8 rounds), lift-offs and slips the new modes cause at once."""
+    events: list[dict] = []
+    active, slip, qd = state.active.copy(), state.slip.copy(), state.qd
+    out = plan.out
+    touch = [(c, p) for kind, c, p, _ in fired if kind == "touchdown"]
+    if touch:
+        touching = touch + [(c, p) for c in model.contacts for p in c.points if state.active[p.normal]]
+        qd, info = impact(model, state, touching, _contact_rows(model))
+        new = {p.label for _, p in touch}
+        for c, p in touching:
+            pn, pt, vn, mode = info[(c.name, p.label)]
+            was = bool(state.active[p.normal])
+            active[p.normal] = mode != OPEN
+            if p.stick >= 0:
+                active[p.stick] = mode == STICK
+                slip[p.slot] = 0.0
+                if mode == SLIP:
+                    tn = float(np.linalg.norm(pt))
+                    slip[p.slot] = c.friction * 1e-300 * (pt / tn if tn > 0 else 0.0)   # direction; μN below
+            if p.label in new:
+                events.append(_contact_event("bounce" if mode == OPEN else "touchdown", state, c, p, impulse=pn, tangential_impulse=float(
+                    np.linalg.norm(pt)), normal_velocity=vn, restitution=c.restitution, mode=MODE_NAMES[mode],
+                    added=_rows_of(p)[:1 + (mode == STICK)] if mode != OPEN else []))
+            elif was and mode == OPEN:
+                events.append(_contact_event("lift-off", state, c, p, normal_force=0.0, removed=_rows_of(p)))
+    for kind, c, p, g in fired:
+        if kind == "lift-off":
+            active[p.normal] = False
+            if p.stick >= 0:
+                active[p.stick] = False
+                slip[p.slot] = 0.0
+            events.append(_contact_event("lift-off", state, c, p, normal_force=g, removed=_rows_of(p)))
+        elif kind == "slip":
+            F = out.constraint_force[p.stick]
+            N = float(c.normal @ out.constraint_force[p.normal])
+            active[p.stick] = False
+            slip[p.slot] = c.friction * N * F / max(float(np.linalg.norm(F)), 1e-300)
+            events.append(_contact_event("slip", state, c, p, tangential_force=float(np.linalg.norm(F)),
+                                         normal_force=N, removed=[f"{p.label}.stick"]))
+        elif kind == "stick":
+            active[p.stick] = True
+            slip[p.slot] = 0.0
+            events.append(_contact_event("stick", state, c, p, added=[f"{p.label}.stick"]))
+    state = replace(state, qd=np.array(qd, dtype=float), active=active, slip=slip)
+    plan.at_state = plan.clear_state = None
+    for _ in range(8):                                        # consistent modes at the event
+        _contact_tables(model, plan, state)
+        _evaluated(model, state, plan)
+        refreshed = _refresh_slip(model, plan, state)
+        if refreshed is not state:
+            state = refreshed
+            continue
+        now = [f for f in triggers(model, state, plan.out) if f[0] in ("lift-off", "slip")]
+        if not now:
+            break
+        state, more = _resolve_simple(model, plan, state, now)
+        events.extend(more)
+    return state, events
+
+
+def _resolve_simple(model: Model, plan: _Plan, state: State, fired: list) -> tuple[State, list[dict]]:
+    active, slip = state.active.copy(), state.slip.copy()
+    events = []
+    out = plan.out
+    for kind, c, p, g in fired:
+        if kind == "lift-off":
+            active[p.normal] = False
+            if p.stick >= 0:
+                active[p.stick] = False
+                slip[p.slot] = 0.0
+            events.append(_contact_event("lift-off", state, c, p, normal_force=g, removed=_rows_of(p)))
+        else:
+            F = out.constraint_force[p.stick]
+            N = float(c.normal @ out.constraint_force[p.normal])
+            active[p.stick] = False
+            slip[p.slot] = c.friction * N * F / max(float(np.linalg.norm(F)), 1e-300)
+            events.append(_contact_event("slip", state, c, p, tangential_force=float(np.linalg.norm(F)),
+                                         normal_force=N, removed=[f"{p.label}.stick"]))
+    plan.at_state = plan.clear_state = None
+    return replace(state, active=active, slip=slip), events
+
+
+def _contact_rows(model: Model) -> set:
+    rows = model.__dict__.get("_contact_rows")
+    if rows is None:
+        rows = {i for c in model.contacts for p in c.points for i in (p.normal, p.stick) if i >= 0}
+        model.__dict__["_contact_rows"] = rows
+    return rows
+
+
+def _contact_step(model: Model, state: State, plan: _Plan, dt: float, t_end: float) -> tuple[State, list, str]:
+    """One step of ``dt`` (to ``t_end`` at most) of a scene with contacts: ``(state, events, status)``. A step
+    whose end triggers a contact event (:func:`core.contacts.triggers`) is isolated: re-stepped from the kept
+    state with bisected step lengths until the event time is bracketed within ``simulation.event_tolerance``
+    (Kearney's isolation predicate on time), resolved at the bracket's end, and the step goes on from there to
+    its end. Status "diverged": the state returned is the last good one."""
+    target = min(state.t + dt, t_end)
+    tolerance = float(model.settings.get("event_tolerance", 1e-9))
+    events: list[dict] = []
+    count = 0
+    kernel_event = False
+    while state.t < target - 1e-12 * max(1.0, abs(target)):
+        _contact_tables(model, plan, state, 0.5 * (target - state.t))
+        batch = _run(model, state, plan, target - state.t, target, 1)
+        if batch.status == "diverged" or batch.steps == 0:
+            return state, events, "diverged"
+        kernel_event = kernel_event or batch.status == "event"
+        fired = triggers(model, batch.state, plan.out, state)
+        if not fired:
+            state = _refresh_slip(model, plan, batch.state)
+            continue
+        lo, hi, at = 0.0, batch.state.t - state.t, batch.state
+        while hi - lo > tolerance:
+            trial = _run(model, state, plan, 0.5 * (lo + hi), state.t + 0.5 * (lo + hi), 1)
+            if trial.status == "diverged" or trial.steps == 0:
+                break
+            if triggers(model, trial.state, plan.out, state):
+                hi, at = trial.state.t - state.t, trial.state
+            else:
+                lo = trial.state.t - state.t
+        _evaluated(model, at, plan)
+        state, resolved = _resolve(model, plan, at, triggers(model, at, plan.out, state))
+        events.extend(resolved)
+        count += 1
+        if count > MAX_EVENTS_PER_STEP:
+            raise DivergenceError(f"more than {MAX_EVENTS_PER_STEP} contact events inside one step at t = "
+                                  f"{state.t:.6g} s (chatter: a contact that keeps switching); lower the step or "
+                                  f"raise the contacts' rest_speed")
+    return state, events, "event" if kernel_event or events else "ok"
+
+
+def _contact_advance(model: Model, state: State, plan: _Plan, dt: float, t_end: float, max_steps: int, trace,
+                     energy0: float, record_every: int, since: int, record_first: bool) -> Batch:
+    """:func:`advance` for scenes with contacts: contact steps one at a time (:func:`_contact_step`), records
+    written row by row; it stops after a step with events."""
+    eps = 1e-12 * max(1.0, abs(t_end)) if np.isfinite(t_end) else 0.0
+    rows, steps, status, events = 0, 0, "ok", []
+    every = max(1, record_every)
+
+    def record(s: State) -> None:
+        nonlocal rows
+        _contact_tables(model, plan, s)
+        rows += _run(model, s, plan, dt, s.t, 0, trace[rows:rows + 1], energy0, 1, 0, True).recorded
+
+    if record_first and trace.shape[0] > rows:
+        record(state)
+    while steps < max_steps and state.t < t_end - eps and (trace.shape[0] == 0 or rows < trace.shape[0]):
+        new, more, status = _contact_step(model, state, plan, dt, t_end)
+        if status == "diverged":
+            break
+        state = new
+        steps += 1
+        since += 1
+        events.extend(more)
+        if trace.shape[0] and (since >= every or state.t >= t_end - eps):
+            record(state)
+            since = 0
+        if status == "event":
+            break
+    plan.at_state = None
+    return Batch(state, steps, status, rows, since, tuple(events))
+
+
 
 
 # ---- the public face ---------------------------------------------------------------------------------------
@@ -400,6 +644,14 @@ def step(model: Model, state: State, inputs: Inputs = NO_INPUTS, dt: float | Non
     state, events = handle_events(model, state, inputs)
     plan = _plan(model, inputs)
     with plan.lock:
+        if model.contacts:
+            new, more, status = _contact_step(model, state, plan, dt, np.inf)
+            if status == "diverged":
+                raise DivergenceError(f"the step from t = {new.t:.6g} s (dt = {dt:g} s) gave a non-finite state "
+                                      f"or dynamics; the state is diverging")
+            _contact_tables(model, plan, new)
+            _evaluated(model, new, plan)
+            return new, _data(model, plan, new), events + more
         new, steps, status, _, _ = _run(model, state, plan, dt, np.inf, 1)
         if status == "diverged" or steps == 0:
             raise DivergenceError(f"the step from t = {state.t:.6g} s (dt = {dt:g} s) gave a non-finite state or "
@@ -420,6 +672,9 @@ def advance(model: Model, state: State, inputs: Inputs = NO_INPUTS, dt: float | 
     state = model.complete(state)
     plan = _plan(model, inputs)
     with plan.lock:
+        if model.contacts:
+            return _contact_advance(model, state, plan, dt, t_end, int(max_steps),
+                                    _NO_TRACE if trace is None else trace, energy0, record_every, since, record_first)
         return _run(model, state, plan, dt, t_end, int(max_steps), _NO_TRACE if trace is None else trace,
                     energy0, record_every, since, record_first)
 

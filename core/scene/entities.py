@@ -140,3 +140,64 @@ def compile_forces(model, specs) -> tuple[AppliedForce, ...]:
             out.append(AppliedForce(f.name, POINT_FORCE, la, ra, force=np.array(f.force, dtype=float),
                                     start=f.start, stop=f.stop if f.stop is not None else np.inf))
     return tuple(out)
+
+
+def _shape_contact_points(body) -> list[tuple[np.ndarray, float]] | None:
+    """(point, radius) of a body's shapes, in the body frame: box corners, sphere centres, capsule cap centres;
+    None if a shape has no finite set of contact points (a cylinder)."""
+    from .compile import _shape_pose
+    out = []
+    for shape in body.shapes:
+        R, p = _shape_pose(shape)
+        if shape.type == "box":
+            h = 0.5 * np.array(shape.size, dtype=float)
+            for sx in (-1, 1):
+                for sy in (-1, 1):
+                    for sz in (-1, 1):
+                        out.append((p + R @ (h * (sx, sy, sz)), 0.0))
+        elif shape.type == "sphere":
+            out.append((p.copy(), float(shape.radius)))
+        elif shape.type == "capsule":
+            for s in (-0.5, 0.5):
+                out.append((p + R @ np.array([0.0, 0.0, s * shape.length]), float(shape.radius)))
+        else:
+            return None
+    return out
+
+
+def compile_contacts(model, spec) -> tuple[tuple, list, list]:
+    """``(contacts, constraints, forces)`` of the spec's contacts (:mod:`core.contacts`): their rows and
+    friction elements are appended after the model's own constraints and forces."""
+    from ..contacts import contact_elements
+    contacts, constraints, forces = [], [], []
+    bodies = {b.name: b for b in spec.bodies}
+    gravity = np.array(spec.gravity, dtype=float)
+    kin = link_kinematics(model, model.q0)
+    problems = []
+    slot = 0
+    for n, c in enumerate(spec.contacts):
+        link = model.link_index(c.body)
+        if c.points is None:
+            points = _shape_contact_points(bodies[c.body])
+            if not points:
+                problems.append(Problem(f"$.contacts[{n}].points", "the body's shapes give no contact points (a "
+                                        "cylinder, or no shapes): list the points", None))
+                continue
+        else:
+            points = [(model.resolve_point(c.body, p)[1], 0.0) for p in c.points]
+        if c.plane.normal is not None:
+            normal = np.array(c.plane.normal, dtype=float)
+        elif np.linalg.norm(gravity) > 0:
+            normal = -gravity
+        else:
+            normal = np.array([0.0, 0.0, 1.0])
+        contact, rows, elements = contact_elements(
+            c.name, c.body, link, points, normal, c.plane.origin, c.restitution, c.friction, c.rest_speed,
+            c.stabilization, len(model.constraints) + len(constraints), len(model.forces) + len(forces), slot)
+        slot += len(contact.points)
+        contacts.append(contact)
+        constraints.extend(_point_scale(model, kin, r) for r in rows)
+        forces.extend(elements)
+    if problems:
+        raise SceneError(problems)
+    return tuple(contacts), constraints, forces

@@ -165,7 +165,8 @@ _WORLD_ALLOWED = {("point_to_point", "body_b"), ("hinge", "body_b"), ("spring", 
 
 
 def _entity_problems(raw: dict, bodies: list, index: dict[str, int], joint_index: dict[str, int]) -> list[Problem]:
-    """References from constraints and forces: bodies, their named points and joints must exist; names unique."""
+    """References from constraints, forces and contacts: bodies, their named points and joints must exist; names
+    unique."""
     problems: list[Problem] = []
     points = {b["name"]: b.get("points", {}) for b in bodies
               if isinstance(b, dict) and isinstance(b.get("name"), str) and isinstance(b.get("points", {}), dict)}
@@ -175,7 +176,7 @@ def _entity_problems(raw: dict, bodies: list, index: dict[str, int], joint_index
         kind = joint.get("type") if isinstance(joint, dict) else None
         joint_types[jname] = kind if isinstance(kind, str) else None
     known_bodies = known_joints = None
-    for section in ("constraints", "forces"):
+    for section in ("constraints", "forces", "contacts"):
         items = raw.get(section)
         if not isinstance(items, list):
             continue
@@ -213,6 +214,14 @@ def _entity_problems(raw: dict, bodies: list, index: dict[str, int], joint_index
                     known = name_list(points.get(body, {}))
                     problems.append(Problem(f"{here}.{point_field}", f"body {body!r} has no point of that name; "
                                             f"its points: {known}", point, True))
+            body = item.get("body")
+            if section == "contacts" and isinstance(item.get("points"), list) and isinstance(body, str) \
+                    and body in points:
+                for k, point in enumerate(item["points"]):
+                    if isinstance(point, str) and point not in points[body]:
+                        known = name_list(points[body])
+                        problems.append(Problem(f"{here}.points[{k}]", f"body {body!r} has no point of that name; "
+                                                f"its points: {known}", point, True))
             if "body_a" in item and item.get("body_a") == item.get("body_b"):
                 problems.append(Problem(f"{here}.body_b", "must differ from body_a", item.get("body_b"), True))
             if kind == "joint_space" and isinstance(item.get("expression"), str):

@@ -459,6 +459,35 @@ class SimulationSettings(Strict):
     solver: SolverSettings = Field(default_factory=SolverSettings)
     projection: ProjectionSettings = Field(default_factory=ProjectionSettings)
     duration: Positive = 10.0
+    event_tolerance: Annotated[float, Field(ge=1e-15, le=1.0)] = 1e-9   # s: contact events isolated within it
+
+
+# ---------------------------------------------------------------------------------------------- contacts
+class ContactPlane(Strict):
+    """A ground plane: the half-space above ``origin`` along ``normal`` (world; default: against gravity, or +z
+    without gravity) is free, the rest is solid."""
+    origin: Vec3 = (0.0, 0.0, 0.0)
+    normal: Vec3 | None = None
+
+    _check_axis = field_validator("normal")(lambda cls, v: v if v is None else _nonzero_axis(v))
+
+
+class ContactSpec(Strict):
+    """Unilateral contact of a body with a ground plane (McClamroch §6 eq. 40–42; Kearney §3; see
+    :mod:`core.contacts`). ``points``: the body's contact points, named points or body coordinates; by default
+    those of its shapes — a box's eight corners, a sphere, a capsule's two end caps (cylinders need explicit
+    points). ``restitution`` e: Newton's coefficient at impacts (post-impact normal velocity −e times the
+    pre-impact one); ``friction`` μ: Coulomb's coefficient (0: frictionless; stick and slip otherwise);
+    ``rest_speed`` (m/s): a rebound slower than this ends in a resting contact; ``stabilization`` (1/s): λ of
+    the contact rows' critically damped deviation dynamics, as for constraints."""
+    name: Name
+    body: Name
+    points: Annotated[list[PointSpec], Field(min_length=1, max_length=64)] | None = None
+    plane: ContactPlane = Field(default_factory=ContactPlane)
+    restitution: Annotated[float, Field(ge=0, le=1)] = 0.0
+    friction: Annotated[float, Field(ge=0, le=100)] = 0.0
+    rest_speed: Annotated[float, Field(gt=0, le=1e3)] = 0.01
+    stabilization: NonNegative = 20.0
 
 
 # ---------------------------------------------------------------------------------------------- controllers
@@ -617,3 +646,4 @@ class Scene(Strict):
     constraints: list[Constraint] = Field(default_factory=list)
     forces: list[Force] = Field(default_factory=list)
     controllers: list[Controller] = Field(default_factory=list)
+    contacts: list[ContactSpec] = Field(default_factory=list)

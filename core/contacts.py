@@ -1,0 +1,322 @@
+"""Unilateral contacts of body points with ground planes: touchdown, impact, resting contact, Coulomb stick and
+slip, lift-off (McClamroch §6, eq. 40–42; Kearney, Hansen & Cremer §3–4).
+
+A contact point is a body-fixed point (a named point, a box corner) or the centre of a sphere of some radius (a
+sphere shape, a capsule's end cap). Against a plane through ``origin`` with unit normal n its separation is
+``h = n·(x − origin) − radius`` and the unilateral conditions are (McClamroch eq. 40–42)::
+
+    h ≥ 0,    N ≥ 0,    h N = 0                    (N the normal contact force)
+
+The contact rows are named constraints of the model, solved by whichever formulation like every other
+constraint, and switched by events (Kearney §3) — they are never a penalty or a complementarity solve inside the
+step:
+
+- ``<contact>.<i>``: the normal row, a point-on-plane constraint of the point (of the sphere's centre against
+  the plane raised by its radius); active while the point is in contact;
+- ``<contact>.<i>.stick`` (when μ > 0): the two tangential rows, a point-velocity constraint holding the
+  tangential velocity of the material point at the contact at zero (first-order stabilized); active while the
+  point sticks;
+- ``<contact>.<i>.friction`` (when μ > 0): a force element carrying the Coulomb force ``μ N`` opposing the slip
+  of a slipping point (booked with the external forces in the energy audit). Its value is part of the state
+  (:attr:`core.model.State.slip`), refreshed after every step from the normal force and slip velocity at the
+  step's end: friction is explicit in time over a step.
+
+A point's mode is open (no rows), stick (normal + tangential rows), slip (normal row + friction force) or, with
+μ = 0, frictionless (normal row). The modes change only at events, which the step (:mod:`core.step`) triggers,
+isolates in time and resolves with the functions here:
+
+- touchdown: an open point's separation turns negative → an impact (:func:`impact`): impulses P on the touching
+  points and every active constraint, from the impulse–momentum equations M Δq̇ = Jᵀ P, with Newton's
+  restitution on the normal rows (post-impact normal velocity −e times the pre-impact one), zero post-impact
+  tangential velocity within the friction cone ‖P_t‖ ≤ μ P_n (sliding impact outside it) and P_n ≥ 0; a point
+  that rebounds slower than ``rest_speed`` stays in contact (a ball coming to rest ends in a resting contact,
+  not an endless sequence of ever smaller bounces);
+- lift-off: an active point's normal force turns tensile (N < 0) → its rows are removed;
+- slip: a sticking point's tangential force leaves the friction cone (‖F_t‖ > μ N) → it slips, the friction
+  force continuing the stick force's direction with magnitude μ N;
+- stick: a slipping point's slip velocity reverses against its friction force → it sticks.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .constraints import JOINT_SPACE, POINT_ON_PLANE, POINT_VELOCITY, PointConstraint, perpendicular_basis
+from .crba import mass_matrix
+from .forces import POINT_FORCE, AppliedForce
+from .joint_constraints import tape_jet
+from .points import jacobian_at, link_kinematics
+
+__all__ = ["Contact", "ContactPoint", "contact_elements", "point_modes", "OPEN", "STICK", "SLIP", "FRICTIONLESS",
+           "MODE_NAMES", "separations", "normal_forces", "triggers", "impact", "constraint_jacobian"]
+
+OPEN, STICK, SLIP, FRICTIONLESS = range(4)
+MODE_NAMES = ("open", "stick", "slip", "frictionless")
+
+
+@dataclass(frozen=True, eq=False)
+class ContactPoint:
+    """One contact point: body point ``r`` of ``link`` (a sphere's centre when ``radius`` > 0), the index of its
+    normal row (``normal``), of its tangential rows (``stick``, −1 when frictionless) in ``Model.constraints``
+    and of its friction force element (``friction``, −1 when frictionless) in ``Model.forces``; ``slot``: its row
+    in :attr:`core.model.State.slip`."""
+    label: str
+    link: int
+    r: np.ndarray
+    radius: float
+    normal: int
+    stick: int
+    friction: int
+    slot: int
+
+
+@dataclass(frozen=True, eq=False)
+class Contact:
+    """A body's contact points against the plane through ``origin`` with unit ``normal`` (world), with Newton's
+    coefficient of ``restitution``, Coulomb ``friction`` μ and the ``rest_speed`` below which a rebound ends in
+    a resting contact."""
+    name: str
+    body: str
+    link: int
+    normal: np.ndarray
+    origin: np.ndarray
+    restitution: float
+    friction: float
+    rest_speed: float
+    points: tuple
+
+
+def contact_elements(name: str, body: str, link: int, points, normal, origin, restitution: float, friction: float,
+                     rest_speed: float, stabilization: float, first_constraint: int, first_force: int,
+                     first_slot: int) -> tuple[Contact, list, list]:
+    """The :class:`Contact` of a body's ``points`` ((r, radius) pairs in the body frame) and its constraints and
+    force elements, to be appended to a model whose constraints, forces and contact points so far number
+    ``first_constraint``, ``first_force`` and ``first_slot``. The rows start inactive; they never break."""
+    n = np.asarray(normal, float)
+    n = n / np.linalg.norm(n)
+    origin = np.asarray(origin, float)
+    tangent = perpendicular_basis(n)
+    constraints, forces, cps = [], [], []
+    k, f = first_constraint, first_force
+    for i, (r, radius) in enumerate(points):
+        r = np.asarray(r, float)
+        label = f"{name}.{i}"
+        constraints.append(PointConstraint(label, name, POINT_ON_PLANE, link, r, -1, origin + radius * n,
+                                           n.reshape(3, 1), stabilization, np.inf, np.inf, enabled=False))
+        normal_row, stick, fric = k, -1, -1
+        k += 1
+        if friction > 0:
+            constraints.append(PointConstraint(f"{label}.stick", name, POINT_VELOCITY, link, r.copy(), -1,
+                                               np.zeros(3), tangent, stabilization, np.inf, np.inf, enabled=False))
+            forces.append(AppliedForce(f"{label}.friction", POINT_FORCE, link, r.copy(), force=np.zeros(3),
+                                       start=-np.inf, stop=np.inf))
+            stick, fric = k, f
+            k += 1
+            f += 1
+        cps.append(ContactPoint(label, link, r, float(radius), normal_row, stick, fric, first_slot + i))
+    return (Contact(name, body, link, n, origin, float(restitution), float(friction), float(rest_speed), tuple(cps)),
+            constraints, forces)
+
+
+def all_points(model) -> list:
+    return [p for c in model.contacts for p in c.points]
+
+
+def point_modes(model, state) -> np.ndarray:
+    """The mode of every contact point at ``state`` (:data:`OPEN`, :data:`STICK`, :data:`SLIP`,
+    :data:`FRICTIONLESS`), in ``Model.contacts`` order."""
+    modes = []
+    for p in all_points(model):
+        if not state.active[p.normal]:
+            modes.append(OPEN)
+        elif p.stick < 0:
+            modes.append(FRICTIONLESS)
+        else:
+            modes.append(STICK if state.active[p.stick] else SLIP)
+    return np.array(modes, dtype=np.int64)
+
+
+# ---- what an evaluation says about the contacts -------------------------------------------------------------
+
+def separations(model, out) -> np.ndarray:
+    """The separation h of every contact point (m; negative: penetration) from an evaluation's outputs."""
+    return np.array([c.normal @ (out.point_a[p.normal] - out.point_b[p.normal])
+                     for c in model.contacts for p in c.points])
+
+
+def normal_forces(model, out) -> np.ndarray:
+    """The normal contact force N of every contact point (N; zero when open, negative: tensile)."""
+    return np.array([c.normal @ out.constraint_force[p.normal] for c in model.contacts for p in c.points])
+
+
+def _tangential_velocity(c: Contact, out, p: ContactPoint) -> np.ndarray:
+    v = out.velocity_a[p.stick]
+    return v - c.normal * (c.normal @ v)
+
+
+def triggers(model, state, out, before=None) -> list[tuple]:
+    """The contact events whose trigger predicate holds at ``state`` (``out``: its evaluation), as
+    ``(kind, contact, point, g)`` with ``g`` the event function (positive before the event, ≤ 0 at and after):
+
+    - ``touchdown``: an open point's separation h < 0 (g = h);
+    - ``lift-off``: an active point's normal force N < 0 (g = N);
+    - ``slip``: a sticking point's tangential force beyond the cone, ‖F_t‖ > μN (g = μN − ‖F_t‖);
+    - ``stick``: a slipping point's slip velocity no longer opposes its friction force (g = −v_t·f̂, f̂ the
+      friction direction of ``before``, the state the step started from, else of ``state``)."""
+    found = []
+    slip_state = state if before is None else before
+    for c in model.contacts:
+        for p in c.points:
+            if not state.active[p.normal]:
+                h = float(c.normal @ (out.point_a[p.normal] - out.point_b[p.normal]))
+                if h < 0:
+                    found.append(("touchdown", c, p, h))
+                continue
+            N = float(c.normal @ out.constraint_force[p.normal])
+            if N < 0:
+                found.append(("lift-off", c, p, N))
+                continue
+            if p.stick < 0:
+                continue
+            if state.active[p.stick]:
+                g = c.friction * N - float(np.linalg.norm(out.constraint_force[p.stick]))
+                if g < 0:
+                    found.append(("slip", c, p, g))
+            else:
+                f = slip_state.slip[p.slot]
+                fn = np.linalg.norm(f)
+                if fn > 0:
+                    g = -float(_tangential_velocity(c, out, p) @ f) / fn
+                    if g < 0:
+                        found.append(("stick", c, p, g))
+    return found
+
+
+# ---- impacts ------------------------------------------------------------------------------------------------
+
+def constraint_jacobian(model, kin, q, c) -> np.ndarray:
+    """The rows J (rows x nv) of constraint ``c`` at configuration q (``kin``: its link kinematics)."""
+    if c.kind == JOINT_SPACE:
+        n = len(c.names)
+        L = len(c.tape)
+        xv = np.array([q[i] for i in c.q_index], float)
+        J = np.zeros((1, model.nv))
+        regs = (np.zeros(L), np.zeros(L), np.zeros(L), np.zeros((L, n)))
+        tape_jet(c.tape, 0, L, xv, np.zeros(n), *regs)
+        for j, vi in enumerate(c.v_index):
+            J[0, vi] += regs[3][L - 1, j]
+        return J
+    Ja = jacobian_at(model, kin, c.link_a, c.r_a)
+    if c.link_b >= 0:
+        Ja = Ja - jacobian_at(model, kin, c.link_b, c.r_b)
+    return c.basis.T @ Ja
+
+
+def contact_point_body(c: Contact, p: ContactPoint, R_WL: np.ndarray, omega=None, lead: float = 0.0) -> np.ndarray:
+    """The body-frame coordinates of the material point at which point ``p`` touches the plane (its sphere's
+    lowest point along the normal; the point itself when its radius is zero), for the link rotation R_WL — or,
+    given the link's angular velocity ``omega`` (link frame), the one that touches ``lead`` seconds later (to
+    first order: the body-frame normal turns as dn/dt = −ω × n). A step holds the point that touches at its
+    middle, so a rolling sphere's contact point is held with no bias of first order in the step."""
+    if p.radius == 0:
+        return p.r
+    n = R_WL.T @ c.normal
+    if lead and omega is not None:
+        n = n - lead * np.cross(omega, n)
+        n /= np.linalg.norm(n)
+    return p.r - p.radius * n
+
+
+def impact(model, state, touching: list, contact_rows: set) -> tuple[np.ndarray, dict]:
+    """Resolve an impact at ``state``: the post-impact velocity q̇⁺ and, per point of ``touching`` (the
+    (contact, point) pairs that touch: colliding or resting), ``(P_n, P_t vector, v_n⁻, mode)`` with the mode
+    after the impact: :data:`OPEN` when it leaves the plane at its rest speed or faster, else in contact
+    (stick, slip or frictionless).
+
+    Impulse–momentum (McClamroch §6; Kearney §3): M (q̇⁺ − q̇⁻) = Jᵀ P over the rows of every active constraint
+    that is not a contact (``contact_rows``: the indices of the contacts' constraints) — whose constraint velocity
+    J q̇ the impact leaves unchanged — and of the touching points: normal rows with v_n⁺ = −e v_n⁻ (0 for a
+    resting point) and P_n ≥ 0, tangential rows with v_t⁺ = 0 while ‖P_t‖ ≤ μ P_n, else a sliding impact with
+    P_t = −μ P_n t̂ (t̂ the pre-impact slip direction). Points whose P_n would be negative separate and are
+    dropped, one at a time (an active-set solution of the complementarity conditions)."""
+    q, v = state.q, state.qd
+    kin = link_kinematics(model, q)
+    M = mass_matrix(model, q)
+    bilateral = [constraint_jacobian(model, kin, q, model.constraints[i]) for i in np.flatnonzero(state.active)
+                 if i not in contact_rows]
+    Jb = np.vstack(bilateral) if bilateral else np.zeros((0, model.nv))
+    info = {}
+    pts = []
+    for c, p in touching:
+        Jp = jacobian_at(model, kin, p.link, contact_point_body(c, p, kin.R_WL[p.link]))
+        Jn = c.normal @ Jp
+        Et = perpendicular_basis(c.normal)
+        Jt = Et.T @ Jp
+        vn = float(Jn @ v)
+        vt = Jt @ v
+        colliding = vn < 0 and not state.active[p.normal]
+        target = -c.restitution * vn if colliding and c.restitution * -vn >= c.rest_speed else 0.0
+        pts.append({"c": c, "p": p, "Jn": Jn, "Jt": Jt, "Et": Et, "vn": vn, "vt": vt, "target": target,
+                    "sliding": False, "in": True})
+    Minv = np.linalg.inv(M)
+    for _ in range(4 * len(pts) + 4):
+        rows, cols, rhs, kinds = [Jb], [Jb], [np.zeros(Jb.shape[0])], []
+        for k, d in enumerate(pts):
+            if not d["in"]:
+                continue
+            mu = d["c"].friction
+            col = d["Jn"]
+            if mu > 0 and d["sliding"]:
+                t = d["vt"] / max(np.linalg.norm(d["vt"]), 1e-300)
+                col = d["Jn"] - mu * (t @ d["Jt"])
+            rows.append(d["Jn"][None])
+            cols.append(col[None])
+            rhs.append(np.array([d["target"] - d["vn"]]))
+            kinds.append((k, "n"))
+            if mu > 0 and not d["sliding"]:
+                rows.append(d["Jt"])
+                cols.append(d["Jt"])
+                rhs.append(-d["vt"])
+                kinds.extend([(k, "t"), (k, "t")])
+        R, C, b = np.vstack(rows), np.vstack(cols), np.concatenate(rhs)
+        A = R @ Minv @ C.T
+        P = np.linalg.lstsq(A, b, rcond=1e-10)[0] if A.size else np.zeros(0)
+        m0 = Jb.shape[0]
+        Pn, Pt = {}, {}
+        for j, (k, what) in enumerate(kinds):
+            if what == "n":
+                Pn[k] = P[m0 + j]
+            else:
+                Pt.setdefault(k, []).append(P[m0 + j])
+        worst = min(Pn, key=lambda k: Pn[k], default=None)
+        if worst is not None and Pn[worst] < -1e-12 * max(1.0, max(abs(x) for x in Pn.values())):
+            pts[worst]["in"] = False                            # it separates: drop it and solve again
+            continue
+        over = [k for k in Pt if np.linalg.norm(Pt[k]) > pts[k]["c"].friction * max(Pn[k], 0.0) * (1 + 1e-9)
+                and np.linalg.norm(pts[k]["vt"]) > 0]
+        if over:
+            for k in over:
+                pts[k]["sliding"] = True                         # outside the friction cone: a sliding impact
+            continue
+        break
+    qd = v + Minv @ (C.T @ P) if len(P) else v.copy()
+    for k, d in enumerate(pts):
+        after = float(d["Jn"] @ qd)
+        if after >= d["c"].rest_speed:                          # it rebounds (or separates): open
+            mode = OPEN
+        elif d["p"].stick < 0:
+            mode = FRICTIONLESS
+        else:
+            mode = SLIP if d["sliding"] or not d["in"] else STICK
+        if not d["in"]:
+            info[(d["c"].name, d["p"].label)] = (0.0, np.zeros(3), d["vn"], mode)
+            continue
+        pn = float(Pn.get(k, 0.0))
+        if d["sliding"]:
+            t = d["vt"] / max(np.linalg.norm(d["vt"]), 1e-300)
+            pt = -d["c"].friction * pn * (d["Et"] @ t)
+        else:
+            pt = d["Et"] @ np.asarray(Pt.get(k, [0.0, 0.0]))
+        info[(d["c"].name, d["p"].label)] = (pn, pt, d["vn"], mode)
+    return qd, info
