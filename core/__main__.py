@@ -1,9 +1,11 @@
 """Headless command line of the core.
 
     python -m core validate FILE...            check scene documents; prints every problem; exit 2 if any
-    python -m core run SCENE --duration T [--dt DT] [--integrator NAME] --out DIR
+    python -m core run SCENE --duration T [--dt DT] [--integrator NAME] --out DIR [--force] [--max-steps N]
                                                run a scene; write DIR/timeseries.npz, DIR/timeseries.csv and
-                                               DIR/summary.json
+                                               DIR/summary.json, streamed while it runs into a hidden folder
+                                               beside DIR that is renamed to DIR when complete (an existing
+                                               DIR is refused unless --force, then exchanged atomically)
     python -m core sweep SPEC --out DIR [--workers N | --dask tcp://HOST:PORT]
                                                run the adaptive-control bench grid of SPEC (JSON or TOML; see
                                                core.bench.sweep) in parallel; write DIR/results.csv, the
@@ -15,21 +17,24 @@
 
     python -m core warm                        compile (or load) every kernel now, so later runs start at once
 
-Exit codes: 0 success, 2 invalid input (a bad scene or argument), 3 the simulation diverged (for compare: every
-formulation diverged; one that diverges is a result, reported in the table).
+Exit codes: 0 success, 2 invalid input (a bad scene or argument, an existing output without --force, a run
+longer than --max-steps), 3 the simulation diverged (run: the records up to the last good state are written and
+summary.json says so; compare: every formulation diverged, one that diverges is a result, reported in the table).
 """
 from __future__ import annotations
 
 import argparse
-import json
+import math
+import os
 import sys
 from pathlib import Path
 
 import numpy as np
 
-from .output import write_run
+from .output import RunWriter
 from .scene import SceneError, compile_scene, read_spec
 from .simulation import INTEGRATOR_NAMES, DivergenceError, Simulation
+from .step import record_layout
 
 
 def _validate(args) -> int:
@@ -40,12 +45,20 @@ def _validate(args) -> int:
             compile_scene(spec, name)
         except SceneError as exc:
             bad += 1
-            print(f"{name}: INVALID, {len(exc.problems)} problem(s)")
+            print(f"{name}: INVALID, {len(exc.problems) + exc.omitted} problem(s)")
             for p in exc.problems:
                 print(f"  {p}")
+            if exc.omitted:
+                print(f"  and {exc.omitted} more problem(s)")
             continue
         print(f"{name}: ok ({len(spec.bodies)} bodies)")
     return 2 if bad else 0
+
+
+MAX_STEPS = 10_000_000
+"""Steps a run may take unless ``--max-steps`` allows more (duration / dt; 10⁷ steps of chain20_nailed take about
+7 minutes and write about 10 GB of CSV)."""
+MAX_EVENT_LINES = 10
 
 
 def _run(args) -> int:
@@ -60,36 +73,71 @@ def _run(args) -> int:
         print(f"{args.scene}: {exc}", file=sys.stderr)
         return 2
     duration = args.duration if args.duration is not None else model.settings.get("duration", 10.0)
-    if not duration > 0:
-        print(f"--duration must be positive, got {duration}", file=sys.stderr)
+    if not (np.isfinite(duration) and duration > 0):
+        print(f"--duration must be a positive number of seconds, got {duration}", file=sys.stderr)
         return 2
-    progress = sys.stderr.isatty() and not args.quiet
+    if args.record_every < 1:
+        print(f"--record-every must be at least 1, got {args.record_every}", file=sys.stderr)
+        return 2
+    steps = duration / sim.dt
+    if steps > args.max_steps:
+        print(f"{args.scene}: {duration:g} s at dt = {sim.dt:g} s is {steps:.3g} steps, more than the "
+              f"{args.max_steps} a run may take; shorten --duration or raise --dt"
+              + (f", or allow it with --max-steps {math.ceil(steps)}" if steps < 1e15 else ""), file=sys.stderr)
+        return 2
+    out = Path(args.out)
+    if os.path.lexists(out) and not args.force:
+        print(f"{out} exists; choose another --out or replace it with --force", file=sys.stderr)
+        return 2
+    try:
+        writer = RunWriter(out, model, record_layout(model, sim.inputs))
+    except OSError as exc:
+        print(f"cannot write the output {out}: {exc.strerror or exc}", file=sys.stderr)
+        return 2
     diverged = None
     try:
-        data = sim.run(duration, record_every=args.record_every, progress=progress)
+        sim.run(duration, record_every=args.record_every, progress=sys.stderr.isatty() and not args.quiet,
+                sink=writer)
     except DivergenceError as exc:
         diverged = str(exc)
-        data = None
-    out = Path(args.out)
-    if data is None:
-        print(f"{args.scene}: simulation diverged: {diverged}", file=sys.stderr)
+    except BaseException:
+        writer.abort()
+        raise
+    try:
+        summary = writer.finish(sim, scene_path=args.scene, diverged=diverged, replace=args.force)
+    except OSError as exc:
+        writer.abort() if not isinstance(exc, FileExistsError) else None
+        print(f"cannot write the output {out}: {exc.strerror or exc}", file=sys.stderr)
+        return 2
+    if not args.quiet:
+        _print_events(sim.events)
+        for line in contact_report(model, sim.events):
+            print(line)
+    if diverged:
+        print(f"{args.scene}: simulation diverged: {diverged}; wrote the {summary['records']} record(s) up to "
+              f"t = {summary['duration_s']:.6g} s to {out}", file=sys.stderr)
         return 3
-    for event in sim.events:
+    if not args.quiet:
+        relative = summary["energy_error_relative"]
+        print(f"{model.name}: {summary['steps']} steps of {sim.dt:g} s ({sim.integrator}) in "
+              f"{summary['wall_time_s']:.2f} s; energy audit error "
+              + (f"{relative:.3e} (relative)" if math.isfinite(relative) else "not finite")
+              + f"; wrote {out}/timeseries.npz, timeseries.csv, summary.json")
+    return 0
+
+
+def _print_events(events: list[dict]) -> None:
+    """Broken constraints and rank losses, at most MAX_EVENT_LINES of them, then how many more."""
+    events = [e for e in events if e.get("type") in ("break", "rank_deficient")]
+    for event in events[:MAX_EVENT_LINES]:
         if event["type"] == "break":
             print(f"t = {event['t']:.4f} s: constraint {event['constraint']!r} broke "
                   f"(deviation {event['deviation']:.3g} > {event['max_deviation']:.3g})", file=sys.stderr)
         elif event["type"] == "rank_deficient":
             print(f"t = {event['t']:.4f} s: the constraint Jacobian has rank {event['jacobian_rank']} for "
                   f"{event['rows']} constraint rows (redundant or singular constraints)", file=sys.stderr)
-    if not args.quiet:
-        for line in contact_report(model, sim.events):
-            print(line)
-    summary = write_run(out, model, sim, data, scene_path=args.scene)
-    if not args.quiet:
-        print(f"{model.name}: {summary['steps']} steps of {sim.dt:g} s ({sim.integrator}) in "
-              f"{summary['wall_time_s']:.2f} s; energy audit error {summary['energy_error_relative']:.3e} (relative); "
-              f"wrote {out}/timeseries.npz, timeseries.csv, summary.json")
-    return 0
+    if len(events) > MAX_EVENT_LINES:
+        print(f"and {len(events) - MAX_EVENT_LINES} more event(s); summary.json lists them all", file=sys.stderr)
 
 
 def contact_report(model, events) -> list[str]:
@@ -122,7 +170,10 @@ def contact_report(model, events) -> list[str]:
 
 
 def _sweep(args) -> int:
-    from .bench.sweep import ClusterError, SweepSpecError, read_sweep_spec, run_sweep
+    from .bench.sweep import ClusterError, SweepSpecError, check_dask_address, read_sweep_spec, run_sweep
+    if args.dask is not None and check_dask_address(args.dask):
+        print(check_dask_address(args.dask), file=sys.stderr)
+        return 2
     try:
         res = read_sweep_spec(args.spec)
     except SweepSpecError as exc:
@@ -147,7 +198,8 @@ def _sweep(args) -> int:
         return 2
     if not args.quiet:
         where = f"the Dask cluster at {args.dask}" if args.dask else f"{summary['workers']} local worker(s)"
-        print(f"{summary['trials']} trials ({summary['unstable']} unstable) on {where} in "
+        failed = f", {summary['failed']} failed" if summary["failed"] else ""
+        print(f"{summary['trials']} trials ({summary['unstable']} unstable{failed}) on {where} in "
               f"{summary['wall_time_s']:.1f} s; wrote {args.out}/results.csv"
               + (f" and {len(summary['figures'])} figure(s)" if summary["figures"] else ""))
     return 0
@@ -215,7 +267,10 @@ def main(argv: list[str] | None = None) -> int:
     r.add_argument("--integrator", choices=INTEGRATOR_NAMES, default=None)
     r.add_argument("--out", required=True, metavar="DIR")
     r.add_argument("--record-every", type=int, default=1, metavar="N", help="record every N-th step")
-    r.add_argument("--quiet", action="store_true")
+    r.add_argument("--force", action="store_true", help="replace an existing output (atomically)")
+    r.add_argument("--max-steps", type=int, default=MAX_STEPS, metavar="N",
+                   help=f"refuse runs of more than N steps, duration / dt (default {MAX_STEPS})")
+    r.add_argument("--quiet", action="store_true", help="print nothing but errors")
     w = sub.add_parser("sweep", help="run the adaptive-control bench grid of a SPEC file in parallel")
     w.add_argument("spec", metavar="SPEC", help="sweep spec, JSON or TOML (fields: see core.bench.sweep)")
     w.add_argument("--out", required=True, metavar="DIR")

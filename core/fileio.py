@@ -1,23 +1,66 @@
 """Atomic file writes: a temporary file in the target's folder, flushed to disk, then renamed over the target,
-so a reader never sees a half-written file and a failure leaves the previous file untouched."""
+so a reader never sees a half-written file and a failure leaves the previous file untouched. A target that is a
+symbolic link is written through (its target is replaced, the link stays); an existing file keeps its mode, a
+new one gets 0666 less the umask, as ``open`` would give it.
+
+Whole directories (a run's output) are staged the same way: :func:`staging_directory` makes a hidden folder
+beside the target, and :func:`publish_directory` renames it into place — atomically exchanged with an existing
+target (Linux ``renameat2(RENAME_EXCHANGE)``), so the path holds either the old complete folder or the new one
+at every instant, even under ``kill -9``.
+"""
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
 import os
+import shutil
 import tempfile
 from pathlib import Path
 
-__all__ = ["atomic_write_bytes", "atomic_write_text"]
+__all__ = ["atomic_write_bytes", "atomic_write_text", "umask", "new_file_mode", "staging_directory",
+           "publish_directory", "fsync_directory"]
 
 
-def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> Path:
+def umask() -> int:
+    """The process's umask, read without changing it where Linux tells it (``/proc/self/status``)."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as f:
+            for line in f:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError):
+        pass
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def new_file_mode() -> int:
+    return 0o666 & ~umask()
+
+
+def _written_path(path: Path) -> Path:
+    """Where writing ``path`` lands: through a symbolic link to its (final) target."""
+    return Path(os.path.realpath(path)) if path.is_symlink() else path
+
+
+def atomic_write_bytes(path: str | os.PathLike, data: bytes, mode: int | None = None) -> Path:
+    """Write ``data`` to ``path`` atomically. The file keeps its mode if it exists; a new file gets ``mode``, or
+    0666 less the umask. A symbolic link is followed: its target is written and the link kept. Returns ``path``."""
     path = Path(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    target = _written_path(path)
+    try:
+        mode = os.stat(target).st_mode & 0o7777
+    except OSError:
+        mode = new_file_mode() if mode is None else mode
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)
             f.flush()
+            os.fchmod(f.fileno(), mode)
             os.fsync(f.fileno())
-        os.replace(tmp, path)
+        os.replace(tmp, target)
     except BaseException:
         try:
             os.unlink(tmp)
@@ -27,5 +70,84 @@ def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> Path:
     return path
 
 
-def atomic_write_text(path: str | os.PathLike, text: str) -> Path:
-    return atomic_write_bytes(path, text.encode("utf-8"))
+def atomic_write_text(path: str | os.PathLike, text: str, mode: int | None = None) -> Path:
+    return atomic_write_bytes(path, text.encode("utf-8"), mode)
+
+
+def fsync_directory(path: str | os.PathLike) -> None:
+    """Flush a folder's entries (its renames) to disk; a no-op where folders cannot be opened."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def staging_directory(target: str | os.PathLike) -> Path:
+    """A new, empty hidden folder beside ``target`` (``.NAME.partial-XXXX``, mode 0777 less the umask) to write
+    into before :func:`publish_directory`. Creates ``target``'s parent folders."""
+    target = Path(target)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.partial-", dir=target.parent))
+    os.chmod(tmp, 0o777 & ~umask())
+    return tmp
+
+
+_RENAME_EXCHANGE = 2
+_AT_FDCWD = -100
+
+
+def _exchange(a: Path, b: Path) -> bool:
+    """Swap two paths atomically (Linux renameat2 RENAME_EXCHANGE); False where that is not available."""
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+        renameat2 = libc.renameat2
+    except (OSError, AttributeError):
+        return False
+    renameat2.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint]
+    if renameat2(_AT_FDCWD, os.fsencode(a), _AT_FDCWD, os.fsencode(b), _RENAME_EXCHANGE) == 0:
+        return True
+    err = ctypes.get_errno()
+    if err in (38, 22, 95):                  # ENOSYS, EINVAL (flag or file system), EOPNOTSUPP
+        return False
+    raise OSError(err, os.strerror(err), str(b))
+
+
+def publish_directory(staged: str | os.PathLike, target: str | os.PathLike, replace: bool = False) -> None:
+    """Move the complete folder ``staged`` to ``target``. A target that exists is an error
+    (``FileExistsError``) unless ``replace``; then the two are exchanged atomically and the old one removed.
+    Where the exchange is not available the old target is first renamed aside (a crash between the two renames
+    leaves it complete under ``.NAME.old-XXXX``)."""
+    staged, target = Path(staged), Path(target)
+    fsync_directory(staged)
+    if not os.path.lexists(target):
+        os.rename(staged, target)                       # (an empty folder made meanwhile is replaced, POSIX)
+        fsync_directory(target.parent)
+        return
+    if not replace:
+        raise FileExistsError(17, "the output exists (use --force to replace it)", str(target))
+    if _exchange(staged, target):
+        fsync_directory(target.parent)
+        _remove(staged)                                   # (now the old output)
+        return
+    aside = Path(tempfile.mkdtemp(prefix=f".{target.name}.old-", dir=target.parent))
+    os.rmdir(aside)
+    os.rename(target, aside)
+    os.rename(staged, target)
+    fsync_directory(target.parent)
+    _remove(aside)
+
+
+def _remove(path: Path) -> None:
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path, ignore_errors=True)
+    else:
+        try:
+            os.unlink(path)
+        except OSError:
+            pass

@@ -1,17 +1,29 @@
 """Writing a run's results: ``timeseries.npz`` (arrays), ``timeseries.csv`` (one column per scalar) and
-``summary.json``. Every file is written atomically (temporary file, then rename)."""
+``summary.json``.
+
+:class:`RunWriter` takes the records while the simulation runs (``Simulation.run(sink=writer)``: chunks of a few
+thousand rows), so memory stays bounded whatever the duration: CSV rows are appended as they come, each array's
+rows go to a raw file and the NPZ is assembled from them at the end, one member at a time. Everything is written
+into a hidden staging folder beside the output (``.NAME.partial-XXXX``) that is renamed into place when complete
+(:func:`core.fileio.publish_directory`): the output folder holds the previous complete run or the new complete
+one, never a mixture, even if the process is killed. A run that diverges keeps every record up to its last good
+state and says so in ``summary.json``, which is strict JSON (a value that is not finite is ``null``, and
+``null_values`` says why)."""
 from __future__ import annotations
 
-import io
 import json
+import math
+import os
+import shutil
+import zipfile
 from pathlib import Path
 
 import numpy as np
 
-from .fileio import atomic_write_bytes
+from .fileio import publish_directory, staging_directory
 from .model import Model
 
-__all__ = ["write_run", "csv_columns"]
+__all__ = ["write_run", "csv_columns", "RunWriter", "strict_json"]
 
 
 def _coordinate_names(model: Model, prefix: str, velocity: bool) -> list[str]:
@@ -55,46 +67,187 @@ def csv_columns(model: Model, data: dict[str, np.ndarray]) -> tuple[list[str], n
     return names, np.hstack(cols)
 
 
-def write_run(out: Path, model: Model, sim, data: dict[str, np.ndarray], scene_path: str | None = None) -> dict:
-    """Write the three result files of a run into ``out`` (created if needed) and return the summary."""
-    out.mkdir(parents=True, exist_ok=True)
-    buf = io.BytesIO()
-    np.savez_compressed(buf, **data)
-    atomic_write_bytes(out / "timeseries.npz", buf.getvalue())
-    names, table = csv_columns(model, data)
-    text = io.StringIO()
-    np.savetxt(text, table, delimiter=",", header=",".join(names), comments="", fmt="%.17g")
-    atomic_write_bytes(out / "timeseries.csv", text.getvalue().encode())
-    E = data["energy_total"]
-    scale = max(abs(E[0]), float(np.abs(data["energy_kinetic"]).max()), float(np.abs(data["energy_potential"]).max()), 1e-300)
-    K = len(model.constraints)
-    deviation = data.get("deviation", np.zeros((len(E), 0)))
-    active = data.get("active", np.zeros((len(E), 0))) > 0.5
-    summary = {
-        "scene": model.name,
-        "scene_file": scene_path,
-        "duration_s": float(data["t"][-1]),
-        "dt_s": sim.dt,
-        "integrator": sim.integrator,
-        "steps": int(sim.steps_taken),
-        "wall_time_s": float(sim.wall_time),
-        "cost_per_step_s": float(sim.wall_time / max(sim.steps_taken, 1)),
-        "nq": model.nq,
-        "nv": model.nv,
-        "joint_names": model.joint_names,
-        "constraint_names": model.constraint_names,
-        "events": list(getattr(sim, "events", [])),
-        "max_deviation": {c: float(np.nanmax(np.where(active[:, i], deviation[:, i], np.nan), initial=0.0))
-                          if active[:, i].any() else None for i, c in enumerate(model.constraint_names)},
-        "final_work_constraints_J": {c: float(data["work_constraints"][-1, i])
-                                     for i, c in enumerate(model.constraint_names)} if K else {},
-        "energy_initial_J": float(E[0]),
-        "energy_final_J": float(E[-1]),
-        "energy_change_J": float(E[-1] - E[0]),
-        "energy_error_J": float(data["energy_error"][-1]),
-        "energy_error_relative": float(abs(data["energy_error"][-1]) / scale),
-        "energy_max_error_J": float(np.abs(data["energy_error"]).max()),
-        "csv_columns": names,
-    }
-    atomic_write_bytes(out / "summary.json", (json.dumps(summary, indent=2) + "\n").encode())
-    return summary
+def write_run(out: Path, model: Model, sim, data: dict[str, np.ndarray], scene_path: str | None = None,
+              replace: bool = True) -> dict:
+    """Write the three result files of a run whose records are in memory (``data``) into ``out``, replacing an
+    existing output when ``replace``; return the summary (:class:`RunWriter` does the writing)."""
+    writer = RunWriter(out, model, list((k, np.asarray(v).shape[1:]) for k, v in data.items()))
+    try:
+        writer(data)
+        return writer.finish(sim, scene_path=scene_path, replace=replace)
+    except BaseException:
+        writer.abort()
+        raise
+
+
+def strict_json(value, nulls: dict[str, str], path: str = "") -> object:
+    """``value`` with every float that is not finite replaced by None, its path and why recorded in ``nulls``;
+    numpy scalars and arrays as plain numbers and lists."""
+    if isinstance(value, dict):
+        return {k: strict_json(v, nulls, f"{path}.{k}" if path else str(k)) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [strict_json(v, nulls, f"{path}[{i}]") for i, v in enumerate(value)]
+    if isinstance(value, np.ndarray):
+        return strict_json(value.tolist(), nulls, path)
+    if isinstance(value, np.generic):
+        value = value.item()
+    if isinstance(value, float) and not math.isfinite(value):
+        nulls[path] = f"not finite ({value}): the run's values overflowed or diverged"
+        return None
+    return value
+
+
+class _Stats:
+    """What the summary needs from every record, accumulated chunk by chunk (nothing kept per row)."""
+
+    def __init__(self, K: int):
+        self.rows = 0
+        self.first: dict[str, np.ndarray] = {}
+        self.last: dict[str, np.ndarray] = {}
+        self.max_abs = {"energy_kinetic": 0.0, "energy_potential": 0.0, "energy_error": 0.0}
+        self.max_deviation = np.full(K, -np.inf)
+        self.ever_active = np.zeros(K, bool)
+
+    def add(self, chunk: dict[str, np.ndarray]) -> None:
+        n = len(chunk["t"])
+        if n == 0:
+            return
+        if not self.rows:
+            self.first = {k: np.array(v[0]) for k, v in chunk.items()}
+        self.last = {k: np.array(v[-1]) for k, v in chunk.items()}
+        self.rows += n
+        with np.errstate(all="ignore"):
+            for key in self.max_abs:
+                if key in chunk:
+                    self.max_abs[key] = max(self.max_abs[key], float(np.max(np.abs(chunk[key]))))
+            if "deviation" in chunk and chunk["deviation"].shape[1]:
+                active = chunk["active"] > 0.5
+                self.ever_active |= active.any(axis=0)
+                masked = np.where(active, chunk["deviation"], -np.inf)
+                self.max_deviation = np.fmax(self.max_deviation, masked.max(axis=0))
+
+
+class RunWriter:
+    """Streams the records of one run into a staging folder beside ``out`` and publishes it at the end.
+
+    Call it with each chunk of records (a dict of arrays with rows first, :func:`core.records.split`), then
+    :meth:`finish` (writes the NPZ and ``summary.json``, renames the folder into place) or :meth:`abort`
+    (removes the staging folder). ``columns``: ``[(name, shape of one record)]`` in record order."""
+
+    def __init__(self, out: str | os.PathLike, model: Model, columns):
+        self.out = Path(out)
+        self.model = model
+        self.columns = [(name, tuple(shape)) for name, shape in columns]
+        self.stats = _Stats(len(model.constraints))
+        self.csv_names, _ = csv_columns(model, {name: np.zeros((1,) + shape) for name, shape in self.columns})
+        self.staged = staging_directory(self.out)
+        self._raw = {}
+        try:
+            self._csv = open(self.staged / "timeseries.csv", "w", encoding="utf-8", newline="\n")
+            self._csv.write(",".join(self.csv_names) + "\n")
+            for name, _ in self.columns:
+                self._raw[name] = open(self.staged / f".{name}.raw", "wb")
+        except BaseException:
+            self.abort()
+            raise
+
+    def __call__(self, chunk: dict[str, np.ndarray]) -> None:
+        """Append one chunk of records."""
+        if not len(chunk["t"]):
+            return
+        for name, _ in self.columns:
+            self._raw[name].write(np.ascontiguousarray(chunk[name], dtype="<f8").tobytes())
+        _, table = csv_columns(self.model, {name: chunk[name] for name, _ in self.columns})
+        np.savetxt(self._csv, table, delimiter=",", fmt="%.17g")
+        self.stats.add(chunk)
+
+    def _close(self) -> None:
+        for f in [getattr(self, "_csv", None), *self._raw.values()]:
+            if f is not None and not f.closed:
+                f.close()
+
+    def abort(self) -> None:
+        """Remove the staging folder (the output is left as it was)."""
+        self._close()
+        shutil.rmtree(self.staged, ignore_errors=True)
+
+    def _write_npz(self) -> None:
+        rows = self.stats.rows
+        with zipfile.ZipFile(self.staged / "timeseries.npz", "w", compression=zipfile.ZIP_DEFLATED,
+                             allowZip64=True) as zf:
+            for name, shape in self.columns:
+                raw = self.staged / f".{name}.raw"
+                with zf.open(f"{name}.npy", "w", force_zip64=True) as member, open(raw, "rb") as src:
+                    header = {"descr": "<f8", "fortran_order": False, "shape": (rows,) + shape}
+                    np.lib.format.write_array_header_1_0(member, header) if rows * max(1, int(np.prod(shape))) \
+                        < 2 ** 31 else np.lib.format.write_array_header_2_0(member, header)
+                    shutil.copyfileobj(src, member, 1 << 20)
+                raw.unlink()
+
+    def finish(self, sim, scene_path: str | None = None, diverged: str | None = None, replace: bool = False) -> dict:
+        """Complete the files, write ``summary.json`` and rename the staging folder to the output (an existing
+        output is replaced only with ``replace``; else ``FileExistsError``, the staging folder kept and named in
+        it). ``diverged``: the divergence message, if the run stopped on one. Returns the summary."""
+        self._close()
+        self._write_npz()
+        summary = self._summary(sim, scene_path, diverged)
+        nulls: dict[str, str] = {}
+        clean = strict_json(summary, nulls)
+        clean["null_values"] = nulls
+        text = json.dumps(clean, indent=2, allow_nan=False) + "\n"
+        with open(self.staged / "summary.json", "w", encoding="utf-8") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        for name in ("timeseries.csv", "timeseries.npz"):
+            with open(self.staged / name, "rb+") as f:
+                os.fsync(f.fileno())
+        try:
+            publish_directory(self.staged, self.out, replace=replace)
+        except FileExistsError as exc:
+            raise FileExistsError(exc.errno, f"{self.out} exists (use --force to replace it); this run's output "
+                                  f"is kept in {self.staged}", str(self.out)) from None
+        return summary
+
+    def _summary(self, sim, scene_path: str | None, diverged: str | None) -> dict:
+        model, st = self.model, self.stats
+        first, last = st.first, st.last
+        names = model.constraint_names
+        with np.errstate(all="ignore"):
+            E0 = float(first["energy_total"]) if st.rows else math.nan
+            E1 = float(last["energy_total"]) if st.rows else math.nan
+            err = float(last["energy_error"]) if st.rows else math.nan
+            scale = max(abs(E0), st.max_abs["energy_kinetic"], st.max_abs["energy_potential"], 1e-300)
+            summary = {
+                "scene": model.name,
+                "scene_file": scene_path,
+                "status": "diverged" if diverged else "complete",
+                "diverged": None if not diverged else {
+                    "message": diverged,
+                    "last_good_t_s": float(last["t"]) if st.rows else None,
+                    "records_kept": st.rows},
+                "records": st.rows,
+                "duration_s": float(last["t"]) if st.rows else 0.0,
+                "dt_s": sim.dt,
+                "integrator": sim.integrator,
+                "steps": int(sim.steps_taken),
+                "wall_time_s": float(sim.wall_time),
+                "cost_per_step_s": float(sim.wall_time / max(sim.steps_taken, 1)),
+                "nq": model.nq,
+                "nv": model.nv,
+                "joint_names": model.joint_names,
+                "constraint_names": names,
+                "events": list(getattr(sim, "events", [])),
+                "max_deviation": {c: float(st.max_deviation[i]) if st.ever_active[i] else None
+                                  for i, c in enumerate(names)},
+                "final_work_constraints_J": {c: float(last["work_constraints"][i]) for i, c in enumerate(names)}
+                if names and st.rows else {},
+                "energy_initial_J": E0,
+                "energy_final_J": E1,
+                "energy_change_J": E1 - E0,
+                "energy_error_J": err,
+                "energy_error_relative": abs(err) / scale,
+                "energy_max_error_J": st.max_abs["energy_error"] if st.rows else math.nan,
+                "csv_columns": self.csv_names,
+            }
+        return summary

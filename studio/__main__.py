@@ -167,7 +167,7 @@ class _SceneLoader:
         import core
         try:
             model = core.load_scene(path)
-        except (core.SceneError, OSError, ValueError) as exc:
+        except Exception as exc:              # noqa: BLE001 — reported before any window appears, never a traceback
             self.error = exc
             return
         try:

@@ -126,6 +126,9 @@ class FileActions(QObject):
         except SceneError as exc:
             self.error.emit(str(exc))
             return False
+        except Exception as exc:              # noqa: BLE001 — whatever the file holds, a dialog, never a crash
+            self.error.emit(f"cannot open {path}: {type(exc).__name__}: {exc}")
+            return False
         self.remember(Path(path))
         self.message.emit(f"opened {path}")
         return True

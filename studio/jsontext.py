@@ -18,9 +18,10 @@ from __future__ import annotations
 import json
 import os
 import re
-import tempfile
 from json.decoder import scanstring
 from pathlib import Path
+
+from core.fileio import atomic_write_bytes
 
 __all__ = ["rewrite", "document_text", "save_document"]
 
@@ -270,27 +271,6 @@ def document_text(spec, base: str | None = None) -> str:
 def save_document(spec, path: str | os.PathLike, base: str | None = None, mode: int | None = None) -> Path:
     """Write ``spec`` to ``path`` atomically (a hidden file beside it, flushed, renamed over it) in the form of
     ``base``. The file keeps its own mode when it exists; a new file gets ``mode`` (the original's, for "save
-    as"), else the usual mode for new files (0666 less the umask)."""
-    path = Path(path)
-    data = document_text(spec, base).encode("utf-8")
-    if path.exists():
-        mode = os.stat(path).st_mode & 0o7777
-    elif mode is None:
-        umask = os.umask(0)
-        os.umask(umask)
-        mode = 0o666 & ~umask
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.chmod(tmp, mode)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
-    return path
+    as"), else the usual mode for new files (0666 less the umask). A symbolic link is written through: its
+    target gets the new text and the link stays (:func:`core.fileio.atomic_write_bytes`)."""
+    return atomic_write_bytes(path, document_text(spec, base).encode("utf-8"), mode)

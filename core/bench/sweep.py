@@ -27,7 +27,15 @@ PD runs once per task (it has no η) and is added when a grid lacks it, since no
 ``normalized_error = L2(controller) / L2(PD with the same gains)`` on the same arm, trajectory, k and gravity.
 Controllers with a non-default gain level are labelled ``<controller>_kp<K_p>_kd<K_d>``.
 ``results.csv`` has the columns ``arm, trajectory, k, controller, eta, gravity, l2_error, normalized_error,
-unstable`` (η empty for controllers without adaptation, errors ``nan`` for unstable trials).
+unstable, status, reason`` (η empty for controllers without adaptation, errors ``nan`` for unstable and failed
+trials; ``status`` ok, unstable or failed, ``reason`` why).
+
+Failing well: every controller label is checked against each arm's scene before the first trial (one scene per
+arm, trajectory and label is built and compiled: ``m100`` is refused there, with the scene's own message); a
+trial that raises anyway becomes a failed row with its message. ``--dask ADDRESS`` must be
+``[tcp|tls|ws|wss|ucx://]HOST:PORT``; a scheduler that refuses the connection is reported at once, one that
+does not answer within :data:`DASK_CONNECT_TIMEOUT` seconds or has no worker within
+:data:`DASK_WORKER_TIMEOUT` seconds is reported then.
 """
 from __future__ import annotations
 
@@ -36,6 +44,8 @@ import io
 import json
 import math
 import os
+import re
+import socket
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -46,13 +56,16 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ..fileio import atomic_write_bytes, atomic_write_text
 from ..scene.io import Problem
-from .trial import (DEFAULT_GAINS, TRAJECTORIES, Trial, TrialResult, adaptive, controller_key, parse_controller,
-                    run_trial, trial_id)
+from .trial import (DEFAULT_GAINS, TRAJECTORIES, Trial, TrialResult, adaptive, build_model, controller_key,
+                    failed_result, parse_controller, run_trial, trial_id)
 
 __all__ = ["SweepSpec", "SweepSpecError", "ClusterError", "read_sweep_spec", "parse_sweep_spec", "make_trials", "run_sweep",
-           "write_results", "COLUMNS"]
+           "write_results", "COLUMNS", "check_dask_address", "DASK_CONNECT_TIMEOUT", "DASK_WORKER_TIMEOUT"]
 
-COLUMNS = ("arm", "trajectory", "k", "controller", "eta", "gravity", "l2_error", "normalized_error", "unstable")
+COLUMNS = ("arm", "trajectory", "k", "controller", "eta", "gravity", "l2_error", "normalized_error", "unstable",
+           "status", "reason")
+DASK_CONNECT_TIMEOUT = 10.0      # seconds to reach the scheduler
+DASK_WORKER_TIMEOUT = 60.0       # seconds for the scheduler to have a worker
 SCENES = Path(__file__).resolve().parents[2] / "scenes"
 
 
@@ -215,29 +228,69 @@ def parse_sweep_spec(raw: Any, source: str = "<sweep>", base: Path | None = None
                                         "joints", name, True))
     if problems:
         raise SweepSpecError(problems, source)
-    return ResolvedSpec(spec, arms, trajectories, source, has_forces)
+    res = ResolvedSpec(spec, arms, trajectories, source, has_forces)
+    problems = _scene_problems(res)
+    if problems:
+        raise SweepSpecError(problems, source)
+    return res
+
+
+def _scene_problems(res: "ResolvedSpec") -> list[Problem]:
+    """Every controller label checked against each arm's scene schema before any trial runs: one scene per arm,
+    trajectory, controller and gain level is built and compiled as its trials will be."""
+    from ..scene import SceneError
+    where = {label: f"$.controllers[{n}]" for n, label in reversed(list(enumerate(res.spec.controllers)))}
+    problems, seen = [], set()
+    for t in make_trials(res):
+        key = (t.arm, t.trajectory_name, t.label)
+        if key in seen:
+            continue
+        seen.add(key)
+        try:
+            build_model(t)
+        except SceneError as exc:
+            why = "; ".join(str(p) for p in exc.problems[:3]) + (" …" if len(exc.problems) > 3 else "")
+            problems.append(Problem(where.get(t.controller, "$.controllers"), f"arm {t.arm!r} with trajectory "
+                                    f"{t.trajectory_name!r} refuses this controller: {why}", t.controller, True))
+        except Exception as exc:                                  # noqa: BLE001 — named, never a traceback
+            problems.append(Problem(where.get(t.controller, "$.controllers"), f"arm {t.arm!r} cannot be built "
+                                    f"with this controller: {type(exc).__name__}: {exc}", t.controller, True))
+    return problems
 
 
 def read_sweep_spec(path: str | os.PathLike) -> ResolvedSpec:
     """Read a SPEC file (``.toml``, otherwise JSON) and validate it; paths in it are relative to its folder."""
+    from ..scene.limits import MAX_DOCUMENT_BYTES, check_values, decode_document
     path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise SweepSpecError([Problem("$", f"cannot read the file: {exc.strerror}")], str(path)) from None
+        with open(path, "rb") as f:
+            data = f.read(MAX_DOCUMENT_BYTES + 1)
+    except (OSError, ValueError) as exc:
+        raise SweepSpecError([Problem("$", f"cannot read the file: {getattr(exc, 'strerror', None) or exc}")],
+                             str(path)) from None
     if path.suffix.lower() == ".toml":
         import tomllib
         try:
-            raw = tomllib.loads(text)
-        except tomllib.TOMLDecodeError as exc:
-            raise SweepSpecError([Problem("$", f"not valid TOML: {exc}")], str(path)) from None
+            raw = tomllib.loads(data.decode("utf-8"))
+        except UnicodeDecodeError as exc:
+            raise SweepSpecError([Problem("$", f"not UTF-8 text: byte at offset {exc.start} cannot be decoded")],
+                                 str(path)) from None
+        except (tomllib.TOMLDecodeError, RecursionError, ValueError) as exc:
+            raise SweepSpecError([Problem("$", f"not valid TOML: {str(exc)[:300]}")], str(path)) from None
     else:
-        try:
-            raw = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise SweepSpecError([Problem("$", f"not valid JSON: {exc.msg} at line {exc.lineno}, column "
-                                          f"{exc.colno}")], str(path)) from None
-    return parse_sweep_spec(raw, str(path), path.resolve().parent)
+        raw, problems = decode_document(data)
+        if problems:
+            raise SweepSpecError([Problem(p, m) for p, m in problems], str(path))
+    problems, raw = check_values(raw)
+    if problems:
+        raise SweepSpecError([Problem(p, m, v, h) for p, m, v, h in problems][:100], str(path))
+    try:
+        return parse_sweep_spec(raw, str(path), path.resolve().parent)
+    except SweepSpecError:
+        raise
+    except Exception as exc:                                      # noqa: BLE001 — named, never a traceback
+        raise SweepSpecError([Problem("$", f"this spec could not be used: {type(exc).__name__}: "
+                                      f"{str(exc)[:300]}")], str(path)) from None
 
 
 def _label(controller: str, gains) -> str:
@@ -271,16 +324,17 @@ def make_trials(res: ResolvedSpec) -> list[Trial]:
 def _rows(results: list[TrialResult]) -> list[dict]:
     """The CSV rows, with the normalized errors against PD of the same task and gains."""
     key = lambda t: (t["arm"], t["trajectory_name"], t["k"], t["gravity"], t["kp"], t["kd"])   # noqa: E731
-    pd = {key(r.trial): r.l2_error for r in results if r.trial["controller"] == "pd" and not r.unstable}
+    ok = lambda r: not r.unstable and not getattr(r, "failed", False)                           # noqa: E731
+    pd = {key(r.trial): r.l2_error for r in results if r.trial["controller"] == "pd" and ok(r)}
     rows = []
     for r in results:
         t = r.trial
         ref = pd.get(key(t), math.nan)
-        norm = r.l2_error / ref if (ref > 0 and not r.unstable) else (1.0 if t["controller"] == "pd" and
-                                                                      not r.unstable else math.nan)
+        norm = r.l2_error / ref if (ref > 0 and ok(r)) else (1.0 if t["controller"] == "pd" and ok(r) else math.nan)
+        status = "failed" if getattr(r, "failed", False) else "unstable" if r.unstable else "ok"
         rows.append({"arm": t["arm"], "trajectory": t["trajectory_name"], "k": t["k"], "controller": t["label"],
                      "eta": t["eta"], "gravity": t["gravity"], "l2_error": r.l2_error, "normalized_error": norm,
-                     "unstable": r.unstable})
+                     "unstable": r.unstable, "status": status, "reason": r.reason})
     rows.sort(key=lambda r: (r["arm"], r["trajectory"], r["gravity"], r["k"], controller_key(r["controller"]),
                              -1 if r["eta"] is None else r["eta"]))
     return rows
@@ -319,17 +373,62 @@ class ClusterError(RuntimeError):
     """The Dask scheduler could not be reached."""
 
 
-def _dask_results(address: str, trials: list[dict]):
-    """Yield results as a Dask cluster at ``address`` finishes them (dask.distributed imported here, lazily)."""
-    from dask.distributed import Client, as_completed
+_DASK_ADDRESS = re.compile(r"^(?:(?P<scheme>tcp|tls|ws|wss|ucx)://)?(?P<host>\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9_.\-]+)"
+                           r":(?P<port>\d{1,5})/?$")
+
+
+def check_dask_address(address: str) -> str | None:
+    """Why ``address`` is not a Dask scheduler address (``[tcp|tls|ws|wss|ucx://]HOST:PORT``), or None."""
+    m = _DASK_ADDRESS.match(address or "")
+    if m is None:
+        return (f"--dask {address!r} is not a scheduler address; expected [tcp|tls|ws|wss|ucx://]HOST:PORT, "
+                "e.g. tcp://scheduler:8786")
+    if not 0 < int(m["port"]) < 65536:
+        return f"--dask {address!r}: the port must be between 1 and 65535"
+    return None
+
+
+def connect_dask(address: str):
+    """A ``dask.distributed.Client`` of the scheduler at ``address`` with at least one worker, or
+    :class:`ClusterError` saying why not: a bad address or a refused connection at once, no answer after
+    :data:`DASK_CONNECT_TIMEOUT` s, no worker after :data:`DASK_WORKER_TIMEOUT` s."""
+    why = check_dask_address(address)
+    if why:
+        raise ClusterError(why)
+    m = _DASK_ADDRESS.match(address)
+    host, port = m["host"].strip("[]"), int(m["port"])
+    if m["scheme"] in (None, "tcp", "tls", "ws", "wss"):
+        try:                                   # refused or unknown: said now, not after the client's retries
+            socket.create_connection((host, port), timeout=DASK_CONNECT_TIMEOUT).close()
+        except OSError as exc:
+            raise ClusterError(f"cannot reach the Dask scheduler at {address}: "
+                               f"{exc.strerror or exc.__class__.__name__}") from None
+    from dask.distributed import Client
     try:
-        client = Client(address, timeout="20s")
+        client = Client(address, timeout=f"{DASK_CONNECT_TIMEOUT:g}s")
     except (OSError, TimeoutError) as exc:
-        raise ClusterError(f"cannot reach the Dask scheduler at {address}: {exc}") from exc
+        raise ClusterError(f"cannot reach the Dask scheduler at {address}: {exc}") from None
+    try:
+        client.wait_for_workers(1, timeout=DASK_WORKER_TIMEOUT)
+    except (TimeoutError, OSError) as exc:
+        client.close()
+        raise ClusterError(f"the Dask scheduler at {address} has no workers after {DASK_WORKER_TIMEOUT:g} s; start "
+                           f"some with `dask worker {address}`") from exc
+    return client
+
+
+def _dask_results(client, trials: list[dict]):
+    """Yield results as the Dask cluster of ``client`` finishes them; a trial whose task fails (a worker lost)
+    is a failed result."""
+    from dask.distributed import as_completed
     with client:
         futures = client.map(run_trial, trials, pure=False)
+        index = {f.key: t for f, t in zip(futures, trials)}
         for fut in as_completed(futures):
-            yield fut.result()
+            try:
+                yield fut.result()
+            except Exception as exc:                                  # noqa: BLE001
+                yield failed_result(index[fut.key], exc)
 
 
 def _local_results(workers: int, trials: list[dict]):
@@ -339,15 +438,19 @@ def _local_results(workers: int, trials: list[dict]):
         return
     from concurrent.futures import ProcessPoolExecutor, as_completed
     with ProcessPoolExecutor(max_workers=workers) as ex:
-        futures = [ex.submit(run_trial, t) for t in trials]
+        futures = {ex.submit(run_trial, t): t for t in trials}
         for fut in as_completed(futures):
-            yield fut.result()
+            try:
+                yield fut.result()
+            except Exception as exc:          # noqa: BLE001 — e.g. a worker process killed: that trial failed
+                yield failed_result(futures[fut], exc)
 
 
 def run_sweep(res: ResolvedSpec, out: str | os.PathLike, workers: int | None = None, dask: str | None = None,
               progress: bool = True) -> dict:
     """Run every trial, write ``results.csv``, the traces and the figures into ``out``; return a summary."""
     from dataclasses import asdict
+    client = connect_dask(dask) if dask else None            # (before anything is written)
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     if res.spec.traces:
@@ -358,7 +461,7 @@ def run_sweep(res: ResolvedSpec, out: str | os.PathLike, workers: int | None = N
     trials.sort(key=lambda t: -cost.get(t["controller"], 1.5 + 0.1 * len(t["controller"])))
     workers = workers or os.cpu_count() or 1
     start = time.perf_counter()
-    source = _dask_results(dask, trials) if dask else _local_results(workers, trials)
+    source = _dask_results(client, trials) if dask else _local_results(workers, trials)
     bar = None
     if progress:
         from tqdm import tqdm
@@ -372,7 +475,7 @@ def run_sweep(res: ResolvedSpec, out: str | os.PathLike, workers: int | None = N
         if bar is not None:
             bar.update(1)
             bar.set_postfix_str(f"{r.trial['arm']} {r.trial['label']} k={r.trial['k']:g}"
-                                + (" UNSTABLE" if r.unstable else ""))
+                                + (" UNSTABLE" if r.unstable else "") + (" FAILED" if r.failed else ""))
     if bar is not None:
         bar.close()
     wall = time.perf_counter() - start
@@ -385,7 +488,9 @@ def run_sweep(res: ResolvedSpec, out: str | os.PathLike, workers: int | None = N
         "spec": res.source, "trials": len(results), "unstable": sum(r.unstable for r in results),
         "wall_time_s": wall, "cpu_time_s": sum(r.wall_time for r in results),
         "workers": None if dask else workers, "dask": dask,
+        "failed": sum(r.failed for r in results),
         "unstable_trials": [{"trial": trial_id(r.trial), "reason": r.reason} for r in results if r.unstable],
+        "failed_trials": [{"trial": trial_id(r.trial), "reason": r.reason} for r in results if r.failed],
         "figures": [p.name for p in figures],
         "spec_resolved": json.loads(res.spec.model_dump_json()),
     }

@@ -8,7 +8,9 @@ over the integrator's sample times t_i in [adapt, adapt + measure]. The trial bu
 scene with the gravity set, the joints started on the trajectory (q(0) = q_d(0), q̇(0) = 0) and the controller as
 its only ``controllers`` entry — and runs it with :class:`core.Simulation`, so the bench exercises exactly what
 the studio runs. A trial whose error exceeds ``unstable_error`` rad, or whose state stops being finite, is
-stopped and reported unstable (thesis fig. 3.7) instead of failing the sweep.
+stopped and reported unstable (thesis fig. 3.7) instead of failing the sweep; a trial that raises (a scene the
+controller does not fit, an error in the step) is a failed result carrying the error's message
+(``failed``, ``reason``), never the end of the sweep.
 
 Controller labels: ``pd``, ``computed_torque``, ``idsl`` (Slotine–Li), ``m<N>`` (mixture of N experts, gradient
 rule), ``m<N>_rls`` (recursive-estimation rule).
@@ -22,7 +24,7 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
-__all__ = ["Trial", "TrialResult", "run_trial", "controller_spec", "trajectory_spec", "TRAJECTORIES",
+__all__ = ["Trial", "TrialResult", "run_trial", "failed_result", "build_model", "controller_spec", "trajectory_spec", "TRAJECTORIES",
            "adaptive", "parse_controller", "controller_key", "trial_id", "DEFAULT_GAINS"]
 
 DEFAULT_GAINS = (9.0, 1.0)
@@ -108,6 +110,15 @@ class TrialResult:
     wall_time: float
     steps: int
     traces: dict = field(default_factory=dict)
+    failed: bool = False
+
+
+def failed_result(trial: Trial | dict, exc: BaseException, wall_time: float = 0.0) -> TrialResult:
+    """The result of a trial that raised: no error measured, the exception's type and message as its reason."""
+    t = asdict(trial) if isinstance(trial, Trial) else dict(trial)
+    message = str(exc).strip().replace("\n", "; ")
+    message = message if len(message) <= 500 else message[:497] + "..."
+    return TrialResult(t, math.nan, False, f"failed: {type(exc).__name__}: {message}", wall_time, 0, {}, True)
 
 
 def trajectory_spec(trajectory: dict, k: float) -> dict:
@@ -131,6 +142,13 @@ def controller_spec(trial: Trial, trajectory: dict) -> dict:
 def build_simulation(trial: Trial):
     """The :class:`core.Simulation` of a trial and its controller."""
     from .. import Simulation
+    model = build_model(trial)
+    sim = Simulation(model, dt=trial.dt, integrator=trial.integrator, tolerance=trial.tolerance)
+    return sim, sim.controllers[0]
+
+
+def build_model(trial: Trial):
+    """The compiled model of a trial's scene (raises :class:`core.SceneError` if the scene refuses it)."""
     from ..scene import compile_scene, parse_spec
     from ..control.trajectories import from_spec
 
@@ -146,19 +164,24 @@ def build_simulation(trial: Trial):
     for body, q0 in zip(hinges, q_d0):                            # q(0) = q_d(0), q̇(0) = 0
         body.joint.q0 = float(q0)
         body.joint.qd0 = 0.0
-    model = compile_scene(spec, f"{trial.arm} (bench trial)")
-    sim = Simulation(model, dt=trial.dt, integrator=trial.integrator, tolerance=trial.tolerance)
-    return sim, sim.controllers[0]
+    return compile_scene(spec, f"{trial.arm} (bench trial)")
 
 
 def run_trial(trial: Trial | dict) -> TrialResult:
     """Simulate one trial and score it (runs in a worker process or on a Dask worker). The simulation runs in
     chunks of one simulated second, each one compiled call that records every step; the L2 error sums over the
-    integrator's own sample times, the tracking error the step derived (:class:`core.Simulation`'s records)."""
+    integrator's own sample times, the tracking error the step derived (:class:`core.Simulation`'s records).
+    Never raises (but for KeyboardInterrupt and the like): a trial that fails is a :func:`failed_result`."""
+    start = time.perf_counter()
+    try:
+        return _run_trial(trial if isinstance(trial, Trial) else Trial(**trial))
+    except Exception as exc:                                      # noqa: BLE001 — a failed row, not a failed sweep
+        return failed_result(trial, exc, time.perf_counter() - start)
+
+
+def _run_trial(trial: Trial) -> TrialResult:
     from ..simulation import DivergenceError
 
-    if isinstance(trial, dict):
-        trial = Trial(**trial)
     start = time.perf_counter()
     sim, ctrl = build_simulation(trial)
     t_end = trial.adapt + trial.measure

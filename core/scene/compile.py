@@ -3,7 +3,9 @@
 Links are ordered depth-first from the roots, children in document order (the same rule as URDF import), so
 coordinates follow that order. Link inertias come from the explicit ``inertial`` or from the shapes (thesis
 §2.8.3, eq. 2.77–2.78). The compiled model is checked for a positive-definite joint-space inertia at its initial
-state, so a joint that moves no mass is reported with its path instead of failing later inside a solve.
+state (in O(N), :mod:`core.scene.pivots`), so a joint that moves no mass is reported with its path instead of
+failing later inside a solve. :func:`compile_scene` raises :class:`SceneError` and nothing else: an unexpected
+error while compiling is reported as a problem of the document.
 """
 from __future__ import annotations
 
@@ -11,13 +13,13 @@ import dataclasses
 
 import numpy as np
 
-from ..crba import mass_matrix
 from ..inertia import composite_inertia, shape_spatial_inertia, shape_volume
 from ..model import BALL, FREE, JOINT_TYPES, Model, Shape, build_model
 from ..spatial import quat_normalize, quat_to_rotation, spatial_inertia
 from .entities import compile_constraints, compile_contacts, compile_forces
 from .control import with_controllers
-from .io import Problem, SceneError
+from .io import Problem, SceneError, internal_problem
+from .pivots import singular_pivots
 from .schema import Body, Inertial, Scene
 
 __all__ = ["compile_scene", "rotation_z_to"]
@@ -93,7 +95,19 @@ def _order(spec: Scene) -> list[int]:
 
 def compile_scene(spec: Scene, source: str = "<scene>") -> Model:
     """Build the frozen :class:`Model` of a validated spec (raises :class:`SceneError` if its inertia is
-    singular at the initial state)."""
+    singular at the initial state, or a reference or an expression cannot be compiled — and nothing else)."""
+    try:
+        with np.errstate(all="ignore"):
+            return _compile_scene(spec, source)
+    except SceneError as exc:
+        if exc.source == "<scene>" and source != "<scene>":
+            raise SceneError(exc.problems, source, exc.omitted) from None
+        raise
+    except Exception as exc:                             # noqa: BLE001 — reported, never a traceback
+        raise SceneError([internal_problem("$", "compiling", exc)], source) from None
+
+
+def _compile_scene(spec: Scene, source: str) -> Model:
     order = _order(spec)
     link_of = {spec.bodies[i].name: k for k, i in enumerate(order)}
     lists = {key: [] for key in ("link_names", "parent", "joint_type", "joint_link_names", "axis", "R_tree",
@@ -195,22 +209,9 @@ def _initial_joint_state(j, jt: int, R_PJ: np.ndarray) -> tuple[list[float], lis
 
 
 def _check_inertia(model: Model, spec: Scene, order: list[int], source: str) -> None:
-    if model.nv == 0:
-        return
-    H = mass_matrix(model, model.q0)
-    scale = max(1.0, float(np.abs(H).max()))
-    if np.linalg.eigvalsh(H).min() > 1e-12 * scale:
-        return
-    problems = []
-    for k, i in enumerate(order):
-        nv = model.nv_j[k]
-        if nv == 0:
-            continue
-        s = slice(model.v_start[k], model.v_start[k] + nv)
-        if np.linalg.eigvalsh(H[s, s]).min() <= 1e-12 * scale:
-            problems.append(Problem(f"$.bodies[{i}].joint (body {spec.bodies[i].name!r})",
-                                    "a degree of freedom of this joint moves no mass or inertia (the joint-space "
-                                    "inertia matrix is singular): give the body or its descendants mass properties"))
-    if not problems:
-        problems.append(Problem("$.bodies", "the joint-space inertia matrix is singular at the initial state"))
-    raise SceneError(problems, source)
+    problems = [Problem(f"$.bodies[{order[k]}].joint (body {spec.bodies[order[k]].name!r})",
+                        "a degree of freedom of this joint moves no mass or inertia (the joint-space inertia matrix "
+                        "is singular): give the body or its descendants mass properties")
+                for k in singular_pivots(model, model.q0)]
+    if problems:
+        raise SceneError(problems, source)

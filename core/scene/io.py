@@ -1,7 +1,10 @@
 """Reading, validating and writing scene documents.
 
 Validation reports *every* problem at once, each with the JSON path of the offending value, the value, and what
-was expected; :class:`SceneError` carries them. Writing is atomic (temporary file in the same folder, fsync, then
+was expected; :class:`SceneError` carries them (the first :data:`~core.scene.limits.MAX_PROBLEMS`, and how many
+more). It never raises anything else, whatever the bytes or the JSON: the limits of :mod:`core.scene.limits`
+(size, encoding, nesting, counts, number ranges) are checked first, and an unexpected error inside the checks is
+itself reported as a problem. Writing is atomic (temporary file in the same folder, fsync, then
 rename), so a crash never leaves a half-written scene, and ``read_spec(save_spec(x)) == x``.
 """
 from __future__ import annotations
@@ -15,9 +18,12 @@ from typing import Any
 from pydantic import ValidationError
 
 from ..fileio import atomic_write_text
+from . import limits
+from .limits import MAX_DOCUMENT_BYTES, MAX_PROBLEMS, name_list
 from .schema import FORMAT_VERSION, Scene
 
-__all__ = ["Problem", "SceneError", "parse_spec", "read_spec", "save_spec", "spec_to_json"]
+__all__ = ["Problem", "SceneError", "parse_spec", "read_document", "read_spec", "save_spec", "spec_to_json",
+           "internal_problem"]
 
 
 @dataclass(frozen=True)
@@ -34,26 +40,22 @@ class Problem:
 
 
 class SceneError(ValueError):
-    """A scene document that cannot be used; ``problems`` lists everything wrong with it."""
+    """A scene document that cannot be used; ``problems`` lists what is wrong with it — at most
+    :data:`~core.scene.limits.MAX_PROBLEMS` of them, ``omitted`` counts the rest."""
 
-    def __init__(self, problems: list[Problem], source: str = "<scene>"):
-        self.problems = list(problems)
+    def __init__(self, problems: list[Problem], source: str = "<scene>", omitted: int = 0):
+        problems = list(problems)
+        self.problems = problems[:MAX_PROBLEMS]
+        self.omitted = omitted + len(problems) - len(self.problems)
         self.source = source
         lines = "\n".join(f"  {p}" for p in self.problems)
-        super().__init__(f"{source}: {len(self.problems)} problem(s):\n{lines}")
+        more = f"\n  and {self.omitted} more problem(s)" if self.omitted else ""
+        total = len(self.problems) + self.omitted
+        super().__init__(f"{source}: {total} problem(s):\n{lines}{more}")
 
 
 def _short(value: Any, limit: int = 80) -> str:
-    text = json.dumps(value) if _jsonable(value) else repr(value)
-    return text if len(text) <= limit else text[:limit - 3] + "..."
-
-
-def _jsonable(value: Any) -> bool:
-    try:
-        json.dumps(value)
-        return True
-    except (TypeError, ValueError):
-        return False
+    return limits.preview(value, limit)
 
 
 def _json_path(raw: Any, loc: tuple) -> str:
@@ -84,8 +86,8 @@ def _is_tag(el: str, cur: dict) -> bool:
 def _reference_problems(raw: dict) -> list[Problem]:
     """Cross-reference checks the per-field schema cannot make: unique names, known parents, no cycles."""
     problems: list[Problem] = []
-    bodies = raw.get("bodies")
-    if not isinstance(bodies, list):
+    bodies = raw.get("bodies", [])
+    if not isinstance(bodies, list):                     # (reported by the schema; names of bodies unknown)
         return problems
     index: dict[str, int] = {}
     joint_index: dict[str, int] = {}
@@ -111,25 +113,50 @@ def _reference_problems(raw: dict) -> list[Problem]:
                                         f"bodies[{joint_index[jname]}] has it too", jname, True))
             else:
                 joint_index[jname] = i
+    known = None
     for i, b in enumerate(bodies):
         if not isinstance(b, dict):
             continue
         parent = b.get("parent", "world")
         if isinstance(parent, str) and parent != "world" and parent not in index:
-            known = ", ".join(sorted(index)) or "none"
-            problems.append(Problem(f"$.bodies[{i}].parent (body {b.get('name')!r})",
+            known = known or name_list(index)
+            problems.append(Problem(f"$.bodies[{i}].parent (body {_name(b)!r})",
                                     f"unknown parent body; expected 'world' or one of: {known}", parent, True))
     problems.extend(_entity_problems(raw, bodies, index, joint_index))
-    # cycles: follow parent links from every body
-    for start, i in index.items():
-        seen, name = [], start
-        while name in index and name not in seen:
-            seen.append(name)
-            name = bodies[index[name]].get("parent", "world")
-        if name in seen and name == start:
-            problems.append(Problem(f"$.bodies[{i}].parent (body {start!r})",
-                                    "the parent chain loops back to this body: " + " → ".join(seen + [start]),
-                                    bodies[i].get("parent"), True))
+    problems.extend(_cycle_problems(bodies, index))
+    return problems
+
+
+def _name(item) -> Any:
+    return item.get("name") if isinstance(item, dict) else None
+
+
+def _cycle_problems(bodies: list, index: dict[str, int]) -> list[Problem]:
+    """Parent chains that loop, each reported once at every body on the loop; linear in the number of bodies
+    (every body is walked once: 0 unvisited, 1 on the current walk, 2 done)."""
+    def parent_of(name: str):
+        p = bodies[index[name]].get("parent", "world") if isinstance(bodies[index[name]], dict) else "world"
+        return p if isinstance(p, str) and p in index else None
+
+    problems: list[Problem] = []
+    state = dict.fromkeys(index, 0)
+    for start in index:
+        walk, name = [], start
+        while name is not None and state[name] == 0:
+            state[name] = 1
+            walk.append(name)
+            name = parent_of(name)
+        if name is not None and state[name] == 1:         # the walk met itself: walk[k:] is a loop
+            loop = walk[walk.index(name):]
+            shown = loop if len(loop) <= 12 else loop[:6] + ["…"] + loop[-5:]
+            for member in loop[:MAX_PROBLEMS]:
+                i = index[member]
+                problems.append(Problem(f"$.bodies[{i}].parent (body {member!r})", "the parent chain loops back to "
+                                        "this body: " + " → ".join(shown + [shown[0]]) +
+                                        (f" ({len(loop)} bodies)" if len(loop) > 12 else ""),
+                                        bodies[i].get("parent"), True))
+        for name in walk:
+            state[name] = 2
     return problems
 
 
@@ -146,7 +173,9 @@ def _entity_problems(raw: dict, bodies: list, index: dict[str, int], joint_index
     joint_types = {}
     for jname, i in joint_index.items():
         joint = bodies[i].get("joint") if isinstance(bodies[i], dict) else None
-        joint_types[jname] = joint.get("type") if isinstance(joint, dict) else None
+        kind = joint.get("type") if isinstance(joint, dict) else None
+        joint_types[jname] = kind if isinstance(kind, str) else None
+    known_bodies = known_joints = None
     for section in ("constraints", "forces", "contacts"):
         items = raw.get(section)
         if not isinstance(items, list):
@@ -157,6 +186,7 @@ def _entity_problems(raw: dict, bodies: list, index: dict[str, int], joint_index
                 continue
             here = f"$.{section}[{n}]"
             kind = item.get("type")
+            kind = kind if isinstance(kind, str) else None
             name = item.get("name")
             if isinstance(name, str):
                 if name in seen:
@@ -175,12 +205,13 @@ def _entity_problems(raw: dict, bodies: list, index: dict[str, int], joint_index
                                                 "world coordinates [x, y, z]", item.get(point_field), True))
                     continue
                 if body not in index:
-                    known = ", ".join(sorted(index)) or "none"
-                    problems.append(Problem(f"{here}.{body_field}", f"unknown body; expected one of: {known}", body, True))
+                    known_bodies = known_bodies or name_list(index)
+                    problems.append(Problem(f"{here}.{body_field}", f"unknown body; expected one of: {known_bodies}",
+                                            body, True))
                     continue
                 point = item.get(point_field)
                 if isinstance(point, str) and point not in points.get(body, {}):
-                    known = ", ".join(sorted(points.get(body, {}))) or "none"
+                    known = name_list(points.get(body, {}))
                     problems.append(Problem(f"{here}.{point_field}", f"body {body!r} has no point of that name; "
                                             f"its points: {known}", point, True))
             body = item.get("body")
@@ -190,10 +221,11 @@ def _entity_problems(raw: dict, bodies: list, index: dict[str, int], joint_index
                         what = "unknown joint" if joint not in joint_types else f"a {joint_types[joint]} joint"
                         problems.append(Problem(f"{here}.impact_holds[{k}]", f"{what}; impacts hold hinge and "
                                                 f"slider joints", joint, True))
-            if section == "contacts" and isinstance(item.get("points"), list) and body in points:
+            if section == "contacts" and isinstance(item.get("points"), list) and isinstance(body, str) \
+                    and body in points:
                 for k, point in enumerate(item["points"]):
                     if isinstance(point, str) and point not in points[body]:
-                        known = ", ".join(sorted(points[body])) or "none"
+                        known = name_list(points[body])
                         problems.append(Problem(f"{here}.points[{k}]", f"body {body!r} has no point of that name; "
                                                 f"its points: {known}", point, True))
             if "body_a" in item and item.get("body_a") == item.get("body_b"):
@@ -203,8 +235,9 @@ def _entity_problems(raw: dict, bodies: list, index: dict[str, int], joint_index
             joint = item.get("joint")
             if isinstance(joint, str):
                 if joint not in joint_types:
-                    known = ", ".join(sorted(joint_types)) or "none"
-                    problems.append(Problem(f"{here}.joint", f"unknown joint; expected one of: {known}", joint, True))
+                    known_joints = known_joints or name_list(joint_types)
+                    problems.append(Problem(f"{here}.joint", f"unknown joint; expected one of: {known_joints}",
+                                            joint, True))
                 elif joint_types[joint] not in ("hinge", "slider"):
                     problems.append(Problem(f"{here}.joint", f"applies to hinge and slider joints; this joint is "
                                             f"{joint_types[joint]!r}", joint, True))
@@ -216,22 +249,27 @@ def _expression_problems(where: str, text: str, joint_types: dict) -> list[Probl
     import ast
 
     from ..joint_constraints import CONSTANTS, ExpressionError, parse_expression
+    depth = limits.expression_depth(text)
+    if depth is None or depth > limits.MAX_EXPRESSION_DEPTH:
+        return []                                        # reported by the schema
     try:
         expr = parse_expression(text)
     except ExpressionError:
         return []                                        # reported by the schema with its column
-    usable = ", ".join(sorted(j for j, t in joint_types.items() if t in ("hinge", "slider"))) or "none"
     problems = []
     for name in sorted(expr.names):
-        if name in joint_types and joint_types[name] not in ("hinge", "slider"):
+        if name in joint_types and joint_types[name] in ("hinge", "slider"):
+            continue
+        usable = name_list(j for j, t in joint_types.items() if t in ("hinge", "slider"))
+        if name in joint_types:
             problems.append(Problem(where, f"{name!r} is a {joint_types[name]} joint; an expression may read only "
                                     f"hinge and slider coordinates ({usable})", text, True))
-        elif name not in joint_types:
+        else:
             problems.append(Problem(where, f"unknown name {name!r}; an expression may use the hinge and slider "
                                     f"joints ({usable}), {', '.join(CONSTANTS)} and the functions "
                                     "sin cos tan sqrt exp log abs", text, True))
     used = {n.id for n in ast.walk(expr.tree) if isinstance(n, ast.Name)}
-    for name in sorted(set(CONSTANTS) & set(joint_types) & used):
+    for name in sorted(c for c in CONSTANTS if c in joint_types and c in used):
         problems.append(Problem(where, f"a joint is named {name!r}, which in an expression always means the "
                                 "constant; rename the joint to read its coordinate", text, True))
     if not expr.names:
@@ -241,19 +279,41 @@ def _expression_problems(where: str, text: str, joint_types: dict) -> list[Probl
 
 def parse_spec(raw: Any, source: str = "<scene>") -> Scene:
     """Validate a decoded JSON document and return the editable :class:`Scene` spec, or raise :class:`SceneError`
-    listing every problem found."""
-    if not isinstance(raw, dict):
+    listing every problem found — and nothing else, whatever ``raw`` holds (an unexpected error in a check is
+    reported as a problem of the document, naming the check's error)."""
+    try:
+        return _parse_spec(raw, source)
+    except SceneError:
+        raise
+    except Exception as exc:                             # noqa: BLE001 — the validator never raises anything else
+        raise SceneError([internal_problem("$", "validating", exc)], source) from None
+
+
+def internal_problem(path: str, doing: str, exc: BaseException) -> Problem:
+    """The problem that stands for an unexpected error met while ``doing`` something with a document (a bug in
+    the checks: the document could not be used, and the message says what went wrong where)."""
+    text = str(exc)
+    text = text if len(text) <= 200 else text[:197] + "..."
+    return Problem(path, f"this document could not be used: {type(exc).__name__} while {doing} it ({text}); "
+                   "the validator should have named the problem — please report it")
+
+
+def _parse_spec(raw: Any, source: str) -> Scene:
+    limit_problems, raw = limits.check_values(raw)
+    if raw is None or not isinstance(raw, dict):
+        if limit_problems:
+            raise SceneError([Problem(p, m, v, h) for p, m, v, h in limit_problems], source)
         raise SceneError([Problem("$", "a scene document must be a JSON object", raw, True)], source)
+    limit_problems = [Problem(_with_body(raw, p), m, v, h) for p, m, v, h in limit_problems]
     version = raw.get("format_version")
     if isinstance(version, int) and version > FORMAT_VERSION:
         raise SceneError([Problem("$.format_version", f"this program reads format_version {FORMAT_VERSION}; "
                                   "the document is newer", version, True)], source)
     problems: list[Problem] = []
-    spec = None
-    try:
-        spec = Scene.model_validate(raw)
-    except ValidationError as exc:
-        for err in exc.errors(include_url=False):
+    type_errors: set[int] = set()                        # (ids of problems that only say a value has a wrong type)
+    spec, errors, schema_omitted = _validate_schema(raw, 10 * MAX_PROBLEMS)
+    if errors:
+        for err in errors:
             message = err["msg"].removeprefix("Value error, ")
             if err["type"] == "extra_forbidden":
                 message = "unknown field (check its spelling)"
@@ -261,11 +321,90 @@ def parse_spec(raw: Any, source: str = "<scene>") -> Scene:
                 message = "must be a name: letters, digits, '_' and '-', not starting with a digit"
             has_value = err["type"] != "missing"
             problems.append(Problem(_json_path(raw, err["loc"]), message, err.get("input"), has_value))
+            if err["type"].endswith("_type") or err["type"].startswith("union_tag"):
+                type_errors.add(id(problems[-1]))
+    if limit_problems:       # the schema's complaints about values replaced by None (or unions holding one)
+        replaced = {p.path.split(" (body ")[0] for p in limit_problems}
+        ancestors = {r[:k] for r in replaced for k in range(len(r)) if r[k] in ".["}
+        problems = [p for p in problems if not _under(p.path, replaced)
+                    and not (id(p) in type_errors and p.path.split(" (body ")[0] in ancestors)]
     problems.extend(_reference_problems(raw))
+    problems.extend(limit_problems)
     if problems:
-        problems.sort(key=lambda p: _sort_key(p.path))
-        raise SceneError(problems, source)
+        omitted = max(0, len(problems) - MAX_PROBLEMS) + schema_omitted
+        problems = sorted(problems, key=lambda p: _sort_key(p.path))[:MAX_PROBLEMS]
+        raise SceneError(problems, source, omitted)
     return spec
+
+
+_SECTIONS = ("bodies", "constraints", "forces", "controllers")
+
+
+def _validate_schema(raw: dict, want: int) -> tuple[Scene | None, list[dict], int]:
+    """``(spec, errors, omitted)``: the schema's verdict on ``raw`` — the spec if it is valid, else at most about
+    ``want`` of its errors (pydantic's dicts) and how many more there are. A large document (over 1000 items in
+    its lists of bodies, constraints, forces and controllers) is checked item by item, so that a million errors
+    are counted without being turned into a million dicts (seconds and a gigabyte)."""
+    from pydantic import TypeAdapter
+
+    from . import schema
+    if sum(len(raw[s]) for s in _SECTIONS if isinstance(raw.get(s), list)) <= 1000:
+        try:
+            return Scene.model_validate(raw), [], 0
+        except ValidationError as exc:
+            errors = exc.errors(include_url=False)
+            return None, errors[:want], max(0, len(errors) - want)
+    adapters = {"bodies": schema.Body, "constraints": schema.Constraint, "forces": schema.Force,
+                "controllers": schema.Controller}
+    errors: list[dict] = []
+    omitted = 0
+    top = {k: v for k, v in raw.items() if k not in _SECTIONS or not isinstance(v, list)}
+    try:
+        Scene.model_validate(top)
+    except ValidationError as exc:
+        errors.extend(exc.errors(include_url=False)[:want])
+        omitted += exc.error_count() - len(errors)
+    for section in _SECTIONS:
+        items = raw.get(section)
+        if not isinstance(items, list):
+            continue
+        adapter = TypeAdapter(adapters[section])
+        for i, item in enumerate(items):
+            try:
+                adapter.validate_python(item)
+            except ValidationError as exc:
+                if len(errors) >= want:
+                    omitted += exc.error_count()
+                    continue
+                for err in exc.errors(include_url=False):
+                    errors.append({**err, "loc": (section, i) + tuple(err["loc"])})
+    if errors or omitted:
+        return None, errors, omitted
+    return Scene.model_validate(raw), [], 0
+
+
+def _with_body(raw: dict, path: str) -> str:
+    """``path`` with the name of the body it points into, as the schema's paths have it."""
+    import re
+    m = re.match(r"^\$\.bodies\[(\d+)\]", path)
+    bodies = raw.get("bodies")
+    if m and isinstance(bodies, list) and int(m.group(1)) < len(bodies):
+        name = _name(bodies[int(m.group(1))])
+        if isinstance(name, str):
+            return f"{path} (body {name!r})"
+    return path
+
+
+def _under(path: str, replaced: set[str]) -> bool:
+    """Whether ``path`` (a schema problem) is at or inside one of the ``replaced`` paths."""
+    bare = path.split(" (body ")[0]
+    while True:
+        if bare in replaced:
+            return True
+        cut = max(bare.rfind("."), bare.rfind("["))
+        if cut <= 0:
+            return False
+        bare = bare[:cut]
 
 
 def _sort_key(path: str):
@@ -273,19 +412,29 @@ def _sort_key(path: str):
     return [int(t) if t.isdigit() else t for t in re.split(r"\[(\d+)\]", path)]
 
 
-def read_spec(path: str | os.PathLike) -> Scene:
-    """Read and validate a scene file; a file that is missing or not JSON is reported as a :class:`SceneError`."""
+def read_document(path: str | os.PathLike) -> Any:
+    """The decoded JSON value of a scene file, or :class:`SceneError` saying why it cannot be read: missing,
+    unreadable, a folder, larger than :data:`~core.scene.limits.MAX_DOCUMENT_BYTES`, not UTF-8, not JSON
+    (:func:`core.scene.limits.decode_document`). Reads at most the limit plus one byte, so a huge file or a
+    device costs no more."""
     path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8")
+        with open(path, "rb") as f:
+            data = f.read(MAX_DOCUMENT_BYTES + 1)
     except OSError as exc:
-        raise SceneError([Problem("$", f"cannot read the file: {exc.strerror}")], str(path)) from None
-    try:
-        raw = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise SceneError([Problem("$", f"not valid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}")],
-                         str(path)) from None
-    return parse_spec(raw, str(path))
+        raise SceneError([Problem("$", f"cannot read the file: {exc.strerror or exc}")], str(path)) from None
+    except Exception as exc:                             # noqa: BLE001 (e.g. a path with a NUL byte)
+        raise SceneError([Problem("$", f"cannot read the file: {exc}")], str(path)) from None
+    raw, problems = limits.decode_document(data)
+    if problems:
+        raise SceneError([Problem(p, m) for p, m in problems], str(path))
+    return raw
+
+
+def read_spec(path: str | os.PathLike) -> Scene:
+    """Read and validate a scene file; a file that is missing, too large, not UTF-8 or not JSON is reported as a
+    :class:`SceneError`, like any problem of the document."""
+    return parse_spec(read_document(path), str(path))
 
 
 def spec_to_json(spec: Scene) -> str:

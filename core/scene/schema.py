@@ -17,6 +17,13 @@ A scene is pure data (never code). Its top-level sections are::
 sections (controllers, events) are added the same way. Every model forbids unknown fields, so a typo is an error.
 
 Units are SI; angles in radians; quaternions are ``[w, x, y, z]``; colours are RGB or RGBA in [0, 1].
+
+Limits (:mod:`core.scene.limits`, checked before the fields): a document has at most 16 MiB of UTF-8 text, 32
+levels of nesting, 100 000 items in one array or object, 10 000 bodies and 10 000 each of constraints, forces and
+controllers, field names of at most 128 characters; every number is finite, integer literals have at most 20
+digits, and every number is 0 or has a magnitude between 1e-30 and 1e12 (so what the compiler and the step
+compute from a few of them — volumes, inertias, norms, energies — stays finite); a joint-space expression has at
+most 2000 characters and 64 levels of nesting. At most 100 problems are listed, then their count.
 """
 from __future__ import annotations
 
@@ -323,6 +330,10 @@ class PointVelocityConstraint(_ConstraintBase):
 
 def _expression(text: str) -> str:
     from ..joint_constraints import ExpressionError, parse_expression
+    from .limits import MAX_EXPRESSION_DEPTH, expression_depth
+    depth = expression_depth(text)
+    if depth is not None and depth > MAX_EXPRESSION_DEPTH:
+        raise ValueError(f"the expression is nested more than {MAX_EXPRESSION_DEPTH} levels deep")
     try:
         parse_expression(text)
     except ExpressionError as exc:

@@ -1,0 +1,497 @@
+"""Issue 12, "nothing lost, nothing crashes": each measured reproducer as a test — hostile scene files refused with
+named problems (never a traceback), the limits of :mod:`core.scene.limits`, validation linear in the bodies, runs
+that stream their records and keep them on divergence, outputs that are complete or absent, sweeps that fail
+well, and files that keep their modes and symbolic links."""
+from __future__ import annotations
+
+import copy
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import core
+from core.__main__ import main as core_main
+from core.scene import SceneError, compile_scene, parse_spec, read_spec
+from core.scene import limits
+from core.scene.io import read_document
+
+ROOT = Path(__file__).resolve().parents[1]
+SCENES = ROOT / "scenes"
+
+
+def _doc(name: str) -> dict:
+    return json.loads((SCENES / f"{name}.json").read_text(encoding="utf-8"))
+
+
+def _problems(raw, source="<test>") -> list:
+    """The problems of a decoded document through parse and compile (an accepted scene: [])."""
+    try:
+        compile_scene(parse_spec(raw, source), source)
+    except SceneError as exc:
+        assert exc.problems
+        return exc.problems
+    return []
+
+
+def _only_named(problems) -> None:
+    for p in problems:
+        assert p.path.startswith("$") and "please report it" not in p.message, str(p)
+
+
+def _file_problems(tmp_path, data: bytes) -> list:
+    path = tmp_path / "scene.json"
+    path.write_bytes(data)
+    with pytest.raises(SceneError) as info:
+        read_spec(path)
+    _only_named(info.value.problems)
+    return info.value.problems
+
+
+# ---- bytes -------------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("data, expected", [
+    (b"", "empty"),
+    (b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR", "NUL byte"),
+    ((SCENES / "four_bar.json").read_text().encode("utf-16"), "UTF-16"),
+    ((SCENES / "four_bar.json").read_text().encode("utf-32"), "UTF-32"),
+    ('{"format_version": 1, "name": "caf\u00e9"}'.encode("latin-1"), "byte 0xE9 at offset 34 (line 1, column 35)"),
+    (b'{"format_version": 1, "name": "x", "description": "\xed\xa0\x80"}', "not UTF-8"),
+    (b"[" * 100_000 + b"]" * 100_000, "nested"),
+    (b'{"format_version": 1, "name": "x", "gravity": [0, 0, ' + b"9" * 5000 + b"]}", "5000 digits"),
+    (b'{"format_version": 1, "name": "x", "gravity": [0, 0, NaN]}', "NaN is not a JSON number"),
+    (b'{"format_version": 1, "name": "x", "gravity": [0, 0, 1e400]}', "must be finite"),
+    (b'{"format_version": 1, "name": ', "not valid JSON"),
+])
+def test_any_bytes_are_named_problems(tmp_path, data, expected):
+    problems = _file_problems(tmp_path, data)
+    assert any(expected in p.message for p in problems), [str(p) for p in problems]
+
+
+def test_a_bom_is_skipped(tmp_path):
+    path = tmp_path / "bom.json"
+    path.write_bytes(b"\xef\xbb\xbf" + (SCENES / "four_bar.json").read_bytes())
+    assert read_spec(path) == read_spec(SCENES / "four_bar.json")
+
+
+def test_a_file_over_the_size_limit_is_refused_unread(tmp_path, monkeypatch):
+    monkeypatch.setattr("core.scene.io.MAX_DOCUMENT_BYTES", 1000)
+    monkeypatch.setattr("core.scene.limits.MAX_DOCUMENT_BYTES", 1000)
+    path = tmp_path / "big.json"
+    path.write_bytes(b" " * 5000 + b"{}")
+    with pytest.raises(SceneError, match="at most 1000 bytes"):
+        read_spec(path)
+    with pytest.raises(SceneError, match="cannot read the file"):
+        read_spec(tmp_path)                                       # a folder
+
+
+def test_deep_nesting_inside_a_document_is_cut_at_the_limit():
+    doc = _doc("four_bar")
+    deep = 0.0
+    for _ in range(limits.MAX_DEPTH + 5):
+        deep = [deep]
+    doc["gravity"] = deep
+    problems = _problems(doc)
+    assert [p.path for p in problems if "nested deeper" in p.message][0].startswith("$.gravity")
+
+
+# ---- the crashers of the issue ------------------------------------------------------------------------------
+def _with(name, change):
+    doc = _doc(name)
+    change(doc)
+    return doc
+
+
+def _shape(doc, shape):
+    doc["bodies"][0].pop("inertial", None)
+    doc["bodies"][0]["shapes"] = [shape]
+
+
+CRASHERS = {
+    "parent is a list": (lambda d: d["bodies"][1].__setitem__("parent", ["a"]), "$.bodies[1].parent"),
+    "constraint type is a list": (lambda d: d["constraints"][0].__setitem__("type", []), "$.constraints[0]"),
+    "force type is a list": (lambda d: d.__setitem__("forces", [{"type": [], "name": "f", "body": "world"}]),
+                             "$.forces[0]"),
+    "no bodies, constraints name them": (lambda d: d.pop("bodies"), "$.constraints[0].body"),
+    "cylinder length 5e-324": (lambda d: _shape(d, {"type": "cylinder", "radius": 0.1, "length": 5e-324,
+                                                    "density": 1000}), "$.bodies[0].shapes[0].length"),
+    "capsule radius 1e300": (lambda d: _shape(d, {"type": "capsule", "radius": 1e300, "length": 1, "density": 1}),
+                             "$.bodies[0].shapes[0].radius"),
+    "axis [1e200, 1e200, 0]": (lambda d: d["bodies"][0]["joint"].__setitem__("axis", [1e200, 1e200, 0]),
+                               "$.bodies[0].joint.axis[0]"),
+    "direction [1e308]*3": (lambda d: d["constraints"][0].__setitem__("direction", [1e308] * 3),
+                            "$.constraints[0].direction[0]"),
+    "gravity -1e300": (lambda d: d.__setitem__("gravity", [0, 0, -1e300]), "$.gravity[2]"),
+    "dt 1e-300": (lambda d: d["simulation"].__setitem__("dt", 1e-300), "$.simulation.dt"),
+}
+
+
+@pytest.mark.parametrize("case", list(CRASHERS))
+def test_crashers_of_the_arm_on_a_line_are_named(case):
+    change, where = CRASHERS[case]
+    problems = _problems(_with("arm_on_line_pidc", change))
+    _only_named(problems)
+    assert any(p.path.startswith(where) for p in problems), [str(p) for p in problems]
+
+
+def test_mixture_amplitude_minus_1e308_is_named():
+    doc = _doc("slotine_li_arm")
+    doc["controllers"] = [{"type": "mixture", "name": "m", "experts": 4, "trajectory": {
+        "type": "sinusoid", "alpha": [0, 0], "beta": [-1e308, 0.75], "omega": [1, 2]}}]
+    problems = _problems(doc)
+    assert [p.path for p in problems] == ["$.controllers[0].trajectory.beta[0]"]
+
+
+@pytest.mark.parametrize("expression, message", [
+    ("crank + " + "9" * 310, "finite"),
+    ("-" * 1000 + "crank", "nested more than 64 levels"),
+    ("(crank + " * 70 + "crank" + ")" * 70, "nested more than 64 levels"),
+    ("sin(" * 70 + "crank" + ")" * 70, "nested more than 64 levels"),
+])
+def test_joint_space_expressions_within_limits(expression, message):
+    doc = _doc("slider_crank_joint_space")
+    doc["constraints"][0]["expression"] = expression
+    problems = _problems(doc)
+    _only_named(problems)
+    assert any(p.path == "$.constraints[0].expression" and message in p.message for p in problems)
+    doc["constraints"][0]["expression"] = "(" * 30 + "sin(crank) + sin(crank + rod)" + ")" * 30
+    assert _problems(doc) == []
+
+
+def test_no_bodies_and_a_joint_space_constraint():
+    doc = _doc("slider_crank_joint_space")
+    del doc["bodies"]
+    problems = _problems(doc)
+    assert any(p.path == "$.constraints[0].expression" and "unknown name 'crank'" in p.message for p in problems)
+
+
+def test_projected_inverse_dynamics_with_a_joint_space_constraint_runs():
+    """The combination the issue measured as a ValueError in ``core run`` compiles and steps (it works)."""
+    doc = _doc("slider_crank_joint_space")
+    doc["controllers"] = [{"type": "projected_inverse_dynamics", "name": "p", "joints": ["crank"],
+                           "trajectory": {"type": "set_point", "q": [0.3]}}]
+    sim = core.Simulation(compile_scene(parse_spec(doc)))
+    rec = sim.run(0.05)
+    assert np.isfinite(rec["q"]).all() and rec["t"][-1] == pytest.approx(0.05)
+
+
+def test_references_are_checked_when_other_sections_are_broken():
+    doc = _doc("arm_on_line_pidc")
+    doc["bodies"][0]["joint"] = "not a joint"
+    doc["constraints"][0]["body"] = "nobody"
+    problems = _problems(doc)
+    paths = [p.path for p in problems]
+    assert "$.constraints[0].body" in paths and any(p.startswith("$.bodies[0].joint") for p in paths)
+
+
+def test_parent_loops_are_named_once_per_body():
+    doc = _doc("three_link_arm")
+    doc["bodies"][0]["parent"] = doc["bodies"][2]["name"]
+    problems = [p for p in _problems(doc) if "loops back" in p.message]
+    assert len(problems) == 3 and all("→" in p.message for p in problems)
+
+
+def test_problems_are_capped_and_counted():
+    doc = {"format_version": 1, "name": "many", "bodies": [
+        {"name": f"b{i}", "joint": {"type": "hinge"}, "shapes": [1] * 50} for i in range(2000)]}
+    start = time.perf_counter()
+    with pytest.raises(SceneError) as info:
+        parse_spec(doc)
+    assert time.perf_counter() - start < 20
+    exc = info.value
+    assert len(exc.problems) == limits.MAX_PROBLEMS and exc.omitted == 100_000 - limits.MAX_PROBLEMS
+    assert f"and {exc.omitted} more problem(s)" in str(exc)
+    assert len(str(exc)) < 100 * 400
+
+
+def test_too_many_bodies_and_items():
+    with pytest.raises(SceneError, match="has 10001 bodies; at most 10000"):
+        parse_spec({"format_version": 1, "name": "x", "bodies": [1] * 10_001})
+    with pytest.raises(SceneError, match="at most 100000"):
+        parse_spec({"format_version": 1, "name": "x", "description": "", "gravity": [0] * 100_001})
+
+
+def test_a_huge_value_is_shown_short():
+    with pytest.raises(SceneError) as info:
+        parse_spec(["x" * 10_000_000])
+    assert len(str(info.value)) < 500
+
+
+# ---- scale ---------------------------------------------------------------------------------------------------
+def _chain(n: int, siblings: bool = False) -> dict:
+    bodies = [{"name": f"b{i}", "parent": "world" if i == 0 or siblings else f"b{i - 1}",
+               "joint": {"type": "hinge", "position": [0, 0, 0] if i == 0 or siblings else [1, 0, 0]},
+               "shapes": [{"type": "cylinder", "radius": 0.05, "length": 1.0, "axis": [1, 0, 0],
+                           "position": [0.5, 0, 0], "mass": 1.0}]} for i in range(n)]
+    return {"format_version": 1, "name": "big", "bodies": bodies}
+
+
+@pytest.mark.slow
+def test_validation_is_linear_in_the_bodies(tmp_path):
+    """A 3000-body chain and 10 000 sibling bodies validate and compile through ``core validate`` in seconds
+    (the issue measured 215 s and 170 s); the time grows about linearly."""
+    times = {}
+    for n, siblings in ((1000, False), (3000, False), (10_000, True)):
+        path = tmp_path / f"{n}.json"
+        path.write_text(json.dumps(_chain(n, siblings)))
+        start = time.perf_counter()
+        proc = subprocess.run([sys.executable, "-m", "core", "validate", str(path)], capture_output=True,
+                              text=True, timeout=120, cwd=ROOT)
+        times[n] = time.perf_counter() - start
+        assert proc.returncode == 0 and f"ok ({n} bodies)" in proc.stdout, proc.stdout + proc.stderr
+    assert times[3000] < 30 and times[10_000] < 30, times
+
+
+def test_singular_inertia_is_found_in_linear_time():
+    """The O(N) pivot test names the joint that moves no mass, as the dense eigen-test did."""
+    doc = _chain(4)
+    doc["bodies"][3]["shapes"] = []
+    doc["bodies"][3]["inertial"] = {"mass": 0.0}
+    problems = _problems(doc)
+    assert [p.path for p in problems] == ["$.bodies[3].joint (body 'b3')"]
+    doc["bodies"][3]["inertial"] = {"mass": 1.0, "com": [1, 0, 0]}                 # a point mass off the axis
+    assert _problems(doc) == []
+
+
+# ---- runs ----------------------------------------------------------------------------------------------------
+def _run(tmp_path, *args) -> int:
+    return core_main(["run", *map(str, args)])
+
+
+def test_a_diverging_run_keeps_its_records(tmp_path, capsys):
+    out = tmp_path / "diverged"
+    code = _run(tmp_path, SCENES / "nail_cylinder_spring.json", "--duration", 50, "--dt", 0.2, "--out", out)
+    assert code == 3
+    summary = json.loads((out / "summary.json").read_text(), parse_constant=lambda c: pytest.fail(c))
+    assert summary["status"] == "diverged" and summary["diverged"]["records_kept"] == summary["records"] > 1
+    data = np.load(out / "timeseries.npz")
+    assert len(data["t"]) == summary["records"] and np.isfinite(data["q"]).all()
+    assert data["t"][-1] == summary["diverged"]["last_good_t_s"]
+    rows = (out / "timeseries.csv").read_text().splitlines()
+    assert len(rows) == summary["records"] + 1
+    assert "diverged" in capsys.readouterr().err
+
+
+def test_existing_output_is_refused_before_running_and_replaced_with_force(tmp_path, capsys):
+    out = tmp_path / "run"
+    out.write_text("precious")
+    assert _run(tmp_path, SCENES / "four_bar.json", "--duration", 0.05, "--out", out) == 2
+    assert out.read_text() == "precious" and "--force" in capsys.readouterr().err
+    assert _run(tmp_path, SCENES / "four_bar.json", "--duration", 0.05, "--out", out, "--force", "--quiet") == 0
+    assert capsys.readouterr() == ("", "")
+    assert sorted(p.name for p in out.iterdir()) == ["summary.json", "timeseries.csv", "timeseries.npz"]
+    first = json.loads((out / "summary.json").read_text())
+    assert _run(tmp_path, SCENES / "four_bar.json", "--duration", 0.1, "--out", out, "--force", "--quiet") == 0
+    assert json.loads((out / "summary.json").read_text())["steps"] == 2 * first["steps"]
+    assert [p.name for p in tmp_path.iterdir()] == ["run"]                     # no staging folder left
+
+
+def test_endless_runs_are_refused_before_starting(tmp_path, capsys):
+    for args in (("--duration", 1e300), ("--duration", 1, "--dt", 1e-12), ("--duration", 20, "--max-steps", 100)):
+        assert _run(tmp_path, SCENES / "four_bar.json", *args, "--out", tmp_path / "x") == 2
+        assert "steps" in capsys.readouterr().err
+    assert not (tmp_path / "x").exists()
+    assert _run(tmp_path, SCENES / "four_bar.json", "--duration", 0.2, "--max-steps", 200, "--out",
+                tmp_path / "x", "--quiet") == 0
+
+
+def test_run_outputs_keep_the_umask(tmp_path):
+    old = os.umask(0o027)
+    try:
+        assert _run(tmp_path, SCENES / "four_bar.json", "--duration", 0.02, "--out", tmp_path / "o", "--quiet") == 0
+    finally:
+        os.umask(old)
+    assert os.stat(tmp_path / "o").st_mode & 0o777 == 0o750
+    for f in (tmp_path / "o").iterdir():
+        assert os.stat(f).st_mode & 0o777 == 0o640, f
+
+
+def test_quiet_prints_nothing_and_events_are_bounded(tmp_path, capsys):
+    scene = SCENES / "slider_crank.json"
+    assert _run(tmp_path, scene, "--duration", 20, "--out", tmp_path / "q", "--quiet") == 0
+    assert capsys.readouterr() == ("", "")
+    assert _run(tmp_path, scene, "--duration", 20, "--out", tmp_path / "v") == 0
+    err = capsys.readouterr().err.splitlines()
+    events = json.loads((tmp_path / "v" / "summary.json").read_text())["events"]
+    if sum(e["type"] == "rank_deficient" for e in events) > 10:
+        assert len(err) == 11 and "more event(s)" in err[-1]
+
+
+def test_streamed_output_equals_the_records_in_memory(tmp_path):
+    """The NPZ and CSV written chunk by chunk hold exactly the arrays of ``Simulation.run`` in memory."""
+    model = core.load_scene(SCENES / "arm_on_line_pidc.json")
+    whole = core.Simulation(model).run(10.0)                       # > 2 chunks of 4096 rows
+    assert _run(tmp_path, SCENES / "arm_on_line_pidc.json", "--duration", 10, "--out", tmp_path / "s",
+                "--quiet") == 0
+    data = np.load(tmp_path / "s" / "timeseries.npz")
+    assert set(data) == set(whole)
+    for key in whole:
+        np.testing.assert_array_equal(data[key], whole[key])
+    table = np.loadtxt(tmp_path / "s" / "timeseries.csv", delimiter=",", skiprows=1)
+    np.testing.assert_array_equal(table[:, 0], whole["t"])
+
+
+def test_kill_minus_9_leaves_old_or_new_output(tmp_path):
+    """``kill -9`` at several moments of ``core run --force``: the output folder is always one complete run
+    (the old one, or the new one), never a mixture."""
+    out = tmp_path / "out"
+    scene = SCENES / "chain20_nailed.json"
+    cmd = [sys.executable, "-m", "core", "run", str(scene), "--out", str(out), "--force", "--quiet"]
+    subprocess.run(cmd + ["--duration", "0.5"], check=True, cwd=ROOT, timeout=120)
+    old = (out / "summary.json").read_text()
+    seen = set()
+    for delay in (0.5, 1.5, 2.5, 3.5, 5.0):
+        proc = subprocess.Popen(cmd + ["--duration", "4"], cwd=ROOT)
+        time.sleep(delay)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        names = sorted(p.name for p in out.iterdir())
+        assert names == ["summary.json", "timeseries.csv", "timeseries.npz"], names
+        summary = json.loads((out / "summary.json").read_text())
+        data = np.load(out / "timeseries.npz")
+        assert len(data["t"]) == summary["records"]
+        assert len((out / "timeseries.csv").read_text().splitlines()) == summary["records"] + 1
+        seen.add("old" if (out / "summary.json").read_text() == old else "new")
+    assert "old" in seen
+
+
+def test_summary_is_strict_json():
+    from core.output import strict_json
+    nulls = {}
+    clean = strict_json({"a": float("nan"), "b": [1.0, np.float64("inf")], "c": np.int64(3)}, nulls)
+    assert json.dumps(clean, allow_nan=False) == '{"a": null, "b": [1.0, null], "c": 3}'
+    assert set(nulls) == {"a", "b[1]"}
+
+
+# ---- sweeps --------------------------------------------------------------------------------------------------
+def test_a_label_the_scene_refuses_stops_the_sweep_before_any_trial(tmp_path, capsys):
+    spec = tmp_path / "spec.json"
+    spec.write_text(json.dumps({"arms": ["uno_kawato"], "controllers": ["pd", "m100"], "adapt": 0.1,
+                                "measure": 0.1, "figures": False}))
+    assert core_main(["sweep", str(spec), "--out", str(tmp_path / "o"), "--workers", "1"]) == 2
+    err = capsys.readouterr().err
+    assert "$.controllers[1]" in err and "less than or equal to 64" in err and "Traceback" not in err
+    assert not (tmp_path / "o").exists()
+
+
+def test_a_trial_that_raises_is_a_failed_row(tmp_path):
+    from core.bench.sweep import make_trials, parse_sweep_spec, run_sweep
+    res = parse_sweep_spec({"arms": ["uno_kawato"], "controllers": ["pd", "m2"], "adapt": 0.1, "measure": 0.1,
+                            "figures": False, "traces": False}, base=ROOT)
+    broken = copy.deepcopy(res.arms["uno_kawato"])
+    broken["bodies"][0]["joint"]["type"] = "ball"              # valid scene, but the bench drives hinges only
+    res.arms["uno_kawato"] = broken
+    assert make_trials(res)
+    summary = run_sweep(res, tmp_path / "o", workers=1, progress=False)
+    import csv
+    rows = list(csv.DictReader(open(tmp_path / "o" / "results.csv")))
+    assert rows and all(r["status"] == "failed" and r["reason"].startswith("failed: ") for r in rows)
+    assert summary["failed"] == len(rows) == summary["trials"]
+
+
+@pytest.mark.parametrize("address", ["notanaddress", "tcp://host", "tcp://host:99999", "http://h:1", ""])
+def test_dask_addresses_are_checked(tmp_path, capsys, address):
+    assert core_main(["sweep", str(SCENES / "sweeps" / "small.json"), "--out", str(tmp_path / "o"),
+                      "--dask", address]) == 2
+    err = capsys.readouterr().err
+    assert "scheduler address" in err or "port" in err
+
+
+def test_a_refused_dask_connection_is_reported_at_once():
+    from core.bench.sweep import ClusterError, connect_dask
+    import socket
+    with socket.socket() as s:                                  # a port nobody listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    start = time.perf_counter()
+    with pytest.raises(ClusterError, match="refused"):
+        connect_dask(f"tcp://127.0.0.1:{port}")
+    assert time.perf_counter() - start < 2
+
+
+def test_a_dask_scheduler_without_workers_is_reported_after_the_timeout(monkeypatch):
+    distributed = pytest.importorskip("dask.distributed")
+    import core.bench.sweep as sweep
+    monkeypatch.setattr(sweep, "DASK_WORKER_TIMEOUT", 2.0)
+    with distributed.LocalCluster(n_workers=0, processes=False, dashboard_address=None, protocol="tcp",
+                                  host="127.0.0.1") as cluster:
+        start = time.perf_counter()
+        with pytest.raises(sweep.ClusterError, match="no workers after 2 s"):
+            sweep.connect_dask(cluster.scheduler_address)
+        assert time.perf_counter() - start < 10
+
+
+# ---- files ---------------------------------------------------------------------------------------------------
+def test_saving_through_a_symlink_writes_its_target_and_keeps_modes(tmp_path):
+    spec = read_spec(SCENES / "four_bar.json")
+    target = tmp_path / "real.json"
+    target.write_text("{}")
+    os.chmod(target, 0o640)
+    link = tmp_path / "link.json"
+    link.symlink_to(target)
+    core.save_scene(spec, link)
+    assert link.is_symlink() and read_spec(target) == spec and os.stat(target).st_mode & 0o777 == 0o640
+    old = os.umask(0o077)
+    try:
+        core.save_scene(spec, tmp_path / "new.json")
+    finally:
+        os.umask(old)
+    assert os.stat(tmp_path / "new.json").st_mode & 0o777 == 0o600
+    core.save_scene(spec, tmp_path / "new2.json")
+    assert os.stat(tmp_path / "new2.json").st_mode & 0o777 == 0o666 & ~old
+
+
+def test_studio_save_document_follows_symlinks(tmp_path):
+    from studio.jsontext import save_document
+    text = (SCENES / "four_bar.json").read_text()
+    target = tmp_path / "real.json"
+    target.write_text(text)
+    os.chmod(target, 0o604)
+    link = tmp_path / "link.json"
+    link.symlink_to(target)
+    spec = read_spec(target)
+    spec.simulation.dt = 0.002
+    save_document(spec, link, base=text)
+    assert link.is_symlink() and read_spec(target).simulation.dt == 0.002
+    assert os.stat(target).st_mode & 0o777 == 0o604
+
+
+def test_studio_file_open_shows_problems_and_keeps_the_document(qapp, tmp_path):
+    from PySide6.QtCore import QSettings
+    from studio.document import SceneDocument
+    from studio.files import FileActions
+    document = SceneDocument(read_spec(SCENES / "four_bar.json"), SCENES / "four_bar.json")
+    actions = FileActions(document, QSettings(str(tmp_path / "s.ini"), QSettings.Format.IniFormat), None)
+    errors = []
+    actions.error.connect(errors.append)
+    bad = {"utf16.json": (SCENES / "four_bar.json").read_text().encode("utf-16"),
+           "deep.json": b"[" * 50_000 + b"]" * 50_000,
+           "parent.json": json.dumps(_with("arm_on_line_pidc",
+                                           lambda d: d["bodies"][1].__setitem__("parent", ["a"]))).encode(),
+           "cylinder.json": json.dumps(_with("arm_on_line_pidc", CRASHERS["cylinder length 5e-324"][0])).encode()}
+    for name, data in bad.items():
+        (tmp_path / name).write_bytes(data)
+        assert not actions.open_path(tmp_path / name, ask=False)
+        assert name in errors[-1] and "$" in errors[-1] and "Traceback" not in errors[-1], errors[-1]
+        assert document.spec.name == "four_bar"
+    assert actions.open_path(SCENES / "three_link_arm.json", ask=False)
+    assert document.spec.name == "three_link_arm"
+
+
+def test_studio_start_up_with_an_unreadable_file_says_why(tmp_path):
+    bad = tmp_path / "latin1.json"
+    bad.write_bytes('{"format_version": 1, "name": "caf\u00e9"}'.encode("latin-1"))
+    proc = subprocess.run([sys.executable, "-m", "studio", str(bad)], capture_output=True, text=True, timeout=120,
+                          cwd=ROOT, env={**os.environ, "QT_QPA_PLATFORM": "offscreen"})
+    assert proc.returncode == 2 and "not UTF-8" in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
+
+
+def test_read_document_never_raises_other_errors(tmp_path):
+    for path in (tmp_path / "missing.json", tmp_path, "bad\x00name.json"):
+        with pytest.raises(SceneError):
+            read_document(path)
