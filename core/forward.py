@@ -231,8 +231,8 @@ def workspace(N, nv, K, R, L, V, P, F, n):
     control = ControlWork(np.zeros((nv, P)), np.zeros(nv), np.zeros(nv), np.zeros(nv), np.zeros(nv), np.zeros(nv),
                           np.zeros(nv), np.zeros(nv), np.zeros(nv), np.zeros(nv), np.zeros(F), np.zeros(F),
                           np.zeros((nv, R2)), np.zeros((R2, R2)), np.zeros(R2), np.zeros(R2), np.zeros((nv, nv)),
-                          np.zeros((nv, nv)), np.zeros((nv, nv)), np.zeros(nv), np.zeros(nv), np.zeros(nv),
-                          np.zeros(nv), np.zeros(3))
+                          np.zeros((nv, nv)), np.zeros((nv, nv)), np.zeros(max(nv, F)), np.zeros(nv), np.zeros(nv),
+                          np.zeros(nv), np.zeros(3))             # (v1 also holds a mixture's gates, one per expert)
     flags = np.zeros(2, np.bool_)
     flags[1] = True
     integrator = IntegratorWork(np.zeros((6, n)), np.zeros(n), np.zeros(n), flags)

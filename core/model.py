@@ -152,7 +152,11 @@ class Model:
     @functools.cached_property
     def tree(self) -> Tree:
         """The arrays of the forest as every compiled kernel takes them (:class:`Tree`)."""
-        root = np.array([self.root_of(i) for i in range(self.n_links)], dtype=np.int64)
+        root = np.arange(self.n_links, dtype=np.int64)      # in one pass: a parent comes before its children
+        for i in range(self.n_links):
+            p = int(self.parent[i])
+            if p >= 0:
+                root[i] = root[p] if p < i else self.root_of(i)
         inertia_com = np.array(self.inertia[:, :3, :3])
         for i in range(self.n_links):                      # Ī_c = Ī_O − m (|c|² 1 − c cᵀ)   (parallel axes)
             c = self.com[i]

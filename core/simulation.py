@@ -54,7 +54,7 @@ class Snapshot:
     """Everything of a :class:`Simulation` that changes while it runs (immutable; :meth:`Simulation.restore`)."""
     state: State
     inputs: Inputs
-    events: tuple
+    events: tuple                           # the logged events (shared: an event is never changed once logged)
     steps_taken: int
     wall_time: float
     energy0: float | None
@@ -89,7 +89,11 @@ class Simulation:
         """Back to the initial state: constraints as enabled in the scene, work integrals zero, no events, the
         scene's inputs (gains, formulation)."""
         self.inputs = self._base_inputs
-        self.state, events = touching_at_start(self.model, self.model.initial_state(), self.inputs)
+        self.state, events = self.model.initial_state(), []
+        try:
+            self.state, events = touching_at_start(self.model, self.state, self.inputs)
+        except DivergenceError:
+            pass                                              # (the first step reports it, with its time)
         self.events: list[dict] = events
         self.steps_taken = 0
         self.wall_time = 0.0
@@ -99,7 +103,7 @@ class Simulation:
 
     def snapshot(self) -> Snapshot:
         """Everything that changes while running, as an immutable value."""
-        return Snapshot(self.state.copy(), self.inputs, tuple(dict(e) for e in self.events), self.steps_taken,
+        return Snapshot(self.state.copy(), self.inputs, tuple(self.events), self.steps_taken,
                         self.wall_time, self._energy0, tuple(copy.deepcopy(self.programs)),
                         self._programs_started)
 

@@ -35,6 +35,8 @@ class RaibertHopper(ControlProgram):
         "leg_actuator": "leg_motor",
         "leg_stiffness": 0.0,            # N/m, a virtual spring along the leg in stance (0: the leg has its own)
         "leg_damping": 0.0,              # N·s/m
+        "leg_preload": 0.0,              # N, the virtual spring's force at the flight length (a precharged spring)
+        "retract": 0.0,                  # m, the leg shortened by this while rising in flight (foot clearance)
         "foot": "foot",                  # the foot's contact
         "leg_length": 0.5,               # m, the virtual leg's length in flight (hip to foot)
         "speed": 0.5,                    # m/s, the commanded forward speed
@@ -70,7 +72,7 @@ class RaibertHopper(ControlProgram):
                 problems.append((key, "must be a positive number below 1000"))
         if not (isinstance(p["hip_point"], (list, tuple)) and len(p["hip_point"]) == 3):
             problems.append(("hip_point", "must be body coordinates [x, y, z]"))
-        for key in ("leg_stiffness", "leg_damping", "speed", "height_gain", "speed_gain", "hip_kp", "hip_kd", "pitch_kp", "pitch_kd", "leg_kp", "leg_kd"):
+        for key in ("leg_stiffness", "leg_damping", "leg_preload", "retract", "speed", "height_gain", "speed_gain", "hip_kp", "hip_kd", "pitch_kp", "pitch_kd", "leg_kp", "leg_kd"):
             if not (isinstance(p[key], (int, float)) and abs(p[key]) < 1e6):
                 problems.append((key, "must be a number of magnitude below 1e6"))
         return problems
@@ -156,8 +158,11 @@ class RaibertHopper(ControlProgram):
         if self.stance:
             # 1. thrust while the leg extends, on the virtual spring; 3. attitude: the hip moment acts on the
             # leg (+) and the body (−): servo the body's pitch and its rate to zero
-            force = p["leg_stiffness"] * (L0 - leg["L"]) - p["leg_damping"] * leg["L_rate"]
-            if leg["L_rate"] > 0:
+            force = p["leg_preload"] + p["leg_stiffness"] * (L0 - leg["L"])
+            if p["leg_stiffness"] > 0:             # a virtual spring pushes, never pulls
+                force = max(force, 0.0)
+            force -= p["leg_damping"] * leg["L_rate"]
+            if leg["L_rate"] > 0 and leg["L"] < L0:
                 force += self.push
             self._drive(ctl, leg, force, p["pitch_kp"] * pitch + p["pitch_kd"] * pitch_rate)
             self.leg_low = leg["L"] if self.leg_low is None else min(self.leg_low, leg["L"])
@@ -170,7 +175,8 @@ class RaibertHopper(ControlProgram):
             xf = float(np.clip(xf, -p["max_placement"], p["max_placement"]))
             target = -np.arcsin(np.clip(xf / L0, -0.9, 0.9))     # the leg's world angle that puts it there
             moment = -p["hip_kp"] * (leg["theta"] - target) - p["hip_kd"] * (leg["theta_rate"] - pitch_rate)
-            force = -p["leg_kp"] * (leg["L"] - L0) - p["leg_kd"] * leg["L_rate"]
+            length = L0 - p["retract"] if cd[2] > 0 else L0       # clear the ground while rising
+            force = -p["leg_kp"] * (leg["L"] - length) - p["leg_kd"] * leg["L_rate"]
             self._drive(ctl, leg, force, moment)
 
     def status(self) -> dict:
