@@ -70,6 +70,7 @@ Enter or Escape in a field: back to the viewport<br><br>
 <b>Timeline</b> (under the viewport): drag to go back to any time of the run; play to run on from there — the
 plots keep the earlier run, faded, to compare."""
 
+ACTIVITY_MS = 250        # the scene tree's marks of what acts now are refreshed this often (not every frame)
 SHORT_UNDO = 28          # characters of an undo text shown on the toolbar (the menu and tooltip say it all)
 
 
@@ -356,6 +357,9 @@ class MainWindow(QMainWindow):
         self.viewport.drag_finished.connect(self._spring_drag_finished)
         self.timeline.seek_requested.connect(self._seek)
         self.events.seek_requested.connect(self._seek)
+        self._activity_timer = QTimer(self)               # what acts now, in the scene tree: a few times a second
+        self._activity_timer.timeout.connect(self._show_activity)
+        self._activity_timer.start(ACTIVITY_MS)
         self.controls.speed_changed.connect(st.set_speed)
         self.controls.actuator_changed.connect(st.set_actuator)
         self.controls.residual_limit_changed.connect(st.set_residual_limit)
@@ -601,6 +605,12 @@ class MainWindow(QMainWindow):
         self.presenter.show(snap)
         self.timeline.show_snapshot(snap)
         self.plots.set_cursor(None if snap.playing else snap.t)
+
+    @Slot()
+    def _show_activity(self) -> None:
+        snap = self.sim_thread.latest
+        if snap is not None and snap.draw is not None:
+            self.scene_tree.show_activity(snap.model, snap.draw)
 
     @Slot(str)
     def _show_error(self, message: str) -> None:
