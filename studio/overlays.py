@@ -136,6 +136,7 @@ class Overlays:
                                            for i in (p.normal, p.stick) if i >= 0) if contacts else 0
         constraints = True if model is None else len(model.constraints) > rows
         friction = True if model is None else any(c.friction > 0 for c in getattr(model, "contacts", ()))
+        frictionless = True if model is None else any(c.friction == 0 for c in getattr(model, "contacts", ()))
         springs = True if model is None else "spring" in force_kinds(model)
         nails = True if model is None else "nail" in constraint_kinds(model)
         lines, marks = [], []
@@ -154,7 +155,7 @@ class Overlays:
         if marks:
             lines.append(" &nbsp; ".join(marks))
         if contacts:
-            modes = [1, 2, 3] if friction else [3]
+            modes = ([1, 2] if friction else []) + ([3] if frictionless else [])
             dots = " ".join(f"<span style='color:{sw(CONTACT_COLOURS[m])}'>●</span> {CONTACT_MODE_NAMES[m]}"
                             for m in [0] + modes)
             force = f"<span style='color:{sw(glyphs.LOW_LOAD)}'>━▶</span> normal force"

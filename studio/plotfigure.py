@@ -61,7 +61,7 @@ MARKER_COLOUR = (200, 200, 200, 150)
 CURSOR_COLOUR = (255, 255, 255, 170)
 HOVER_COLOUR = (255, 210, 120, 150)
 TITLE_HEIGHT = 34
-EVENT_ALPHA = 110             # an event's line across the plot (its tick at the time axis is opaque)
+EVENT_ALPHA = 70              # an event's line across the plot (its tick at the time axis is opaque)
 EVENT_GHOST_ALPHA = 40        # an earlier try's event
 EVENT_TICK_PX = 7             # px: the tick at the bottom of the plot
 EVENT_HOVER_PX = 4            # px: how near the mouse must be to an event's line to name it
@@ -353,8 +353,8 @@ class PlotFigure(QObject):
             self._leave = _Leave(lambda: self._set_hover(None), self)
             graphics.viewport().installEventFilter(self._leave)
         # a narrower dock fits fewer legend entries in a title (the rest are counted: "+2")
-        self._resized = _Leave(self.retitle, self, QEvent.Type.Resize)
-        graphics.installEventFilter(self._resized)
+        self._resize_filter = _Leave(self._resized, self, QEvent.Type.Resize)
+        graphics.installEventFilter(self._resize_filter)
 
     # ---- building ------------------------------------------------------------------------------------------
     def available(self, spec: PlotSpec) -> bool:
@@ -496,6 +496,11 @@ class PlotFigure(QObject):
         for key in self.plots:
             self._title(key)
 
+    def _resized(self) -> None:
+        self.retitle()
+        if self._event_kinds:
+            self._time_label()
+
     def _mouse_moved(self, pos) -> None:
         for plot in self.plots.values():
             if plot.vb.sceneBoundingRect().contains(pos):
@@ -605,12 +610,22 @@ class PlotFigure(QObject):
         if not self.plots:
             return
         last = list(self.plots.values())[-1]
-        legend = " &nbsp;".join(f"<span style='color:{_hex(colour_of(k))}'>┃</span>&nbsp;{k}"
-                                for k in self._event_kinds)
-        if legend:
-            last.setLabel("bottom", f"simulated time (s) &nbsp;&nbsp; events: {legend}")
-        else:
+        if not self._event_kinds:
             last.setLabel("bottom", "simulated time", units="s")
+            return
+        width = (self.graphics.width() if self.graphics.width() > 0 else 400.0) - AXIS_WIDTH - 24
+        metrics = QFontMetricsF(self._font)
+        used = metrics.horizontalAdvance("simulated time (s)    events: ")
+        shown = []
+        for k in self._event_kinds:                 # those that fit the width; "+N" for the rest
+            w = metrics.horizontalAdvance(f"┃ {k}  ")
+            if used + w > width and shown:
+                break
+            shown.append(f"<span style='color:{_hex(colour_of(k))}'>┃</span>&nbsp;{k}")
+            used += w
+        rest = len(self._event_kinds) - len(shown)
+        more = f" &nbsp;+{rest}" if rest else ""
+        last.setLabel("bottom", "simulated time (s) &nbsp;&nbsp; events: " + " &nbsp;".join(shown) + more)
 
     def events_near(self, t: float, tolerance: float) -> list:
         """The run's events within ``tolerance`` seconds of time ``t`` (nearest first)."""
