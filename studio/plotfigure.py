@@ -614,7 +614,9 @@ class PlotFigure(QObject):
             last.setLabel("bottom", "simulated time", units="s")
             return
         width = (self.graphics.width() if self.graphics.width() > 0 else 400.0) - AXIS_WIDTH - 24
-        metrics = QFontMetricsF(self._font)
+        font = QFont(self._font)
+        font.setPointSizeF(self._font.pointSizeF() * 1.25)     # the axis label's own font is larger
+        metrics = QFontMetricsF(font)
         used = metrics.horizontalAdvance("simulated time (s)    events: ")
         shown = []
         for k in self._event_kinds:                 # those that fit the width; "+N" for the rest
