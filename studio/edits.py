@@ -329,9 +329,13 @@ def add(spec, section: str, kind: str, body: str | None = None):
         bodies[i]["points"][name] = [0.0, 0.0, 0.0]
         return validate(data), ("bodies", i, "points", name)
     if section == "contacts":
-        data.setdefault("contacts", []).append({"name": unique_name(_names(data, "contacts"), "ground"),
-                                                "body": body})
-        return validate(data), ("contacts", len(data["contacts"]) - 1)
+        item = {"name": unique_name(_names(data, "contacts"), "ground"), "body": body}
+        data.setdefault("contacts", []).append(item)
+        try:
+            return validate(data), ("contacts", len(data["contacts"]) - 1)
+        except SceneError:                       # its shapes give no points (a cylinder): its origin, to edit
+            item["points"] = [[0.0, 0.0, 0.0]]
+            return validate(data), ("contacts", len(data["contacts"]) - 1)
     item = _entity_template(data, section, kind, body)
     data.setdefault(section, []).append(item)
     return validate(data), (section, len(data[section]) - 1)
