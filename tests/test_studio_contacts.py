@@ -41,8 +41,8 @@ def second_bounce(e: float) -> tuple[float, float]:
 
 # ---- without a display --------------------------------------------------------------------------------------
 def _drive(model):
-    from PySide6.QtCore import QCoreApplication
-    QCoreApplication.instance() or QCoreApplication([])
+    """A worker on the test's thread (its loop's steps called directly; the test takes pytest-qt's ``qapp``: a
+    bare QCoreApplication made here would leave the GL tests after it without a QApplication)."""
     w = SimulationWorker(core.Simulation(model), queue.Queue(), speed=float("inf"))
     w.sent = []
     w.samples.connect(w.sent.append)
@@ -60,7 +60,7 @@ def _play_until(w, t_end: float) -> None:
     w._emit()
 
 
-def test_the_worker_sends_every_event_once_and_a_rewind_drops_the_later_ones():
+def test_the_worker_sends_every_event_once_and_a_rewind_drops_the_later_ones(qapp):
     w = _drive(core.load_scene(BALL))
     log = EventLog()
 
