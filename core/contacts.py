@@ -49,7 +49,8 @@ from .joint_constraints import tape_jet
 from .points import jacobian_at, link_kinematics, velocity_at
 
 __all__ = ["Contact", "ContactPoint", "contact_elements", "point_modes", "OPEN", "STICK", "SLIP", "FRICTIONLESS",
-           "MODE_NAMES", "separations", "normal_forces", "triggers", "slipping_away", "impact", "constraint_jacobian"]
+           "MODE_NAMES", "separations", "normal_forces", "triggers", "slipping_away", "impact", "constraint_jacobian",
+           "point_states"]
 
 OPEN, STICK, SLIP, FRICTIONLESS = range(4)
 #: m: the penetration beyond which an open point touches down (the isolation's tolerance on the separation).
@@ -356,3 +357,33 @@ def impact(model, state, touching: list, contact_rows: set) -> tuple[np.ndarray,
             pt = d["Et"] @ np.asarray(Pt.get(k, [0.0, 0.0]))
         info[(d["c"].name, d["p"].label)] = (pn, pt, d["vn"], mode)
     return qd, info
+
+
+# ---- what a viewer draws ------------------------------------------------------------------------------------
+
+def point_states(model, state, out) -> dict:
+    """Every contact point at ``state`` (``out``: its evaluation, a :class:`core.Data` or the step's outputs), in
+    ``Model.contacts`` order, for drawing and reports: ``labels`` (P,) (``<contact>.<i>``); ``position`` (P, 3),
+    the world point where it touches or would touch the plane (a sphere's lowest point along the normal);
+    ``mode`` (P,) (:data:`OPEN`, :data:`STICK`, :data:`SLIP`, :data:`FRICTIONLESS`); ``normal_force`` (P, 3)
+    and ``friction_force`` (P, 3), the plane's forces on the body at the point (N; zero when open): the normal
+    row's constraint force, and the stick rows' force while it sticks or the Coulomb force μN of
+    :attr:`core.model.State.slip` while it slips; ``separation`` (P,) h (m)."""
+    pts = [(c, p) for c in model.contacts for p in c.points]
+    P = len(pts)
+    position, normal, friction = np.zeros((P, 3)), np.zeros((P, 3)), np.zeros((P, 3))
+    separation = np.zeros(P)
+    modes = point_modes(model, state) if P else np.zeros(0, np.int64)
+    kin = link_kinematics(model, np.asarray(state.q, dtype=float)) if P else None
+    for k, (c, p) in enumerate(pts):
+        position[k] = kin.p_WL[p.link] + kin.R_WL[p.link] @ p.r - p.radius * c.normal
+        separation[k] = float(c.normal @ (position[k] - c.origin))
+        if modes[k] == OPEN:
+            continue
+        normal[k] = out.constraint_force[p.normal]
+        if modes[k] == STICK:
+            friction[k] = out.constraint_force[p.stick]
+        elif modes[k] == SLIP:
+            friction[k] = state.slip[p.slot]
+    return {"labels": tuple(p.label for _, p in pts), "position": position, "mode": modes,
+            "normal_force": normal, "friction_force": friction, "separation": separation}

@@ -251,7 +251,7 @@ def _show_uncaught_exceptions(window) -> None:
 
 def _select(window, name: str) -> None:
     spec = window.document.spec
-    for section in ("bodies", "constraints", "forces"):
+    for section in ("bodies", "constraints", "forces", "contacts"):
         for i, item in enumerate(getattr(spec, section)):
             if item.name == name:
                 window.selection.set((section, i))

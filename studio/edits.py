@@ -5,7 +5,8 @@ Thread: any; no Qt. :mod:`studio.document` wraps each edit in an undoable comman
 
 Items are addressed by *paths*, tuples into the document: ``()`` the scene itself, ``("simulation",)``,
 ``("bodies", 2)``, ``("bodies", 2, "joint")``, ``("bodies", 2, "shapes", 0)``, ``("bodies", 2, "points", "tip")``,
-``("constraints", 0)``, ``("forces", 1)`` (and ``("controllers", k)`` once the schema has them). A field is the
+``("constraints", 0)``, ``("forces", 1)``, ``("contacts", 0)`` (and ``("controllers", k)`` once the schema has
+them). A field is the
 item's path plus the field name, e.g. ``("bodies", 2, "joint", "axis")``.
 
 Every edit re-validates the whole document (schema, cross references, and compilation, which catches a joint that
@@ -26,7 +27,7 @@ __all__ = ["to_data", "validate", "compiled", "get", "resolve", "set_value", "re
            "json_path", "field_problems", "unique_name", "item_name", "change_type", "use_controller", "ADDABLE",
            "SECTIONS", "CONTROLLER_TYPES", "TRAJECTORY_TYPES", "move_spring_end"]
 
-SECTIONS = ("bodies", "constraints", "forces", "controllers")
+SECTIONS = ("bodies", "constraints", "forces", "controllers", "contacts")
 _BODY_REFS = ("body", "body_a", "body_b")
 _POINT_OF = {"body": "point", "body_a": "point_a", "body_b": "point_b"}
 
@@ -168,6 +169,9 @@ def rename(spec, path: tuple, new: str):
             for field, point_field in _POINT_OF.items():
                 if item.get(field) == body["name"] and item.get(point_field) == old:
                     item[point_field] = new
+        for item in data.get("contacts") or []:           # a contact names its body's points in a list
+            if item.get("body") == body["name"] and isinstance(item.get("points"), list):
+                item["points"] = [new if p == old else p for p in item["points"]]
     else:
         get(data, path)["name"] = new
         if path[0] == "constraints":                        # a controller's desired force names its constraint
@@ -179,7 +183,7 @@ def rename(spec, path: tuple, new: str):
 
 
 def _entities(data: dict):
-    for section in ("constraints", "forces", "controllers"):
+    for section in ("constraints", "forces", "controllers", "contacts"):
         yield from data.get(section) or []
 
 
@@ -212,6 +216,10 @@ def delete(spec, path: tuple):
         del body["points"][path[3]]
         _drop_entities(data, gone, lambda item: any(item.get(f) == body["name"] and item.get(p) == path[3]
                                                      for f, p in _POINT_OF.items()))
+        for item in data.get("contacts") or []:           # its contacts lose that point (and go with their last)
+            if item.get("body") == body["name"] and isinstance(item.get("points"), list):
+                item["points"] = [p for p in item["points"] if p != path[3]]
+        _drop_entities(data, gone, lambda item: item.get("points") == [])
     else:
         del get(data, path[:-1])[path[-1]]
     _drop_desired_forces(data)
@@ -238,7 +246,7 @@ def _drop_desired_forces(data: dict) -> None:
 
 
 def _drop_entities(data: dict, gone: list, doomed) -> None:
-    for section in ("constraints", "forces", "controllers"):
+    for section in ("constraints", "forces", "controllers", "contacts"):
         items = data.get(section)
         if not items:
             continue
@@ -282,6 +290,8 @@ ADDABLE = {
     ("forces", "spring"): "Spring", ("forces", "joint_spring"): "Joint spring", ("forces", "drag"): "Drag",
     ("forces", "actuator"): "Actuator", ("forces", "point_force"): "Point force",
 }
+if "contacts" in core.Scene.model_fields:
+    ADDABLE[("contacts", "ground")] = "Ground contact (the body's corners, spheres and caps)"
 
 
 def add(spec, section: str, kind: str, body: str | None = None):
@@ -290,7 +300,7 @@ def add(spec, section: str, kind: str, body: str | None = None):
     data = to_data(spec)
     bodies = data["bodies"]
     names = [b["name"] for b in bodies]
-    if body is None and section in ("shapes", "points", "constraints", "forces") and names:
+    if body is None and section in ("shapes", "points", "constraints", "forces", "contacts") and names:
         body = names[-1]
     if section == "controllers":
         data.setdefault("controllers", []).append(_controller_template(data, kind))
@@ -318,6 +328,14 @@ def add(spec, section: str, kind: str, body: str | None = None):
         name = unique_name(bodies[i]["points"], "point")
         bodies[i]["points"][name] = [0.0, 0.0, 0.0]
         return validate(data), ("bodies", i, "points", name)
+    if section == "contacts":
+        item = {"name": unique_name(_names(data, "contacts"), "ground"), "body": body}
+        data.setdefault("contacts", []).append(item)
+        try:
+            return validate(data), ("contacts", len(data["contacts"]) - 1)
+        except SceneError:                       # its shapes give no points (a cylinder): its origin, to edit
+            item["points"] = [[0.0, 0.0, 0.0]]
+            return validate(data), ("contacts", len(data["contacts"]) - 1)
     item = _entity_template(data, section, kind, body)
     data.setdefault(section, []).append(item)
     return validate(data), (section, len(data[section]) - 1)

@@ -23,7 +23,8 @@ from .units import unit_of
 __all__ = ["Inspector", "item_title"]
 
 # fields shown as items of the scene tree (or not editable), per schema class
-_TREE_FIELDS = {"Scene": ("format_version", "simulation", "bodies", "constraints", "forces", "controllers"),
+_TREE_FIELDS = {"Scene": ("format_version", "simulation", "bodies", "constraints", "forces", "controllers",
+                          "contacts"),
                 "Body": ("joint", "shapes", "points")}
 _BODY_FIELDS = ("parent", "body", "body_a", "body_b")
 _TYPES = {"joint": ["fixed", "hinge", "slider", "ball", "free"], "shape": ["box", "sphere", "cylinder", "capsule"]}

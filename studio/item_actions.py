@@ -20,7 +20,8 @@ from .selection import body_index_of
 __all__ = ["ItemActions"]
 
 _ADD_GROUPS = (("Body", "bodies"), ("Shape", "shapes"), ("Named point", "points"), ("Constraint", "constraints"),
-               ("Force", "forces")) + ((("Controller", "controllers"),) if edits.CONTROLLER_TYPES else ())
+               ("Force", "forces"), ("Contact", "contacts")) + \
+    ((("Controller", "controllers"),) if edits.CONTROLLER_TYPES else ())
 
 
 class ItemActions(QObject):

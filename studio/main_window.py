@@ -1,5 +1,5 @@
 """The studio's main window: the 3D viewport in the centre with the timeline under it; docks for the scene tree,
-the inspector, the plots and the control panel; menus, a toolbar and a status bar. Dock layout and recent files
+the inspector, the plots, the run's events and the control panel; menus, a toolbar and a status bar. Dock layout and recent files
 are remembered (QSettings).
 
 Thread: GUI. :class:`MainWindow` composes the parts and wires them; it holds no physics. It owns the
@@ -36,6 +36,7 @@ from core.scene import SceneError
 from . import edits
 from .control_panel import SPEEDS, ControlPanel
 from .document import SceneDocument
+from .event_list import EventList
 from .files import FileActions, open_settings
 from .inspector import Inspector
 from .item_actions import ItemActions
@@ -69,6 +70,7 @@ Enter or Escape in a field: back to the viewport<br><br>
 <b>Timeline</b> (under the viewport): drag to go back to any time of the run; play to run on from there — the
 plots keep the earlier run, faded, to compare."""
 
+ACTIVITY_MS = 250        # the scene tree's marks of what acts now are refreshed this often (not every frame)
 SHORT_UNDO = 28          # characters of an undo text shown on the toolbar (the menu and tooltip say it all)
 
 
@@ -231,6 +233,9 @@ class MainWindow(QMainWindow):
         self.plots_dock = self._dock("Plots", "plots_dock", self.plots, Qt.DockWidgetArea.RightDockWidgetArea)
         self.controls_dock = self._dock("Control panel", "controls_dock", self.controls,
                                         Qt.DockWidgetArea.BottomDockWidgetArea)
+        self.events = EventList(self.plots.events)
+        self.events_dock = self._dock("Events", "events_dock", self.events, Qt.DockWidgetArea.RightDockWidgetArea)
+        self.splitDockWidget(self.plots_dock, self.events_dock, Qt.Orientation.Vertical)
         self.controls_dock.dockLocationChanged.connect(
             lambda area: self.controls.set_horizontal(area in (Qt.DockWidgetArea.BottomDockWidgetArea,
                                                                Qt.DockWidgetArea.TopDockWidgetArea)))
@@ -238,6 +243,7 @@ class MainWindow(QMainWindow):
         self.resizeDocks([self.tree_dock, self.inspector_dock], [260, 420], Qt.Orientation.Vertical)
         self.resizeDocks([self.tree_dock, self.plots_dock], [280, 540], Qt.Orientation.Horizontal)
         self.resizeDocks([self.controls_dock], [260], Qt.Orientation.Vertical)
+        self.resizeDocks([self.plots_dock, self.events_dock], [720, 200], Qt.Orientation.Vertical)
 
     def _build_menus(self) -> None:
         bar, fa, ia = self.menuBar(), self.file_actions, self.item_actions
@@ -289,7 +295,7 @@ class MainWindow(QMainWindow):
         self.legend_action.setChecked(True)
         view.addAction(self.legend_action)
         view.addSeparator()
-        for dock in (self.tree_dock, self.inspector_dock, self.plots_dock, self.controls_dock):
+        for dock in (self.tree_dock, self.inspector_dock, self.plots_dock, self.events_dock, self.controls_dock):
             view.addAction(dock.toggleViewAction())
         view.addAction(self._action("Reset &Layout", lambda: self.restoreState(self._default_state)))
         sim = bar.addMenu("&Simulation")
@@ -350,6 +356,10 @@ class MainWindow(QMainWindow):
         self.viewport.spring_end_attached.connect(self._move_spring)
         self.viewport.drag_finished.connect(self._spring_drag_finished)
         self.timeline.seek_requested.connect(self._seek)
+        self.events.seek_requested.connect(self._seek)
+        self._activity_timer = QTimer(self)               # what acts now, in the scene tree: a few times a second
+        self._activity_timer.timeout.connect(self._show_activity)
+        self._activity_timer.start(ACTIVITY_MS)
         self.controls.speed_changed.connect(st.set_speed)
         self.controls.actuator_changed.connect(st.set_actuator)
         self.controls.residual_limit_changed.connect(st.set_residual_limit)
@@ -595,6 +605,12 @@ class MainWindow(QMainWindow):
         self.presenter.show(snap)
         self.timeline.show_snapshot(snap)
         self.plots.set_cursor(None if snap.playing else snap.t)
+
+    @Slot()
+    def _show_activity(self) -> None:
+        snap = self.sim_thread.latest
+        if snap is not None and snap.draw is not None:
+            self.scene_tree.show_activity(snap.model, snap.draw)
 
     @Slot(str)
     def _show_error(self, message: str) -> None:

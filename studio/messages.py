@@ -7,7 +7,7 @@ slicer and MuJoCo's studio messages).
 - :class:`Command`: one ordered order from the GUI (applied at a step boundary, never dropped).
 - :class:`Snapshot`: what the viewport and the status bar show; latest wins.
 - :class:`SampleBatch`: what the run recorded since the previous batch — every step's records (for exports),
-  the plots' rows, recording frames, markers of edits; every batch is delivered, in order.
+  the plots' rows, recording frames, markers of edits, the run's events; every batch is delivered, in order.
 - :class:`Edit`: a document edit for the worker (typed: what changed), inside an EDIT command.
 """
 from __future__ import annotations
@@ -102,7 +102,9 @@ class SampleBatch:
     as ``core.Simulation.run`` returns them (``(name, read-only array)`` pairs; the first step after the previous
     batch onwards; :mod:`core.records`) of ``model``; ``branch``: when set, the run went on from this earlier
     time, and whatever was recorded after it belongs to an earlier try; ``frames``: recording frames
-    (:class:`studio.probe.DrawList` at the times a RECORD command asked for); ``markers``: edits applied."""
+    (:class:`studio.probe.DrawList` at the times a RECORD command asked for); ``markers``: edits applied;
+    ``events``: the run's new events (:class:`studio.events.EventMark`: contacts, broken constraints, rank
+    changes), in time order, all after ``branch`` when it is set."""
     run: int
     layout: Any
     rows: np.ndarray
@@ -111,6 +113,7 @@ class SampleBatch:
     branch: float | None = None
     frames: tuple = ()
     markers: tuple = ()
+    events: tuple = ()
 
     def records_dict(self) -> dict:
         return dict(self.records)

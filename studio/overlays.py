@@ -1,6 +1,7 @@
 """The viewport's overlays as pyqtgraph GL items: nails, springs and their ends, constraint-force and velocity
-arrows, link frames, broken-constraint marks, the mouse spring, the selection outline and the mark of what the
-mouse is over.
+arrows, contact points (coloured by mode: open, stick, slip, frictionless) with their normal and friction forces,
+link frames, broken-constraint marks, the mouse spring, the selection outline and the mark of what the mouse is
+over.
 
 Thread: GUI. :class:`Overlays` owns its items (children of the viewport's world item, so in world coordinates)
 and refreshes them from a :class:`studio.probe.DrawList`; the geometry comes from :mod:`studio.glyphs`. Arrows and
@@ -10,7 +11,9 @@ nails are drawn after the shapes and without the depth test, so they stay visibl
 Scale: a constraint force of :attr:`Overlays.force_reference` newtons (the scene's weight, rounded to 1, 2 or 5
 × 10^k) is an arrow of :attr:`Overlays.arrow_reference` metres (a fifth of the scene's size); smaller forces are
 shorter in proportion, larger ones grow with half their decades and never beyond 2.2 × that length, so arrows
-stay in the frame (:func:`studio.glyphs.arrow_length`). A velocity arrow is as long as the distance covered in
+stay in the frame (:func:`studio.glyphs.arrow_length`). Contact forces — the plane's normal force and the
+friction force on the body, drawn from the contact point — follow the same scale. A contact point's rows are
+drawn at the contact, never as constraint arrows at the sphere's centre. A velocity arrow is as long as the distance covered in
 :data:`VELOCITY_TIME`. :meth:`Overlays.legend` says so in words for the viewport's legend.
 """
 from __future__ import annotations
@@ -29,7 +32,7 @@ __all__ = ["Overlays", "KINDS", "ON_TOP", "SPRING_COLOUR", "VELOCITY_COLOUR"]
 KINDS = {
     "nails": ("Nails", True), "springs": ("Springs", True), "forces": ("Constraint forces", True),
     "velocities": ("Velocities of constrained points", True), "frames": ("Link frames", False),
-    "broken": ("Broken constraints", True),
+    "broken": ("Broken constraints", True), "contacts": ("Contact points and forces", True),
 }
 
 ON_TOP = {GL.GL_DEPTH_TEST: False, GL.GL_BLEND: False, GL.GL_CULL_FACE: True}
@@ -46,6 +49,11 @@ BROKEN_COLOUR = (1.0, 0.25, 0.3, 1.0)
 PULL_COLOUR = (1.0, 0.85, 0.3, 0.9)
 SELECTION_COLOUR = (1.0, 0.78, 0.25, 1.0)
 HOVER_COLOUR = (1.0, 0.85, 0.35, 0.45)
+#: A contact point's colour by mode (core.contacts OPEN, STICK, SLIP, FRICTIONLESS): the colours of the events
+#: that switch to it in the plots and the event list (studio.events: stick, slip, touchdown).
+CONTACT_COLOURS = ((0.62, 0.65, 0.7, 1.0), (0.94, 0.89, 0.26, 1.0), (0.8, 0.47, 0.65, 1.0), (0.0, 0.62, 0.45, 1.0))
+CONTACT_MODE_NAMES = ("open", "stick", "slip", "frictionless")
+FRICTION_COLOUR = (1.0, 0.6, 0.1, 1.0)
 VELOCITY_TIME = 0.25     # s: a velocity arrow is as long as the distance covered in this time (below the knee)
 
 
@@ -66,6 +74,8 @@ class Overlays:
         self.spring_ends = gl.GLMeshItem(**mesh)
         self.forces = gl.GLMeshItem(**mesh)
         self.velocities = gl.GLMeshItem(**mesh)
+        self.contact_points = gl.GLMeshItem(**mesh)
+        self.contact_forces = gl.GLMeshItem(**mesh)
         self.hover = gl.GLMeshItem(**{**mesh, "glOptions": TRANSLUCENT_ON_TOP})
         lines = dict(mode="lines", antialias=True, glOptions=LINES_ON_TOP, parentItem=parent)
         self.springs = gl.GLLinePlotItem(width=1.6, color=SPRING_COLOUR, **lines)
@@ -74,7 +84,8 @@ class Overlays:
         self.pull = gl.GLLinePlotItem(width=2.0, color=PULL_COLOUR, **lines)
         self.selection = gl.GLLinePlotItem(width=1.5, color=SELECTION_COLOUR, **lines)
         for depth, item in enumerate((self.selection, self.springs, self.frames, self.velocities, self.forces,
-                                      self.spring_ends, self.nails, self.broken, self.pull, self.hover)):
+                                      self.contact_forces, self.contact_points, self.spring_ends, self.nails,
+                                      self.broken, self.pull, self.hover)):
             item.setDepthValue(10 + depth)
         self._hover_at = None
         self.clear()
@@ -87,9 +98,13 @@ class Overlays:
     def end_radius(self) -> float:
         return 0.018 * self.scale
 
+    @property
+    def contact_radius(self) -> float:
+        return 0.02 * self.scale
+
     def items(self) -> list:
-        return [self.nails, self.spring_ends, self.forces, self.velocities, self.springs, self.frames, self.broken,
-                self.pull, self.selection, self.hover]
+        return [self.nails, self.spring_ends, self.forces, self.velocities, self.contact_points, self.contact_forces,
+                self.springs, self.frames, self.broken, self.pull, self.selection, self.hover]
 
     def remove(self) -> None:
         for item in self.items():
@@ -99,7 +114,8 @@ class Overlays:
                 view.removeItem(item)
 
     def clear(self) -> None:
-        for item in (self.nails, self.spring_ends, self.forces, self.velocities, self.hover):
+        for item in (self.nails, self.spring_ends, self.forces, self.velocities, self.contact_points,
+                     self.contact_forces, self.hover):
             _set_mesh(item, *glyphs.arrow_mesh([], [], 1.0, []))
         for item in (self.springs, self.frames, self.broken, self.pull, self.selection):
             _set_lines(item, np.zeros((0, 3)))
@@ -115,7 +131,12 @@ class Overlays:
         a model: all of them."""
         def sw(rgb):
             return "#%02x%02x%02x" % tuple(round(255 * c) for c in rgb[:3])
-        constraints = True if model is None else len(model.constraints) > 0
+        contacts = True if model is None else bool(getattr(model, "contacts", ()))
+        rows = 0 if model is None else sum(1 for c in model.contacts for p in c.points
+                                           for i in (p.normal, p.stick) if i >= 0) if contacts else 0
+        constraints = True if model is None else len(model.constraints) > rows
+        friction = True if model is None else any(c.friction > 0 for c in getattr(model, "contacts", ()))
+        frictionless = True if model is None else any(c.friction == 0 for c in getattr(model, "contacts", ()))
         springs = True if model is None else "spring" in force_kinds(model)
         nails = True if model is None else "nail" in constraint_kinds(model)
         lines, marks = [], []
@@ -133,6 +154,16 @@ class Overlays:
             marks.append(f"<span style='color:{sw(NAIL_COLOUR)}'>●</span> nail (drag it)")
         if marks:
             lines.append(" &nbsp; ".join(marks))
+        if contacts:
+            modes = ([1, 2] if friction else []) + ([3] if frictionless else [])
+            dots = " ".join(f"<span style='color:{sw(CONTACT_COLOURS[m])}'>●</span> {CONTACT_MODE_NAMES[m]}"
+                            for m in [0] + modes)
+            force = f"<span style='color:{sw(glyphs.LOW_LOAD)}'>━▶</span> normal force"
+            if friction:
+                force += f" <span style='color:{sw(FRICTION_COLOUR)}'>━▶</span> friction"
+            scale = "" if constraints else f" ({_length_text(self.arrow_reference)} = {self.force_reference:g} N, " \
+                                                "longer ones grow logarithmically)"
+            lines.append(f"contact points: {dots} &nbsp; {force}{scale}")
         return "<br>".join(lines)
 
     # ---- refresh -------------------------------------------------------------------------------------------
@@ -148,6 +179,8 @@ class Overlays:
         _set_mesh(self.nails, *glyphs.sphere_mesh(ov.point_b[nails], self.nail_radius, colours))
 
         drawn = ov.has_point if ov.has_point is not None else np.ones(len(ov.names), bool)
+        if getattr(ov, "contact_row", None) is not None:
+            drawn = drawn & ~ov.contact_row             # drawn at the contact (below)
         active = np.flatnonzero(ov.active & drawn) if show["forces"] else np.zeros(0, int)
         mags = np.linalg.norm(ov.force[active], axis=1) if len(active) else np.zeros(0)
         lengths = glyphs.arrow_length(mags, self.force_reference, self.arrow_reference)
@@ -177,12 +210,44 @@ class Overlays:
         else:
             _set_lines(self.frames, np.zeros((0, 3)))
 
+        self._update_contacts(getattr(ov, "contacts", None) if show["contacts"] else None)
+
         broken = np.flatnonzero(ov.broken & drawn) if show["broken"] else np.zeros(0, int)
         marks = np.vstack([glyphs.crosses(ov.point_a[broken], 0.05 * self.scale),
                            glyphs.crosses(ov.point_b[broken], 0.05 * self.scale)]) if len(broken) else \
             np.zeros((0, 3))
         _set_lines(self.broken, marks)
         _set_lines(self.pull, np.asarray(ov.pull) if ov.pull is not None else np.zeros((0, 3)))
+
+    def _update_contacts(self, cd) -> None:
+        """Contact points coloured by mode (open ones smaller), and the normal and friction forces on the body
+        drawn from the points in contact, on the constraint forces' scale."""
+        if cd is None or not len(cd.labels):
+            _set_mesh(self.contact_points, *glyphs.arrow_mesh([], [], 1.0, []))
+            _set_mesh(self.contact_forces, *glyphs.arrow_mesh([], [], 1.0, []))
+            return
+        mode = np.asarray(cd.mode)
+        colours = [CONTACT_COLOURS[int(m)] for m in mode]
+        touching, open_ = np.flatnonzero(mode != 0), np.flatnonzero(mode == 0)
+        verts, faces, cols = [], [], []
+        for idx, radius in ((touching, self.contact_radius), (open_, 0.6 * self.contact_radius)):
+            if len(idx):
+                v, f, c = glyphs.sphere_mesh(cd.position[idx], radius, [colours[i] for i in idx], rows=6, cols=10)
+                faces.append(np.asarray(f) + sum(len(x) for x in verts))
+                verts.append(np.asarray(v))
+                cols.append(np.asarray(c))
+        _set_mesh(self.contact_points, np.vstack(verts), np.vstack(faces), np.vstack(cols))
+        starts, vectors, arrow_colours = [], [], []
+        for forces, colour in ((cd.normal, glyphs.LOW_LOAD + (1.0,)), (cd.friction, FRICTION_COLOUR)):
+            f = np.asarray(forces)[touching]
+            mags = np.linalg.norm(f, axis=1) if len(f) else np.zeros(0)
+            keep = mags > 1e-9 * self.force_reference
+            lengths = glyphs.arrow_length(mags[keep], self.force_reference, self.arrow_reference)
+            starts.append(cd.position[touching][keep])
+            vectors.append(f[keep] * (lengths / mags[keep])[:, None])
+            arrow_colours += [colour] * int(keep.sum())
+        _set_mesh(self.contact_forces, *glyphs.arrow_mesh(np.vstack(starts), np.vstack(vectors), 0.012 * self.scale,
+                                                          arrow_colours))
 
     def outline(self, boxes) -> None:
         """Outline the selected shapes: ``boxes`` is a list of (X_WS (4, 4), half extents (3,))."""

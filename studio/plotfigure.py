@@ -17,17 +17,25 @@ Readable at any value:
   the time under the mouse in that legend, and a line marks that time in every plot;
 - colours of one plot are distinct (Okabe–Ito, reordered so that no two yellows meet); the curves of an earlier
   try (after going back in time, a reset or a restart) are drawn faded in the same colours; edits (a gain, a
-  constraint, the formulation) are marked on the time axis.
+  constraint, the formulation) are marked on the time axis;
+- the run's events (touchdowns, bounces, lift-offs, slips, sticks, broken constraints, rank changes;
+  :mod:`studio.events`) are thin vertical lines in every plot, coloured by kind, with a tick at the time axis;
+  the earlier try's are fainter; the time axis's label names the kinds shown in their colours, and hovering near
+  a line says what happened (kind, time, contact point or constraint, impulse or force).
 """
 from __future__ import annotations
 
+import bisect
 import math
 from dataclasses import dataclass
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import QEvent, QObject, Qt, Signal
-from PySide6.QtGui import QColor, QFont, QFontMetricsF, QPen
+from PySide6.QtCore import QEvent, QLineF, QObject, QPointF, QRectF, Qt, Signal
+from PySide6.QtGui import QColor, QCursor, QFont, QFontMetricsF, QPen
+from PySide6.QtWidgets import QToolTip
+
+from .events import colour_of
 
 __all__ = ["PlotFigure", "PLOTS", "PlotSpec", "OpaqueGridAxis", "log_label", "eng_label", "y_limits",
            "PALETTE", "BACKGROUND"]
@@ -53,6 +61,10 @@ MARKER_COLOUR = (200, 200, 200, 150)
 CURSOR_COLOUR = (255, 255, 255, 170)
 HOVER_COLOUR = (255, 210, 120, 150)
 TITLE_HEIGHT = 34
+EVENT_ALPHA = 70              # an event's line across the plot (its tick at the time axis is opaque)
+EVENT_GHOST_ALPHA = 40        # an earlier try's event
+EVENT_TICK_PX = 7             # px: the tick at the bottom of the plot
+EVENT_HOVER_PX = 4            # px: how near the mouse must be to an event's line to name it
 
 
 def log_label(x: float) -> str:
@@ -167,6 +179,73 @@ class OpaqueGridAxis(pg.AxisItem):
         return axis, opaque, kept
 
 
+class EventLines(pg.GraphicsObject):
+    """GUI thread. The run's events in one plot: a thin vertical line across the view at each event's time, in
+    its kind's colour, and an opaque tick at the time axis; the earlier try's events fainter, without ticks. In
+    view coordinates along x, the whole height of the view (any y scale, log too). Lines closer than a pixel are
+    drawn once, so the cost stays bounded by the plot's width however many events there are."""
+
+    def __init__(self):
+        super().__init__()
+        self._current: dict[str, np.ndarray] = {}
+        self._ghost: dict[str, np.ndarray] = {}
+        self.setZValue(5)
+
+    def set_times(self, current: dict, ghost: dict) -> None:
+        """``current`` and ``ghost``: kind → times (s) of the events of the run and of its earlier try."""
+        self._current, self._ghost = current, ghost
+        self.update()
+
+    def viewRangeChanged(self):
+        self.prepareGeometryChange()
+        super().viewRangeChanged()
+
+    def boundingRect(self) -> QRectF:
+        vb = self.getViewBox()
+        return QRectF(vb.viewRect()) if vb is not None else QRectF()
+
+    def drawn_times(self) -> dict:
+        """kind → the times drawn now (within the view; one per pixel column) of the run's events."""
+        vb = self.getViewBox()
+        if vb is None:
+            return {}
+        rect = vb.viewRect()
+        return {k: self._visible(t, rect, vb) for k, t in self._current.items()}
+
+    @staticmethod
+    def _visible(t, rect, vb) -> np.ndarray:
+        t = t[(t >= rect.left()) & (t <= rect.right())]
+        px = vb.viewPixelSize()[0]
+        if len(t) > 1 and px > 0:
+            t = t[np.unique(np.floor((t - rect.left()) / px), return_index=True)[1]]
+        return t
+
+    def paint(self, painter, *args):
+        vb = self.getViewBox()
+        if vb is None:
+            return
+        rect = vb.viewRect()
+        top, bottom = rect.top(), rect.bottom()
+        tick = EVENT_TICK_PX * vb.viewPixelSize()[1]
+        low = min(top, bottom)
+        for times, alpha, ticks in ((self._ghost, EVENT_GHOST_ALPHA, False), (self._current, EVENT_ALPHA, True)):
+            for kind, t in times.items():
+                t = self._visible(t, rect, vb)
+                if not len(t):
+                    continue
+                pen = QPen(QColor(*colour_of(kind), alpha))
+                pen.setCosmetic(True)
+                pen.setWidth(1)
+                painter.setPen(pen)
+                painter.drawLines([QLineF(QPointF(x, top), QPointF(x, bottom)) for x in t])
+                if ticks:
+                    pen = QPen(QColor(*colour_of(kind)))
+                    pen.setCosmetic(True)
+                    pen.setWidth(2)
+                    painter.setPen(pen)
+                    painter.drawLines([QLineF(QPointF(x, low), QPointF(x, low + tick)) for x in t])
+
+
 @dataclass(frozen=True)
 class PlotSpec:
     """Any thread (a frozen description). One plot: which sample groups it draws (the second, if any, dashed), its
@@ -262,6 +341,11 @@ class PlotFigure(QObject):
         self._rows = np.zeros((0, 1))
         self._hover_t: float | None = None
         self._marks: tuple = ()
+        self._events: list = []                    # the run's events (studio.events.EventMark), in time order
+        self._event_times: list[float] = []
+        self._event_lines: dict[str, EventLines] = {}
+        self._event_sets: tuple = ({}, {})
+        self._event_kinds: list[str] = []
         self._font = QFont()
         self._font.setPointSizeF(8.5)
         if interactive:
@@ -269,8 +353,8 @@ class PlotFigure(QObject):
             self._leave = _Leave(lambda: self._set_hover(None), self)
             graphics.viewport().installEventFilter(self._leave)
         # a narrower dock fits fewer legend entries in a title (the rest are counted: "+2")
-        self._resized = _Leave(self.retitle, self, QEvent.Type.Resize)
-        graphics.installEventFilter(self._resized)
+        self._resize_filter = _Leave(self._resized, self, QEvent.Type.Resize)
+        graphics.installEventFilter(self._resize_filter)
 
     # ---- building ------------------------------------------------------------------------------------------
     def available(self, spec: PlotSpec) -> bool:
@@ -293,6 +377,7 @@ class PlotFigure(QObject):
         self._markers.clear()
         self._cursor.clear()
         self._hover.clear()
+        self._event_lines.clear()
         if self.layout_spec is None:
             return
         row, first = 0, None
@@ -328,10 +413,12 @@ class PlotFigure(QObject):
                 line.setZValue(20)
                 plot.addItem(line, ignoreBounds=True)
                 lines[spec.key] = line
+            events = EventLines()
+            events.set_times(*self._event_sets)
+            plot.addItem(events, ignoreBounds=True)
+            self._event_lines[spec.key] = events
             self._title(spec.key)
-        if self.plots:
-            last = list(self.plots.values())[-1]
-            last.setLabel("bottom", "simulated time", units="s")
+        self._time_label()
         self.set_markers(self._marks)
 
     def _make_curves(self, plot, spec: PlotSpec) -> list:
@@ -409,10 +496,17 @@ class PlotFigure(QObject):
         for key in self.plots:
             self._title(key)
 
+    def _resized(self) -> None:
+        self.retitle()
+        if self._event_kinds:
+            self._time_label()
+
     def _mouse_moved(self, pos) -> None:
         for plot in self.plots.values():
             if plot.vb.sceneBoundingRect().contains(pos):
-                self._set_hover(float(plot.vb.mapSceneToView(pos).x()))
+                t = float(plot.vb.mapSceneToView(pos).x())
+                self._set_hover(t)
+                self._event_tooltip(plot, t)
                 return
         self._set_hover(None)
 
@@ -492,6 +586,68 @@ class PlotFigure(QObject):
                 self.plots[key].addItem(line, ignoreBounds=True)
                 lines.append(line)
             self._markers[key] = lines
+
+    def set_events(self, events, ghost=()) -> None:
+        """Mark the run's ``events`` (:class:`studio.events.EventMark`, in time order) in every plot, and those
+        of the earlier try (``ghost``) fainter."""
+        def by_kind(marks) -> dict:
+            out: dict[str, list] = {}
+            for m in marks:
+                out.setdefault(m.kind, []).append(m.t)
+            return {k: np.asarray(v, dtype=float) for k, v in out.items()}
+        self._events = list(events)
+        self._event_times = [m.t for m in self._events]
+        self._event_sets = (by_kind(self._events), by_kind(ghost))
+        for lines in self._event_lines.values():
+            lines.set_times(*self._event_sets)
+        kinds = [k for k in self._event_sets[0]] + [k for k in self._event_sets[1] if k not in self._event_sets[0]]
+        if kinds != self._event_kinds:
+            self._event_kinds = kinds
+            self._time_label()
+
+    def _time_label(self) -> None:
+        """The time axis's label, with the legend of the kinds of event marked."""
+        if not self.plots:
+            return
+        last = list(self.plots.values())[-1]
+        if not self._event_kinds:
+            last.setLabel("bottom", "simulated time", units="s")
+            return
+        width = (self.graphics.width() if self.graphics.width() > 0 else 400.0) - AXIS_WIDTH - 24
+        font = QFont(self._font)
+        font.setPointSizeF(self._font.pointSizeF() * 1.25)     # the axis label's own font is larger
+        metrics = QFontMetricsF(font)
+        used = metrics.horizontalAdvance("simulated time (s)    events: ")
+        shown = []
+        for k in self._event_kinds:                 # those that fit the width; "+N" for the rest
+            w = metrics.horizontalAdvance(f"┃ {k}  ")
+            if used + w > width and shown:
+                break
+            shown.append(f"<span style='color:{_hex(colour_of(k))}'>┃</span>&nbsp;{k}")
+            used += w
+        rest = len(self._event_kinds) - len(shown)
+        more = f" &nbsp;+{rest}" if rest else ""
+        last.setLabel("bottom", "simulated time (s) &nbsp;&nbsp; events: " + " &nbsp;".join(shown) + more)
+
+    def events_near(self, t: float, tolerance: float) -> list:
+        """The run's events within ``tolerance`` seconds of time ``t`` (nearest first)."""
+        a = bisect.bisect_left(self._event_times, t - tolerance)
+        b = bisect.bisect_right(self._event_times, t + tolerance)
+        return sorted(self._events[a:b], key=lambda m: abs(m.t - t))
+
+    def event_lines(self, key: str) -> EventLines | None:
+        """The event lines drawn in plot ``key`` (for tests)."""
+        return self._event_lines.get(key)
+
+    def _event_tooltip(self, plot, t: float | None) -> None:
+        if t is None or not self._events:
+            return
+        near = self.events_near(t, EVENT_HOVER_PX * plot.vb.viewPixelSize()[0])
+        if not near:
+            QToolTip.hideText()
+            return
+        lines = [m.text for m in near[:6]] + ([f"… and {len(near) - 6} more"] if len(near) > 6 else [])
+        QToolTip.showText(QCursor.pos(), "\n".join(lines), self.graphics)
 
     def curve_data(self, key: str) -> list:
         """``[(label, x, y)]`` of the shown curves of plot ``key`` (for tests and exports)."""

@@ -2,12 +2,14 @@
 
 Thread: GUI. :class:`PlotPanel` receives every :class:`studio.messages.SampleBatch` (:meth:`PlotPanel.add_batch`):
 the plots' rows go to a bounded :class:`studio.history.History`, every step's records to a
-:class:`studio.runrecords.RunRecords` (for exact exports), edits to the marks on the time axis. It redraws on a
+:class:`studio.runrecords.RunRecords` (for exact exports), edits to the marks on the time axis, the run's events
+(contacts, broken constraints) to a bounded :class:`studio.events.EventLog` (:attr:`PlotPanel.events`, which the
+event list shows too) and to lines on the time axis. It redraws on a
 timer (not per batch), so the cost of drawing does not grow with the rate of simulation. Freezing the plots
 freezes the picture only: samples keep arriving.
 
 Earlier tries: going back in time and running on keeps what had been plotted after the branch point as a faded
-overlay; a reset or a restart keeps the whole previous run so; an edit that adds or removes a constraint keeps the
+overlay (and its events, fainter); a reset or a restart keeps the whole previous run so; an edit that adds or removes a constraint keeps the
 history (the columns are matched by name). While the simulation is paused, the current time is marked, and the
 plots follow it when the user scrubs the timeline.
 
@@ -25,6 +27,7 @@ from PySide6.QtCore import Qt, QTimer, Signal, Slot
 from PySide6.QtWidgets import (QApplication, QComboBox, QFileDialog, QHBoxLayout, QInputDialog, QLabel, QMenu,
                                QToolButton, QVBoxLayout, QWidget)
 
+from .events import EventLog
 from .history import History
 from .plotfigure import BACKGROUND, PLOTS, OpaqueGridAxis, PlotFigure, PlotSpec, log_label  # noqa: F401
 from .runrecords import RunRecords
@@ -64,6 +67,8 @@ class PlotPanel(QWidget):
         self.window: float | None = 10.0
         self.ghost: np.ndarray | None = None
         self.markers: list = []
+        self.events = EventLog()
+        self._events_shown = None
         self.cursor: float | None = None
         self._dirty = False
         self._build_bar()
@@ -172,6 +177,7 @@ class PlotPanel(QWidget):
         self.shown[key] = bool(on)
         self.figure.rebuild()
         self.figure.set_markers(self.markers)
+        self._events_shown = None
         self._dirty = True
 
     def set_log(self, key: str, on: bool) -> None:
@@ -199,6 +205,7 @@ class PlotPanel(QWidget):
             before = self.history.whole()
             self.ghost = before.copy() if len(before) else None
             self.markers = []
+            self.events.new_run()
             if batch.layout != self.layout_spec:
                 self.ghost = None if self.ghost is None else _remap_rows(
                     self.ghost, _map_columns(self.layout_spec, batch.layout))
@@ -220,6 +227,9 @@ class PlotPanel(QWidget):
             self.ghost = gone if len(gone) else self.ghost
             self.markers = [m for m in self.markers if m.t <= batch.branch]
             self.figure.set_markers(self.markers)
+        if batch.branch is not None:
+            self.events.truncate_after(batch.branch)
+        self.events.add(getattr(batch, "events", ()))
         if batch.markers:
             self.markers.extend(batch.markers)
             self.figure.set_markers(self.markers)
@@ -267,7 +277,14 @@ class PlotPanel(QWidget):
             return
         self._dirty = False
         rows, x_range = self.view()
+        self._show_events()
         self.figure.draw(rows, self.ghost, x_range, self.cursor)
+
+    def _show_events(self) -> None:
+        key = (id(self.figure.layout_spec), self.events.version, self.events.generation)
+        if key != self._events_shown:
+            self._events_shown = key
+            self.figure.set_events(self.events.events, self.events.ghost)
 
     # ---- export --------------------------------------------------------------------------------------------
     def _export_dialog(self, suffix: str) -> None:
@@ -317,7 +334,8 @@ class PlotPanel(QWidget):
             if size is not None:
                 rows, x_range = self.view()
                 image = render_figure(self.layout_spec, rows, size, self.ghost, x_range, self.markers,
-                                      shown=self.shown, log=self.log)
+                                      shown=self.shown, log=self.log, events=self.events.events,
+                                      ghost_events=self.events.ghost)
                 if not image.save(str(path), "PNG"):
                     raise OSError(f"could not write {path}")
                 return [path]
@@ -336,7 +354,7 @@ class FigureRenderer:
     recording's plots beside the viewport, the headless ``plots`` command). ``plots``: the keys to draw (default:
     every plot the layout has, as shown by default)."""
 
-    def __init__(self, layout, size, plots=None, log=None, markers=()):
+    def __init__(self, layout, size, plots=None, log=None, markers=(), events=()):
         self.size = (int(size[0]), int(size[1]))
         self.widget = pg.GraphicsLayoutWidget()
         self.widget.setAttribute(Qt.WidgetAttribute.WA_DontShowOnScreen)
@@ -344,6 +362,7 @@ class FigureRenderer:
         shown = None if plots is None else {p.key: p.key in plots for p in PLOTS}
         self.figure.configure(layout, shown, log)
         self.figure.set_markers(markers)
+        self.figure.set_events(events)
         self.widget.resize(*self.size)
         self.widget.show()
         QApplication.processEvents()
@@ -359,11 +378,14 @@ class FigureRenderer:
         self.widget.deleteLater()
 
 
-def render_figure(layout, rows, size, ghost=None, x_range=None, markers=(), cursor=None, shown=None, log=None):
+def render_figure(layout, rows, size, ghost=None, x_range=None, markers=(), cursor=None, shown=None, log=None,
+                  events=(), ghost_events=()):
     """A QImage of ``size`` (width, height) px of the plots of ``layout`` drawn from ``rows`` (GUI thread; no
-    window needed): those ``shown`` (a dict of plot key → bool; default: as shown by default)."""
+    window needed): those ``shown`` (a dict of plot key → bool; default: as shown by default), with the run's
+    ``events`` (and the earlier try's) marked."""
     keys = None if shown is None else [k for k, on in shown.items() if on]
     renderer = FigureRenderer(layout, size, keys, log, markers)
+    renderer.figure.set_events(events, ghost_events)
     try:
         return renderer.render(rows, ghost, x_range, cursor)
     finally:

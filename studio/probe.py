@@ -1,6 +1,7 @@
 """The draw list of a state: everything the viewport draws, computed once per drawn state on the thread that
 owns the simulation — every shape's pose, the link frames, the nails and other constraint ends with their forces
-and velocities (thesis fig. 2.9), the springs, broken constraints and the mouse spring.
+and velocities (thesis fig. 2.9), the springs, broken constraints, the mouse spring, and the contact points with
+their mode (open, stick, slip) and forces (normal and friction).
 
 Thread: worker (and the headless commands, which own their simulation). :func:`draw_list` reads a simulation
 through the core's public face (``core.forward_kinematics`` once, and ``Simulation.data``, which the step has
@@ -19,11 +20,46 @@ import core
 from .kinds import constraint_kinds, force_kinds
 from .messages import frozen_copy
 
-__all__ = ["DrawList", "Overlay", "draw_list", "overlay", "resting_overlay", "ANCHORS", "shape_poses_from"]
+__all__ = ["DrawList", "ContactDraw", "Overlay", "draw_list", "overlay", "resting_overlay", "ANCHORS",
+           "shape_poses_from", "contact_draw"]
 
 #: Constraint types whose world end is drawn as a small sphere that can be dragged (a nail, a ball joint or a
 #: hinge to the world).
 ANCHORS = ("nail", "point_to_point", "hinge")
+
+
+@dataclass(frozen=True)
+class ContactDraw:
+    """Any thread (frozen). The contact points of a state (:func:`core.contacts.point_states`), P of them:
+    ``labels`` (P,) ``<contact>.<i>``; ``position`` (P, 3) where each touches or would touch its plane (m);
+    ``mode`` (P,) ``core.contacts`` OPEN, STICK, SLIP or FRICTIONLESS; ``normal`` and ``friction`` (P, 3): the
+    plane's normal and friction force on the body at the point (N; zero when open)."""
+    labels: tuple
+    position: np.ndarray
+    mode: np.ndarray
+    normal: np.ndarray
+    friction: np.ndarray
+
+
+def contact_draw(model, state, data) -> ContactDraw | None:
+    """The :class:`ContactDraw` of ``state`` (``data``: its evaluation), or None for a scene without contacts."""
+    if not getattr(model, "contacts", ()):
+        return None
+    from core.contacts import point_states
+    ps = point_states(model, state, data)
+    return ContactDraw(ps["labels"], frozen_copy(ps["position"]), frozen_copy(ps["mode"], np.int64),
+                       frozen_copy(ps["normal_force"]), frozen_copy(ps["friction_force"]))
+
+
+def _contact_rows(model) -> np.ndarray:
+    """(K,) bool: the constraint is a contact point's row (drawn at the contact, not as a constraint)."""
+    rows = np.zeros(len(model.constraints), dtype=bool)
+    for c in getattr(model, "contacts", ()):
+        for p in c.points:
+            for i in (p.normal, p.stick):
+                if i >= 0:
+                    rows[i] = True
+    return rows
 
 
 @dataclass(frozen=True)
@@ -39,7 +75,9 @@ class DrawList:
     ``broken`` (K,): enabled in the scene but removed at run time; ``has_point`` (K,): the constraint acts at a
     body point (joint-space constraints do not: nothing of theirs is drawn); ``springs`` (P, 2, 3): spring end
     points (a on a body, b on a body or the world); ``spring_names`` (P,); ``spring_world_b`` (P,): end b is a
-    world point; ``pull`` (2, 3) or None: the grabbed body point and the mouse spring's target."""
+    world point; ``pull`` (2, 3) or None: the grabbed body point and the mouse spring's target; ``contact_row``
+    (K,): the constraint is a contact point's row; ``contacts``: the contact points (:class:`ContactDraw`) or
+    None."""
     names: tuple
     link_R: np.ndarray
     link_p: np.ndarray
@@ -59,6 +97,8 @@ class DrawList:
     spring_names: tuple = ()
     spring_world_b: np.ndarray | None = None
     t: float = 0.0
+    contact_row: np.ndarray | None = None
+    contacts: ContactDraw | None = None
 
     def nail_indices(self) -> list[int]:
         """Constraints whose world end is drawn as a sphere (nails, ball joints and hinges to the world)."""
@@ -129,7 +169,8 @@ def draw_list(sim) -> DrawList:
         springs=frozen_copy(_springs(springs, R_WL, p_WL)), has_point=frozen_copy(has_point, bool), pull=pull,
         shape_poses=frozen_copy(shape_poses_from(model, R_WL, p_WL)), anchor=frozen_copy(anchor, bool),
         spring_names=tuple(f.name for f in springs),
-        spring_world_b=frozen_copy([f.link_b < 0 for f in springs], bool), t=float(s.t))
+        spring_world_b=frozen_copy([f.link_b < 0 for f in springs], bool), t=float(s.t),
+        contact_row=frozen_copy(_contact_rows(model), bool), contacts=contact_draw(model, s, d))
 
 
 overlay = draw_list
@@ -141,6 +182,10 @@ def resting_overlay(model) -> DrawList:
     while the kernels of the step are still being compiled (any thread)."""
     R_WL, p_WL, _ = core.forward_kinematics(model, np.asarray(model.q0, dtype=float))
     has_point, world_b, anchor, springs, _, enabled = _static(model)
+    try:                                  # the contact points where they start (open: no forces read)
+        contacts = contact_draw(model, model.initial_state(), None)
+    except Exception:
+        contacts = None
     K = len(model.constraints)
     a, b = np.full((K, 3), np.nan), np.full((K, 3), np.nan)
     for i, c in enumerate(model.constraints):
@@ -159,4 +204,5 @@ def resting_overlay(model) -> DrawList:
         springs=frozen_copy(_springs(springs, R_WL, p_WL)), has_point=frozen_copy(has_point, bool),
         shape_poses=frozen_copy(shape_poses_from(model, R_WL, p_WL)), anchor=frozen_copy(anchor, bool),
         spring_names=tuple(f.name for f in springs),
-        spring_world_b=frozen_copy([f.link_b < 0 for f in springs], bool), t=0.0)
+        spring_world_b=frozen_copy([f.link_b < 0 for f in springs], bool), t=0.0,
+        contact_row=frozen_copy(_contact_rows(model), bool), contacts=contacts)

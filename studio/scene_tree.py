@@ -1,16 +1,21 @@
 """The scene tree: the document's bodies (with their shapes and named points), joints, constraints, forces and,
-when the scene has them, controllers.
+when the scene has them, controllers and contacts.
 
 Thread: GUI. :func:`build_tree_model` turns a spec into a ``QStandardItemModel`` whose items carry their document
 path (:mod:`studio.edits`) in ``PATH_ROLE``; :class:`SceneTree` is the view. It follows the shared selection and
 sets it; it rebuilds itself when the document changes, keeping what was expanded. Items with a name can be renamed
 in place (F2 or double click): the new name goes through :func:`studio.edits.rename` as an undoable command, and a
 refused name is reported with the validator's message and put back.
+
+What is active now (:meth:`SceneTree.show_activity`, a few times a second from the latest snapshot, not every
+frame): each constraint has a green dot while all its rows act and a hollow grey one when it is off (broken, or
+disabled); each contact lists its points (``ground.0`` …) with a dot in the colour of its mode — open, stick,
+slip, frictionless, the viewport's colours — in bold while the point is in contact (its rows active).
 """
 from __future__ import annotations
 
 from PySide6.QtCore import QModelIndex, Qt, Signal, Slot
-from PySide6.QtGui import QColor, QIcon, QPixmap, QStandardItem, QStandardItemModel
+from PySide6.QtGui import QBrush, QColor, QIcon, QPainter, QPixmap, QStandardItem, QStandardItemModel
 from PySide6.QtWidgets import QAbstractItemView, QMenu, QTreeView
 
 from core.scene import SceneError
@@ -21,6 +26,29 @@ __all__ = ["SceneTree", "build_tree_model", "PATH_ROLE"]
 
 PATH_ROLE = Qt.ItemDataRole.UserRole + 1
 GROUP_ROLE = Qt.ItemDataRole.UserRole + 2
+POINT_ROLE = Qt.ItemDataRole.UserRole + 3           # a contact point's label, on its row under its contact
+ACTIVE_ROLE = Qt.ItemDataRole.UserRole + 4          # what show_activity said: True, False, or a mode name
+
+ACTIVE_COLOUR = (0.2, 0.78, 0.35)
+INACTIVE_COLOUR = (0.55, 0.57, 0.6)
+_DOTS: dict = {}
+
+
+def _dot(rgb, filled: bool = True) -> QIcon:
+    key = (tuple(rgb[:3]), filled)
+    icon = _DOTS.get(key)
+    if icon is None:
+        pix = QPixmap(12, 12)
+        pix.fill(Qt.GlobalColor.transparent)
+        painter = QPainter(pix)
+        painter.setRenderHint(QPainter.RenderHint.Antialiasing)
+        colour = QColor.fromRgbF(*[float(c) for c in rgb[:3]])
+        painter.setPen(colour)
+        painter.setBrush(QBrush(colour) if filled else Qt.BrushStyle.NoBrush)
+        painter.drawEllipse(2, 2, 8, 8)
+        painter.end()
+        icon = _DOTS[key] = QIcon(pix)
+    return icon
 
 
 def _swatch(rgb) -> QIcon:
@@ -83,7 +111,18 @@ def build_tree_model(spec, model: QStandardItemModel | None = None) -> QStandard
         for k, entity in enumerate(items):
             group.appendRow(_item(entity.name, (section, k), editable=True, tip=getattr(entity, "type", "")))
         root.appendRow(group)
+    contacts = getattr(spec, "contacts", None) or []
+    if contacts:
+        group = _group("Contacts", "contacts", len(contacts))
+        for k, c in enumerate(contacts):
+            group.appendRow(_item(c.name, ("contacts", k), editable=True,
+                                  tip=f"{c.body} against a ground plane: e = {c.restitution:g}, μ = {c.friction:g}"))
+        root.appendRow(group)
     return model
+
+
+def _rows_of(model, label: str) -> list[str]:
+    return [c.name for c in model.constraints if c.name in (label, f"{label}.stick")]
 
 
 class SceneTree(QTreeView):
@@ -120,10 +159,79 @@ class SceneTree(QTreeView):
         try:
             self._remember_collapsed()
             build_tree_model(spec, self._model)
+            self._activity = None                       # the next show_activity marks the new items
             self._restore_expansion()
             self._follow_selection(self._selection.path, None)
         finally:
             self._updating = False
+
+    # ---- what is active now -------------------------------------------------------------------------------
+    def show_activity(self, model, draw) -> None:
+        """Mark what acts at the state of ``draw`` (a :class:`studio.probe.DrawList` of ``model``): each
+        constraint's dot (all its rows active or not), each contact's points with their modes (module
+        docstring). Cheap when nothing changed."""
+        if model is None or draw is None or len(draw.active) != len(model.constraints):
+            return
+        rows: dict[str, list[bool]] = {}
+        for c, on in zip(model.constraints, draw.active):
+            rows.setdefault(getattr(c, "entity", c.name), []).append(bool(on))
+        points = {}
+        cd = getattr(draw, "contacts", None)
+        if cd is not None:
+            from .overlays import CONTACT_MODE_NAMES
+            points = {label: CONTACT_MODE_NAMES[int(m)] for label, m in zip(cd.labels, cd.mode)}
+        key = (id(model), tuple(sorted((k, tuple(v)) for k, v in rows.items())), tuple(sorted(points.items())))
+        if key == getattr(self, "_activity", None):
+            return
+        self._activity = key
+        was, self._updating = self._updating, True
+        try:
+            self._mark(model, rows, points)
+        finally:
+            self._updating = was
+
+    def _mark(self, model, rows: dict, points: dict) -> None:
+        from .overlays import CONTACT_COLOURS, CONTACT_MODE_NAMES
+        spec = self._document.spec
+        for index in list(self._all_indexes()):
+            path = index.data(PATH_ROLE)
+            if not path or len(path) != 2 or index.data(POINT_ROLE) is not None:
+                continue
+            item = self._model.itemFromIndex(index)
+            if path[0] == "constraints" and path[1] < len(spec.constraints):
+                on = rows.get(spec.constraints[path[1]].name)
+                state = None if on is None else all(on)
+                if item.data(ACTIVE_ROLE) != state:
+                    item.setData(state, ACTIVE_ROLE)
+                    item.setIcon(QIcon() if state is None else _dot(ACTIVE_COLOUR) if state else
+                                 _dot(INACTIVE_COLOUR, filled=False))
+                    item.setToolTip(f"{spec.constraints[path[1]].type}: "
+                                    + ("acting now" if state else "off now (broken or disabled)"))
+            elif path[0] == "contacts" and path[1] < len(spec.contacts):
+                name = spec.contacts[path[1]].name
+                contact = next((c for c in model.contacts if c.name == name), None)
+                labels = [p.label for p in contact.points] if contact is not None else []
+                if [item.child(r).data(POINT_ROLE) for r in range(item.rowCount())] != labels:
+                    item.removeRows(0, item.rowCount())
+                    for label in labels:
+                        child = _item(label, path)
+                        child.setData(label, POINT_ROLE)
+                        item.appendRow(child)
+                    self.setExpanded(index, self._expanded.get(path, True))
+                for r in range(item.rowCount()):
+                    child = item.child(r)
+                    label = child.data(POINT_ROLE)
+                    mode = points.get(label, "open")
+                    if child.data(ACTIVE_ROLE) == mode:
+                        continue
+                    child.setData(mode, ACTIVE_ROLE)
+                    child.setText(f"{label}  {mode}")
+                    child.setIcon(_dot(CONTACT_COLOURS[CONTACT_MODE_NAMES.index(mode)], filled=mode != "open"))
+                    font = child.font()
+                    font.setBold(mode != "open")
+                    child.setFont(font)
+                    child.setToolTip(f"contact point {label}: {mode}" + ("" if mode == "open" else
+                                     f" (rows {', '.join(_rows_of(model, label))} active)"))
 
     def _remember_collapsed(self) -> None:
         for index in self._all_indexes():

@@ -13,7 +13,7 @@ _UNITS = {
     "stabilization": "1/s", "max_force": "N", "max_deviation": "m", "force": "N", "start": "s", "stop": "s",
     "rest_length": "m", "linear": "N·s/m", "quadratic": "N·s²/m²", "frequency": "Hz", "phase": "rad",
     "amplitude": "m", "velocity": "m/s", "dt": "s", "duration": "s", "rho": "", "point": "m", "point_a": "m",
-    "point_b": "m",
+    "point_b": "m", "rest_speed": "m/s",
 }
 
 # (item type, field) → unit, where the field's unit depends on the item

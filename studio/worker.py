@@ -59,6 +59,7 @@ import time
 import numpy as np
 from PySide6.QtCore import QObject, QThread, Signal, Slot
 
+from .events import CONTACT_KINDS, event_mark
 from .messages import Command, CommandKind, Marker, SampleBatch, Snapshot, frozen_copy, frozen_records
 from .probe import draw_list
 from .reload import apply_edit, apply_settings, reload_simulation, same_structure
@@ -129,6 +130,7 @@ class SimulationWorker(QObject):
         self._records: list[dict] = []                   # every step's records since the last emit
         self._frames: list = []                          # recording frames since the last emit
         self._markers: list[Marker] = []
+        self._events: list = []                          # the run's events since the last emit (EventMark)
         self._branch: float | None = None                # the run went on from this earlier time (not yet told)
         self._recording = None                           # (t0, period, count or None, frames made)
         self._timeline = Timeline(**({} if keyframes is None else {"capacity": keyframes}))
@@ -147,6 +149,7 @@ class SimulationWorker(QObject):
         self._span = None
         if new_run:
             self._steps = 0
+            self._events = []
             self._timeline.clear()
             self._dropped_at = None
             self._branch = None
@@ -588,9 +591,14 @@ class SimulationWorker(QObject):
         return ", ".join(bad[:limit]) + (f" and {len(bad) - limit} more" if len(bad) > limit else "")
 
     def _report_events(self) -> None:
+        """The events the run logged since the last look: every one goes to the GUI in the next sample batch
+        (the plots' marks and the event list); the ones that are not contact events (a broken constraint, a rank
+        change) are also said in the status bar."""
         events = getattr(self._sim, "events", ())
         for event in events[self._events_seen:]:
-            self.notice.emit(describe_event(event))
+            self._events.append(event_mark(event))
+            if event.get("type") not in CONTACT_KINDS:
+                self.notice.emit(describe_event(event))
         self._events_seen = len(events)
 
     # ---- output --------------------------------------------------------------------------------------------
@@ -635,7 +643,8 @@ class SimulationWorker(QObject):
         # at most max_samples_per_frame rows a frame: sample every stride-th step
         self._stride = max(1, math.ceil(self._steps_this_frame / self.max_samples_per_frame))
         model = getattr(sim, "model", None)
-        if self._rows or self._records or self._frames or self._markers or self._branch is not None:
+        if self._rows or self._records or self._frames or self._markers or self._events or \
+                self._branch is not None:
             records = ()
             if self._records:
                 chunks = self._records
@@ -644,8 +653,9 @@ class SimulationWorker(QObject):
                 frozen_copy(np.zeros((0, self._layout.width if self._layout is not None else 1)))
             self.samples.emit(SampleBatch(self._run, self._layout, rows, records=records, model=model,
                                           branch=self._branch, frames=tuple(self._frames),
-                                          markers=tuple(self._markers)))
-            self._rows, self._records, self._frames, self._markers, self._branch = [], [], [], [], None
+                                          markers=tuple(self._markers), events=tuple(self._events)))
+            self._rows, self._records, self._frames, self._markers, self._events = [], [], [], [], []
+            self._branch = None
         drawn = energy_error = None
         if self._layout is not None and self._state_is_finite():
             try:
@@ -726,4 +736,4 @@ def describe_event(event: dict) -> str:
                 f"{event.get('rows')} rows independent)")
     if kind == "full_rank":
         return f"t = {t:.4g} s: the constraint Jacobian has full rank again"
-    return f"t = {t:.4g} s: {event}"
+    return event_mark(event).text
