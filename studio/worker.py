@@ -145,6 +145,7 @@ class SimulationWorker(QObject):
         self._sim = sim
         self._events_seen = len(getattr(sim, "events", ()))
         self._rows = []
+        self._records = []          # (a frame's records of the old model: its columns may differ from the new one's)
         self._stride, self._since_sample, self._steps_this_frame = 1, 0, 0
         self._span = None
         if new_run:
