@@ -50,7 +50,7 @@ from .points import jacobian_at, link_kinematics, velocity_at
 
 __all__ = ["Contact", "ContactPoint", "contact_elements", "point_modes", "OPEN", "STICK", "SLIP", "FRICTIONLESS",
            "MODE_NAMES", "separations", "normal_forces", "triggers", "slipping_away", "impact", "constraint_jacobian",
-           "point_states"]
+           "point_states", "JointLimit", "limit_triggers"]
 
 OPEN, STICK, SLIP, FRICTIONLESS = range(4)
 #: m: the penetration beyond which an open point touches down (the isolation's tolerance on the separation).
@@ -91,6 +91,56 @@ class Contact:
     rest_speed: float
     points: tuple
     holds: tuple = ()                 # velocity indices of the joints its impacts leave unchanged
+
+@dataclass(frozen=True, eq=False)
+class JointLimit:
+    """A hinge's or slider's range [lower, upper] as two unilateral rows (Kearney §3; McClamroch eq. 40–42 with
+    the separation q − lower ≥ 0 and upper − q ≥ 0): the joint-space constraints ``<joint>.lower`` (q = lower)
+    and ``<joint>.upper`` (q = upper) of ``Model.constraints`` (indices ``rows``), added when the joint reaches
+    its bound (an impact with Newton's ``restitution``; a rebound slower than ``rest_speed`` ends at the bound)
+    and removed when the limit's force would pull. ``q``/``v``: the joint's entries in q and q̇."""
+    joint: str
+    q: int
+    v: int
+    rows: tuple
+    bounds: tuple
+    restitution: float
+    rest_speed: float
+
+    def label(self, k: int) -> str:
+        return f"{self.joint}.{('lower', 'upper')[k]}"
+
+
+def limit_triggers(model, state, out) -> list[tuple]:
+    """The joint-limit events whose trigger holds at ``state``: ``("limit", lim, k, g)`` for a joint past its
+    bound k (0 lower, 1 upper) by more than :data:`PENETRATION` (g the signed distance into the range plus it),
+    ``("limit-release", lim, k, N)`` for an active bound whose force N (on the joint, into the range) turned
+    negative."""
+    found = []
+    for lim in model.limits:
+        for k in (0, 1):
+            s = 1.0 if k == 0 else -1.0
+            i = lim.rows[k]
+            if not state.active[i]:
+                h = s * (float(state.q[lim.q]) - lim.bounds[k])
+                if h < -PENETRATION:
+                    found.append(("limit", lim, k, h + PENETRATION))
+            else:
+                N = s * float(out.constraint_force[i][0])
+                if N < 0:
+                    found.append(("limit-release", lim, k, N))
+    return found
+
+
+class _Bound:
+    """A joint bound in the impact solve, shaped like a contact and its point."""
+
+    def __init__(self, lim: JointLimit, k: int):
+        self.name = self.label = lim.label(k)
+        self.friction, self.restitution, self.rest_speed = 0.0, lim.restitution, lim.rest_speed
+        self.normal, self.stick, self.holds = lim.rows[k], -1, ()
+        self.lim, self.k = lim, k
+
 
 def contact_elements(name: str, body: str, link: int, points, normal, origin, restitution: float, friction: float,
                      rest_speed: float, stabilization: float, first_constraint: int, first_force: int,
@@ -257,7 +307,7 @@ def contact_point_body(c: Contact, p: ContactPoint, R_WL: np.ndarray, omega=None
     return p.r - p.radius * n
 
 
-def impact(model, state, touching: list, contact_rows: set) -> tuple[np.ndarray, dict]:
+def impact(model, state, touching: list, contact_rows: set, limits: list = ()) -> tuple[np.ndarray, dict]:
     """Resolve an impact at ``state``: the post-impact velocity q̇⁺ and, per point of ``touching`` (the
     (contact, point) pairs that touch: colliding or resting), ``(P_n, P_t vector, v_n⁻, mode)`` with the mode
     after the impact: :data:`OPEN` when it leaves the plane at its rest speed or faster, else in contact
@@ -269,7 +319,9 @@ def impact(model, state, touching: list, contact_rows: set) -> tuple[np.ndarray,
     touching points: normal rows with v_n⁺ = −e v_n⁻ (0 for a
     resting point) and P_n ≥ 0, tangential rows with v_t⁺ = 0 while ‖P_t‖ ≤ μ P_n, else a sliding impact with
     P_t = −μ P_n t̂ (t̂ the pre-impact slip direction). Points whose P_n would be negative separate and are
-    dropped, one at a time (an active-set solution of the complementarity conditions). ``info["energy_change"]``
+    dropped, one at a time (an active-set solution of the complementarity conditions). ``limits``: (joint limit,
+    bound) pairs at their bounds, solved alike with the rows ±e_j (their info keyed by the bound's label).
+    ``info["energy_change"]``
     is the kinetic energy the impact changes (≤ 0 but for e = 1, where it is zero).""" 
     q, v = state.q, state.qd
     kin = link_kinematics(model, q)
@@ -284,11 +336,17 @@ def impact(model, state, touching: list, contact_rows: set) -> tuple[np.ndarray,
     Jb = np.vstack(bilateral) if bilateral else np.zeros((0, model.nv))
     info = {}
     pts = []
-    for c, p in touching:
-        Jp = jacobian_at(model, kin, p.link, contact_point_body(c, p, kin.R_WL[p.link]))
-        Jn = c.normal @ Jp
-        Et = perpendicular_basis(c.normal)
-        Jt = Et.T @ Jp
+    entries = [(c, p) for c, p in touching] + [(b, b) for b in (_Bound(lim, k) for lim, k in limits)]
+    for c, p in entries:
+        if isinstance(c, _Bound):
+            Jn = np.zeros(model.nv)
+            Jn[c.lim.v] = 1.0 if c.k == 0 else -1.0
+            Et, Jt = np.zeros((3, 2)), np.zeros((2, model.nv))
+        else:
+            Jp = jacobian_at(model, kin, p.link, contact_point_body(c, p, kin.R_WL[p.link]))
+            Jn = c.normal @ Jp
+            Et = perpendicular_basis(c.normal)
+            Jt = Et.T @ Jp
         vn = float(Jn @ v)
         vt = Jt @ v
         colliding = vn < 0 and not state.active[p.normal]

@@ -128,6 +128,7 @@ class Model:
     controllers: tuple = ()                    # core.control controllers; State.z holds their integrated state
     contacts: tuple = ()                       # core.contacts.Contact: unilateral contacts (their rows are constraints)
     programs: tuple = ()                       # core.programs.ProgramSpec: control programs (Kearney §4)
+    limits: tuple = ()                         # core.contacts.JointLimit: joint ranges as unilateral rows
     settings: dict[str, Any] = field(default_factory=dict)
     spec: Any = None                           # the editable scene spec this model was compiled from, if any
 

@@ -294,7 +294,7 @@ class Simulation:
         h = self.dt if dt_max is None else min(self.dt, dt_max)
         t_end = np.inf if h == self.dt else self.state.t + h   # (t + dt − t is not always dt in floating point)
         with plan.lock:
-            if self.model.contacts:
+            if self.model.contacts or self.model.limits:
                 batch = _contact_advance(self.model, self.state, plan, self.dt, t_end, 1, _NO_TRACE, 0.0, 1, 0,
                                          False)
                 self.events.extend(batch.events)

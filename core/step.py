@@ -23,8 +23,8 @@ from typing import NamedTuple
 import numpy as np
 
 from .constraints import constraint_table
-from .contacts import (MODE_NAMES, OPEN, PENETRATION, SLIP, STICK, contact_point_body, impact, slipping_away,
-                       triggers)
+from .contacts import (MODE_NAMES, OPEN, PENETRATION, SLIP, STICK, contact_point_body, impact, limit_triggers,
+                       slipping_away, triggers)
 from .control.kernels import COMPUTED_TORQUE, PROJECTED, controller_table
 from .data import Data
 from .forces import ACTUATOR, force_table, pull_force
@@ -461,10 +461,24 @@ def _resolve(model: Model, plan: _Plan, state: State, fired: list, held=frozense
     corrections = state.corrections
     out = plan.out
     touch = [(c, p) for kind, c, p, _ in fired if kind == "touchdown"]
-    if touch:
+    reached = [(lim, k) for kind, lim, k, _ in fired if kind == "limit"]
+    if touch or reached:
         touching = touch + [(c, p) for c in model.contacts for p in c.points if state.active[p.normal]]
-        qd, info = impact(model, state, touching, _contact_rows(model))
+        bounds = reached + [(lim, k) for lim in model.limits for k in (0, 1)
+                            if state.active[lim.rows[k]] and (lim, k) not in reached]
+        qd, info = impact(model, state, touching, _contact_rows(model), bounds)
         corrections += info["energy_change"]
+        for lim, k in bounds:
+            pn, _, vn, mode = info[(lim.label(k), lim.label(k))]
+            was = bool(state.active[lim.rows[k]])
+            active[lim.rows[k]] = mode != OPEN
+            if (lim, k) in reached:
+                events.append({"t": state.t, "type": "limit" if mode != OPEN else "limit-bounce",
+                               "joint": lim.joint, "bound": ("lower", "upper")[k], "impulse": pn,
+                               "velocity": vn, "added": [lim.label(k)] if mode != OPEN else []})
+            elif was and mode == OPEN:
+                events.append({"t": state.t, "type": "limit-release", "joint": lim.joint,
+                               "bound": ("lower", "upper")[k], "force": 0.0, "removed": [lim.label(k)]})
         new = {p.label for _, p in touch}
         for c, p in touching:
             pn, pt, vn, mode = info[(c.name, p.label)]
@@ -483,7 +497,11 @@ def _resolve(model: Model, plan: _Plan, state: State, fired: list, held=frozense
             elif was and mode == OPEN:
                 events.append(_contact_event("lift-off", state, c, p, normal_force=0.0, removed=_rows_of(p)))
     for kind, c, p, g in fired:
-        if kind == "lift-off":
+        if kind == "limit-release":
+            active[c.rows[p]] = False
+            events.append({"t": state.t, "type": "limit-release", "joint": c.joint, "bound": ("lower", "upper")[p],
+                           "force": g, "removed": [c.label(p)]})
+        elif kind == "lift-off":
             active[p.normal] = False
             if p.stick >= 0:
                 active[p.stick] = False
@@ -509,7 +527,8 @@ def _resolve(model: Model, plan: _Plan, state: State, fired: list, held=frozense
         if refreshed is not state:
             state = refreshed
             continue
-        now = [f for f in triggers(model, state, plan.out, held=held) if f[0] in ("lift-off", "slip")]
+        now = [f for f in _fired(model, state, plan.out, state, None, held) if f[0] in ("lift-off", "slip",
+                                                                                        "limit-release")]
         if not now:
             break
         state, more = _resolve_simple(model, plan, state, now)
@@ -522,7 +541,11 @@ def _resolve_simple(model: Model, plan: _Plan, state: State, fired: list) -> tup
     events = []
     out = plan.out
     for kind, c, p, g in fired:
-        if kind == "lift-off":
+        if kind == "limit-release":
+            active[c.rows[p]] = False
+            events.append({"t": state.t, "type": "limit-release", "joint": c.joint, "bound": ("lower", "upper")[p],
+                           "force": g, "removed": [c.label(p)]})
+        elif kind == "lift-off":
             active[p.normal] = False
             if p.stick >= 0:
                 active[p.stick] = False
@@ -539,10 +562,17 @@ def _resolve_simple(model: Model, plan: _Plan, state: State, fired: list) -> tup
     return replace(state, active=active, slip=slip), events
 
 
+def _fired(model: Model, state: State, out, before: State, eligible, held) -> list:
+    """The contact and joint-limit events whose triggers hold at ``state`` (a step from ``before``)."""
+    found = triggers(model, state, out, before, eligible, held) if model.contacts else []
+    return found + limit_triggers(model, state, out) if model.limits else found
+
+
 def _contact_rows(model: Model) -> set:
     rows = model.__dict__.get("_contact_rows")
     if rows is None:
         rows = {i for c in model.contacts for p in c.points for i in (p.normal, p.stick) if i >= 0}
+        rows |= {i for lim in model.limits for i in lim.rows}
         model.__dict__["_contact_rows"] = rows
     return rows
 
@@ -567,7 +597,7 @@ def _contact_step(model: Model, state: State, plan: _Plan, dt: float, t_end: flo
             return state, events, "diverged"
         kernel_event = kernel_event or batch.status == "event"
         eligible = slipping_away(model, state) if state.slip.any() else None
-        fired = triggers(model, batch.state, plan.out, state, eligible, held)
+        fired = _fired(model, batch.state, plan.out, state, eligible, held)
         if not fired:
             state = _refresh_slip(model, plan, batch.state)
             continue
@@ -576,12 +606,12 @@ def _contact_step(model: Model, state: State, plan: _Plan, dt: float, t_end: flo
             trial = _run(model, state, plan, 0.5 * (lo + hi), state.t + 0.5 * (lo + hi), 1)
             if trial.status == "diverged" or trial.steps == 0:
                 break
-            if triggers(model, trial.state, plan.out, state, eligible, held):
+            if _fired(model, trial.state, plan.out, state, eligible, held):
                 hi, at = trial.state.t - state.t, trial.state
             else:
                 lo = trial.state.t - state.t
         _evaluated(model, at, plan)
-        state, resolved = _resolve(model, plan, at, triggers(model, at, plan.out, state, eligible, held), held)
+        state, resolved = _resolve(model, plan, at, _fired(model, at, plan.out, state, eligible, held), held)
         events.extend(resolved)
         for e in resolved:                                    # stick–slip chatter at the cone's edge: hold it
             if e["type"] in ("slip", "stick"):
@@ -708,7 +738,7 @@ def step(model: Model, state: State, inputs: Inputs = NO_INPUTS, dt: float | Non
     state, events = handle_events(model, state, inputs)
     plan = _plan(model, inputs)
     with plan.lock:
-        if model.contacts:
+        if model.contacts or model.limits:
             new, more, status = _contact_step(model, state, plan, dt, np.inf)
             if status == "diverged":
                 raise DivergenceError(f"the step from t = {new.t:.6g} s (dt = {dt:g} s) gave a non-finite state "
@@ -736,7 +766,7 @@ def advance(model: Model, state: State, inputs: Inputs = NO_INPUTS, dt: float | 
     state = model.complete(state)
     plan = _plan(model, inputs)
     with plan.lock:
-        if model.contacts:
+        if model.contacts or model.limits:
             return _contact_advance(model, state, plan, dt, t_end, int(max_steps),
                                     _NO_TRACE if trace is None else trace, energy0, record_every, since, record_first)
         return _run(model, state, plan, dt, t_end, int(max_steps), _NO_TRACE if trace is None else trace,

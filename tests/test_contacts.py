@@ -314,3 +314,59 @@ def test_impact_holds_name_hinges_or_sliders():
     with pytest.raises(SceneError) as info:
         _model(doc)
     assert any(p.path == "$.contacts[0].impact_holds[0]" for p in info.value.problems)
+
+
+# ---- joint limits -----------------------------------------------------------------------------------------------
+
+def test_a_pendulum_strikes_its_joint_limit_at_the_time_and_speed_energy_gives():
+    """Released at rest from q0 = 1.2 rad, a 1 kg pendulum at 1 m (I = 1 + 1e-4 kg·m² about the hinge) reaches
+    its lower limit 0.3 rad at t = ∫ dq / q̇(q), q̇² = 2 m g l (cos q − cos q0) / I (by quadrature), and leaves
+    it at e times that speed; the following strikes keep the ratio e, then it rests on the limit, which holds it
+    with gravity's torque m g l sin 0.3."""
+    from scipy.integrate import quad
+    model = core.load_scene(ROOT / "scenes" / "pendulum_joint_limit.json")
+    I, q0, lower, e = 1.0 + 1e-4, 1.2, 0.3, 0.5
+    speed = lambda q: np.sqrt(2 * G * (np.cos(q) - np.cos(q0)) / I)
+    # t = ∫ dq / q̇ with the 1/√ singularity at q0 removed by q = q0 − u²
+    t1 = quad(lambda u: 2 * u / speed(q0 - u * u), 0.0, np.sqrt(q0 - lower), epsabs=1e-13, epsrel=1e-13)[0]
+    sim = core.Simulation(model)
+    sim.run(6.0)
+    strikes = [ev for ev in sim.events if ev["type"] in ("limit", "limit-bounce")]
+    assert strikes[0]["t"] == pytest.approx(t1, abs=1e-8)
+    assert -strikes[0]["velocity"] == pytest.approx(speed(lower), rel=1e-8)
+    assert strikes[0]["impulse"] == pytest.approx(I * (1 + e) * speed(lower), rel=1e-8)
+    v = np.array([-ev["velocity"] for ev in strikes])
+    assert np.allclose(v[1:6] / v[:5], e, rtol=1e-6)
+    assert strikes[-1]["type"] == "limit" and strikes[-1]["added"] == ["swing.lower"]
+    assert sim.state.q[0] == pytest.approx(lower, abs=1e-9) and abs(sim.state.qd[0]) < 1e-9
+    lam = sim.data.constraint_force[model.constraint_names.index("swing.lower")][0]
+    assert lam == pytest.approx(G * np.sin(lower), rel=1e-9)
+
+
+def test_a_joint_limit_releases_when_the_joint_is_driven_away():
+    doc = _scene("pendulum_joint_limit")
+    doc["bodies"][0]["joint"]["q0"] = 0.3
+    doc["forces"] = [{"type": "actuator", "name": "motor", "joint": "swing", "torque": 0.0}]
+    model = _model(doc)
+    sim = core.Simulation(model)
+    sim.run(0.3)                                            # it falls onto the limit at once and rests there
+    assert sim.state.active[model.constraint_names.index("swing.lower")]
+    sim.set_actuator("motor", 5.0)                          # more than m g l sin 0.3 = 2.9 N·m: it lifts off
+    sim.run(0.2)
+    release = [ev for ev in sim.events if ev["type"] == "limit-release"]
+    assert len(release) == 1 and release[0]["removed"] == ["swing.lower"]
+    assert release[0]["t"] == pytest.approx(0.3, abs=2e-3)
+    assert sim.state.q[0] > 0.3
+
+
+@pytest.mark.parametrize("joint, path", [
+    ({"limits": [1.0, 0.5]}, "$.bodies[0].joint"),
+    ({"limits": [0.5, 1.0], "q0": 2.0}, "$.bodies[0].joint"),
+    ({"limit_restitution": 2.0}, "$.bodies[0].joint.limit_restitution"),
+])
+def test_bad_joint_limits_are_named(joint, path):
+    doc = _scene("pendulum_joint_limit")
+    doc["bodies"][0]["joint"].update(joint)
+    with pytest.raises(SceneError) as info:
+        _model(doc)
+    assert any(p.path.startswith(path) for p in info.value.problems), [str(p) for p in info.value.problems]

@@ -16,7 +16,7 @@ import numpy as np
 from ..inertia import composite_inertia, shape_spatial_inertia, shape_volume
 from ..model import BALL, FREE, JOINT_TYPES, Model, Shape, build_model
 from ..spatial import quat_normalize, quat_to_rotation, spatial_inertia
-from .entities import compile_constraints, compile_contacts, compile_forces
+from .entities import compile_constraints, compile_contacts, compile_forces, compile_limits
 from .control import with_controllers
 from .io import Problem, SceneError, internal_problem
 from .pivots import singular_pivots
@@ -144,6 +144,9 @@ def _compile_scene(spec: Scene, source: str) -> Model:
     if spec.constraints or spec.forces:
         model = dataclasses.replace(model, constraints=compile_constraints(model, spec.constraints),
                                     forces=compile_forces(model, spec.forces))
+    if any(getattr(b.joint, "limits", None) is not None for b in spec.bodies):
+        limits, constraints = compile_limits(model, spec)
+        model = dataclasses.replace(model, limits=limits, constraints=model.constraints + tuple(constraints))
     if spec.contacts:
         contacts, constraints, forces = compile_contacts(model, spec)
         model = dataclasses.replace(model, contacts=contacts, constraints=model.constraints + tuple(constraints),

@@ -221,3 +221,27 @@ def _in_reach(model, c):
     if not keep or len(keep) == c.basis.shape[1]:
         return c
     return dataclasses.replace(c, basis=c.basis[:, keep])
+
+
+def compile_limits(model, spec) -> tuple[tuple, list]:
+    """``(limits, constraints)`` of the joints with ``limits`` (:class:`core.contacts.JointLimit`): two
+    joint-space rows per joint, ``<joint>.lower`` (q = lower) and ``<joint>.upper`` (q = upper), inactive until
+    the joint reaches them; they never break. Appended after the model's constraints."""
+    from ..contacts import JointLimit
+    limits, constraints = [], []
+    for body in spec.bodies:
+        j = body.joint
+        if getattr(j, "limits", None) is None:
+            continue
+        name = j.name or body.name
+        qi, vi = model.q_slice(name).start, model.qd_slice(name).start
+        link = model.joint_link_names.index(name)
+        rows = []
+        for side, value in zip(("lower", "upper"), j.limits):
+            rows.append(len(model.constraints) + len(constraints))
+            constraints.append(JointSpaceConstraint(f"{name}.{side}", name, parse_expression(name), (name,),
+                                                    np.array([qi]), np.array([vi]), (link,), float(value), 20.0,
+                                                    np.inf, np.inf, enabled=False))
+        limits.append(JointLimit(name, qi, vi, tuple(rows), tuple(float(x) for x in j.limits),
+                                 float(j.limit_restitution), 0.01))
+    return tuple(limits), constraints

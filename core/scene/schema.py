@@ -162,24 +162,37 @@ class FixedJoint(_JointBase):
     type: Literal["fixed"]
 
 
-class HingeJoint(_JointBase):
+class _RangedJoint(_JointBase):
+    """``limits``: the joint's range [lower, upper] (rad or m), unilateral rows added when the joint reaches a
+    bound and removed when they would pull (:class:`core.contacts.JointLimit`), with Newton's
+    ``limit_restitution`` at the impacts; ``q0`` must lie in the range."""
+    axis: Vec3 = (0.0, 0.0, 1.0)
+    q0: float = 0.0
+    qd0: float = 0.0
+    limits: tuple[float, float] | None = None
+    limit_restitution: Annotated[float, Field(ge=0, le=1)] = 0.0
+
+    _check_axis = field_validator("axis")(lambda cls, v: _nonzero_axis(v))
+
+    @model_validator(mode="after")
+    def _in_range(self):
+        if self.limits is not None:
+            lower, upper = self.limits
+            if not lower < upper:
+                raise ValueError(f"limits must be [lower, upper] with lower < upper, got {list(self.limits)}")
+            if not lower <= self.q0 <= upper:
+                raise ValueError(f"q0 = {self.q0:g} lies outside the limits [{lower:g}, {upper:g}]")
+        return self
+
+
+class HingeJoint(_RangedJoint):
     """Rotation by ``q0`` (rad) about ``axis`` (joint frame); ``qd0`` in rad/s."""
     type: Literal["hinge"]
-    axis: Vec3 = (0.0, 0.0, 1.0)
-    q0: float = 0.0
-    qd0: float = 0.0
-
-    _check_axis = field_validator("axis")(lambda cls, v: _nonzero_axis(v))
 
 
-class SliderJoint(_JointBase):
+class SliderJoint(_RangedJoint):
     """Translation by ``q0`` (m) along ``axis`` (joint frame); ``qd0`` in m/s."""
     type: Literal["slider"]
-    axis: Vec3 = (0.0, 0.0, 1.0)
-    q0: float = 0.0
-    qd0: float = 0.0
-
-    _check_axis = field_validator("axis")(lambda cls, v: _nonzero_axis(v))
 
 
 class BallJoint(_JointBase):
