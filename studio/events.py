@@ -1,4 +1,5 @@
-"""The run's events as the studio shows them: contact events (touchdown, bounce, lift-off, slip, stick), broken
+"""The run's events as the studio shows them: contact events (touchdown, bounce, lift-off, slip, stick), joint
+limits (limit, limit-bounce, limit-release), control programs' events (hop, added, removed), broken
 constraints and rank changes of J, from ``core.Simulation.events`` — as marks on the plots' time axis and rows of
 the event list.
 
@@ -31,6 +32,8 @@ CONTACT_KINDS = ("touchdown", "bounce", "lift-off", "slip", "stick")
 KIND_COLOURS = {
     "touchdown": (0, 158, 115), "bounce": (86, 180, 233), "lift-off": (230, 159, 0), "slip": (204, 121, 167),
     "stick": (240, 228, 66), "break": (213, 94, 0), "rank_deficient": (190, 190, 190), "full_rank": (130, 130, 130),
+    "limit": (0, 114, 178), "limit-bounce": (120, 170, 220), "limit-release": (200, 140, 60),
+    "hop": (235, 235, 235), "added": (140, 200, 140), "removed": (210, 140, 140),
 }
 KIND_ORDER = tuple(KIND_COLOURS)
 OTHER_COLOUR = (160, 160, 160)
@@ -40,6 +43,8 @@ _VALUE = {
     "touchdown": ("impulse", "impulse", "N·s"), "bounce": ("impulse", "impulse", "N·s"),
     "lift-off": ("normal_force", "normal force", "N"), "slip": ("tangential_force", "tangential force", "N"),
     "break": ("deviation", "deviation", "m"), "rank_deficient": ("jacobian_rank", "rank of J", ""),
+    "limit": ("impulse", "impulse", "N·s or N·m·s"), "limit-bounce": ("impulse", "impulse", "N·s or N·m·s"),
+    "limit-release": ("force", "force", "N or N·m"), "hop": ("speed", "forward speed", "m/s"),
 }
 
 
@@ -85,12 +90,14 @@ def event_mark(event: dict) -> EventMark:
     t = float(event.get("t", math.nan))
     if "point" in event:
         what = str(event["point"])
+    elif "joint" in event:                                   # a joint limit's bound
+        what = f"{event['joint']}.{event['bound']}" if "bound" in event else str(event["joint"])
     elif "constraint" in event:
         what = str(event["constraint"])
     elif kind in ("rank_deficient", "full_rank"):
         what = "J"
     else:
-        what = str(event.get("contact", ""))
+        what = str(event.get("contact", event.get("program", "")))
     key, quantity, unit = _VALUE.get(kind, ("", "", ""))
     raw = event.get(key) if key else None
     try:
