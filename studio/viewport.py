@@ -199,6 +199,9 @@ class Viewport(gl.GLViewWidget):
         self._hovered = None
         self._follow = None if old is None or self._follow is None or self._follow >= model.n_links \
             else self._follow
+        follow = getattr(getattr(getattr(model, "spec", None), "view", None), "follow", None)
+        if frame and follow in model.link_names:              # the scene asks the camera to follow a body
+            self._follow = model.link_names.index(follow)
         self._framing = frame_scene(model, aspect=self._aspect())
         self._place_grid_and_axes()
         if self.overlays is not None:

@@ -159,3 +159,11 @@ def test_raibert_hopper_hops_on_at_the_commanded_speed_with_no_angular_momentum_
     lift = [e for e in sim.events if e["type"] == "lift-off"]
     touch = [e for e in sim.events if e["type"] == "touchdown"]
     assert len(touch) == len(lift) + 1 and all(a["t"] < b["t"] for a, b in zip(touch, lift))
+
+
+def test_a_view_that_follows_an_unknown_body_is_refused():
+    doc = _doc("raibert_hopper")
+    doc["view"] = {"follow": "nobody"}
+    with pytest.raises(SceneError) as info:
+        compile_scene(parse_spec(doc))
+    assert [p.path for p in info.value.problems] == ["$.view.follow"]

@@ -259,3 +259,19 @@ def test_the_viewport_draws_friction_and_the_tree_marks_slipping_points(window, 
     colours = {tuple(np.round(c, 3)) for c in mesh[2]}
     assert tuple(np.round(np.float32(FRICTION_COLOUR), 3)) in colours           # friction arrows
     assert len(colours) == 2                                                     # and normal-force arrows
+
+
+def test_a_scene_that_asks_to_follow_a_body_keeps_it_in_view(window, qtbot):
+    """scenes/raibert_hopper.json says "view": {"follow": "body"}: the camera centres on the hopper's body as it
+    hops away from where it started (a travelling scene does not leave the picture)."""
+    win = window(SCENES_DIR / "raibert_hopper.json")
+    model = win.sim_thread.latest.model
+    body = model.link_names.index("body")
+    assert win.viewport.following == body
+    _run_to(win, qtbot, 2.5)
+    qtbot.wait(100)
+    x = float(win.sim_thread.latest.q[model.q_slice("x")][0])
+    assert x > 0.8                                                   # it has travelled
+    centre = win.viewport.opts["center"]
+    drawn = win.viewport._R_DW.T @ np.array([centre.x(), centre.y(), centre.z()])
+    assert abs(drawn[0] - x) < 0.3                                   # and the camera went with it

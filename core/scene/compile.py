@@ -151,6 +151,9 @@ def _compile_scene(spec: Scene, source: str) -> Model:
         contacts, constraints, forces = compile_contacts(model, spec)
         model = dataclasses.replace(model, contacts=contacts, constraints=model.constraints + tuple(constraints),
                                     forces=model.forces + tuple(forces))
+    if spec.view.follow is not None and spec.view.follow not in model.link_names:
+        raise SceneError([Problem("$.view.follow", f"unknown body; expected one of: {', '.join(model.link_names)}",
+                                  spec.view.follow, True)], source)
     model = with_controllers(model, spec.controllers, source)
     if spec.programs:
         model = dataclasses.replace(model, programs=_programs(model, spec, source))

@@ -663,6 +663,11 @@ class ProgramEntry(Strict):
     constraints: Annotated[list[Name], Field(max_length=64)] = Field(default_factory=list)
 
 
+class ViewSettings(Strict):
+    """How the studio first shows the scene: ``follow`` names a body the camera follows (a hopper that travels)."""
+    follow: Name | None = None
+
+
 class Scene(Strict):
     """A whole scene document."""
     format_version: Literal[1]
@@ -676,3 +681,4 @@ class Scene(Strict):
     controllers: list[Controller] = Field(default_factory=list)
     contacts: list[ContactSpec] = Field(default_factory=list)
     programs: Annotated[list[ProgramEntry], Field(max_length=16)] = Field(default_factory=list)
+    view: ViewSettings = Field(default_factory=ViewSettings)
