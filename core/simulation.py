@@ -100,6 +100,7 @@ class Simulation:
         self._energy0: float | None = None
         self.programs = [spec.instantiate() for spec in self.model.programs]
         self._programs_started = False
+        self._delivered = 0                                   # events handed to the programs' event hooks so far
 
     def snapshot(self) -> Snapshot:
         """Everything that changes while running, as an immutable value."""
@@ -120,6 +121,7 @@ class Simulation:
         if snapshot.programs or not self.model.programs:
             self.programs = list(copy.deepcopy(snapshot.programs))
             self._programs_started = snapshot.programs_started
+        self._delivered = len(self.events)
 
     @property
     def integrator(self) -> str:
@@ -272,15 +274,28 @@ class Simulation:
         for p in self.programs:
             p.step(Controls(self, p))
 
-    def _after_step(self, seen: int) -> None:
-        """Hand the events logged since index ``seen`` to the control programs' event hooks."""
+    def _after_step(self, seen: int = 0) -> None:
+        """Hand the events logged since the last delivery to the control programs' event hooks."""
         if not self.programs:
             return
-        for event in self.events[seen:]:
+        while self._delivered < len(self.events):
+            event = self.events[self._delivered]
+            self._delivered += 1
             if "program" in event:
                 continue
             for p in self.programs:
                 p.event(Controls(self, p), event)
+
+    def _respond(self, state: State, events: list) -> tuple[State, Inputs]:
+        """The control programs' answer to contact events inside a step (Kearney §4: a program reacts at the
+        event, not at the next step): the events are logged and handed to the event hooks at the event's state,
+        then the step hooks set the commands (and owned constraints) the step goes on with."""
+        self.state = state
+        self.events.extend(events)
+        self._after_step()
+        for p in self.programs:
+            p.step(Controls(self, p))
+        return self.state, self.inputs
 
     def step(self, dt_max: float | None = None) -> State:
         """Advance one step (``dt``, or one accepted adaptive step no longer than ``dt_max``); raises
@@ -296,7 +311,7 @@ class Simulation:
         with plan.lock:
             if self.model.contacts or self.model.limits:
                 batch = _contact_advance(self.model, self.state, plan, self.dt, t_end, 1, _NO_TRACE, 0.0, 1, 0,
-                                         False)
+                                         False, self._respond if self.programs else None)
                 self.events.extend(batch.events)
             else:
                 batch = _run(self.model, self.state, plan, self.dt, t_end, 1)
@@ -343,7 +358,7 @@ class Simulation:
                     self._handle_events()
                 batch = advance(self.model, self.state, self.inputs, self.dt, t_end,
                                 0 if first else (1 if self.programs else 1 << 62), trace, energy0, record_every, since,
-                                first)
+                                first, self._respond if self.programs else None)
                 first = False
                 self.state, since = batch.state, batch.since
                 self.steps_taken += batch.steps

@@ -577,12 +577,15 @@ def _contact_rows(model: Model) -> set:
     return rows
 
 
-def _contact_step(model: Model, state: State, plan: _Plan, dt: float, t_end: float) -> tuple[State, list, str]:
+def _contact_step(model: Model, state: State, plan: _Plan, dt: float, t_end: float,
+                  respond=None) -> tuple[State, list, str]:
     """One step of ``dt`` (to ``t_end`` at most) of a scene with contacts: ``(state, events, status)``. A step
     whose end triggers a contact event (:func:`core.contacts.triggers`) is isolated: re-stepped from the kept
     state with bisected step lengths until the event time is bracketed within ``simulation.event_tolerance``
     (Kearney's isolation predicate on time), resolved at the bracket's end, and the step goes on from there to
-    its end. Status "diverged": the state returned is the last good one."""
+    its end. Status "diverged": the state returned is the last good one. ``respond(state, events) -> (state,
+    inputs)``, when given, takes the events at once (instead of returning them) and answers with the state and
+    the actuator commands to go on with from the event (the control programs' event hooks)."""
     target = min(state.t + dt, t_end)
     tolerance = float(model.settings.get("event_tolerance", 1e-9))
     events: list[dict] = []
@@ -612,7 +615,11 @@ def _contact_step(model: Model, state: State, plan: _Plan, dt: float, t_end: flo
                 lo = trial.state.t - state.t
         _evaluated(model, at, plan)
         state, resolved = _resolve(model, plan, at, _fired(model, at, plan.out, state, eligible, held), held)
-        events.extend(resolved)
+        if respond is not None:                               # control programs answer at the event (Kearney §4)
+            state, inputs = respond(state, resolved)
+            _command(model, plan, inputs)
+        else:
+            events.extend(resolved)
         for e in resolved:                                    # stick–slip chatter at the cone's edge: hold it
             if e["type"] in ("slip", "stick"):
                 switches[e["point"]] = switches.get(e["point"], 0) + 1
@@ -647,7 +654,7 @@ def touching_at_start(model: Model, state: State, inputs: Inputs = NO_INPUTS) ->
 
 
 def _contact_advance(model: Model, state: State, plan: _Plan, dt: float, t_end: float, max_steps: int, trace,
-                     energy0: float, record_every: int, since: int, record_first: bool) -> Batch:
+                     energy0: float, record_every: int, since: int, record_first: bool, respond=None) -> Batch:
     """:func:`advance` for scenes with contacts: contact steps one at a time (:func:`_contact_step`), records
     written row by row; it stops after a step with events."""
     eps = 1e-12 * max(1.0, abs(t_end)) if np.isfinite(t_end) else 0.0
@@ -662,7 +669,7 @@ def _contact_advance(model: Model, state: State, plan: _Plan, dt: float, t_end: 
     if record_first and trace.shape[0] > rows:
         record(state)
     while steps < max_steps and state.t < t_end - eps and (trace.shape[0] == 0 or rows < trace.shape[0]):
-        new, more, status = _contact_step(model, state, plan, dt, t_end)
+        new, more, status = _contact_step(model, state, plan, dt, t_end, respond)
         if status == "diverged":
             break
         state = new
@@ -755,20 +762,23 @@ def step(model: Model, state: State, inputs: Inputs = NO_INPUTS, dt: float | Non
 
 def advance(model: Model, state: State, inputs: Inputs = NO_INPUTS, dt: float | None = None,
             t_end: float = np.inf, max_steps: int = 1, trace: np.ndarray | None = None, energy0: float = 0.0,
-            record_every: int = 1, since: int = 0, record_first: bool = False) -> Batch:
+            record_every: int = 1, since: int = 0, record_first: bool = False, respond=None) -> Batch:
     """Up to ``max_steps`` steps of ``dt`` from ``state`` in one compiled call, none past ``t_end`` (the last one
     shortened to land on it): a :class:`Batch`. It stops early after a step that ends with an event (handle it
     with :func:`handle_events` or :func:`step`) or before a step that fails; events at ``state`` itself are not
     handled. With a ``trace`` (rows x :func:`core.records.record_width`), records are written into its rows:
     ``state`` itself when ``record_first``, every ``record_every``-th step counting ``since`` steps already
-    taken since the last record, and the step that reaches ``t_end``; a full trace ends the batch."""
+    taken since the last record, and the step that reaches ``t_end``; a full trace ends the batch. Scenes with
+    contacts or joint limits: ``respond`` as for :func:`_contact_step` (:class:`core.Simulation` answers with
+    its control programs)."""
     dt = _dt(model, dt)
     state = model.complete(state)
     plan = _plan(model, inputs)
     with plan.lock:
         if model.contacts or model.limits:
             return _contact_advance(model, state, plan, dt, t_end, int(max_steps),
-                                    _NO_TRACE if trace is None else trace, energy0, record_every, since, record_first)
+                                    _NO_TRACE if trace is None else trace, energy0, record_every, since, record_first,
+                                    respond)
         return _run(model, state, plan, dt, t_end, int(max_steps), _NO_TRACE if trace is None else trace,
                     energy0, record_every, since, record_first)
 
