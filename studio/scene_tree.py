@@ -205,8 +205,14 @@ class SceneTree(QTreeView):
                     item.setData(state, ACTIVE_ROLE)
                     item.setIcon(QIcon() if state is None else _dot(ACTIVE_COLOUR) if state else
                                  _dot(INACTIVE_COLOUR, filled=False))
+                    owners = [p.name for p in getattr(spec, "programs", ())
+                              if spec.constraints[path[1]].name in p.constraints]
+                    owned = f"; added and removed by control program {', '.join(owners)}" if owners else ""
                     item.setToolTip(f"{spec.constraints[path[1]].type}: "
-                                    + ("acting now" if state else "off now (broken or disabled)"))
+                                    + ("acting now" if state else "off now (broken, disabled or removed)") + owned)
+                    font = item.font()
+                    font.setItalic(bool(owners))                  # a program's own constraint: italic
+                    item.setFont(font)
             elif path[0] == "contacts" and path[1] < len(spec.contacts):
                 name = spec.contacts[path[1]].name
                 contact = next((c for c in model.contacts if c.name == name), None)

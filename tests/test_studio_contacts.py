@@ -275,3 +275,37 @@ def test_a_scene_that_asks_to_follow_a_body_keeps_it_in_view(window, qtbot):
     centre = win.viewport.opts["center"]
     drawn = win.viewport._R_DW.T @ np.array([centre.x(), centre.y(), centre.z()])
     assert abs(drawn[0] - x) < 0.3                                   # and the camera went with it
+
+
+def test_the_tree_marks_a_programs_own_constraint_and_its_removal(window, qtbot, tmp_path):
+    """A control program that removes its own nail at 0.05 s: the tree shows the nail italic (a program's
+    constraint), then hollow (removed), and the event list has the program's "removed" row."""
+    import json
+
+    from core.programs import ControlProgram, register
+
+    @register
+    class DropNail(ControlProgram):
+        kind = "test_drop_nail"
+        parameters = {"at": 0.05}
+
+        def step(self, ctl):
+            if ctl.t >= self.p["at"]:
+                ctl.remove(self.owned[0])
+
+    doc = json.loads((SCENES_DIR / "arm_nail_singular.json").read_text())
+    nail = doc["constraints"][0]["name"]
+    doc["programs"] = [{"name": "dropper", "program": "test_drop_nail", "constraints": [nail]}]
+    path = tmp_path / "dropping.json"
+    path.write_text(json.dumps(doc))
+    win = window(path)
+    index = win.scene_tree.index_of(("constraints", 0))
+    _run_to(win, qtbot, 0.2)
+    qtbot.waitUntil(lambda: index.data(Qt.ItemDataRole.FontRole) is not None
+                    and index.data(Qt.ItemDataRole.FontRole).italic(), timeout=5000)
+    assert "control program dropper" in index.data(Qt.ItemDataRole.ToolTipRole)
+    assert "off now" in index.data(Qt.ItemDataRole.ToolTipRole)
+    win.events.refresh()
+    m = win.events.model
+    removed = [m.event(r) for r in range(m.rowCount()) if m.event(r).kind == "removed"]
+    assert len(removed) == 1 and removed[0].what == nail and removed[0].t == pytest.approx(0.05, abs=2e-3)
