@@ -183,7 +183,8 @@ def _command(model: Model, plan: _Plan, inputs: Inputs) -> None:
     given = dict(inputs.actuators)
     for name in given:
         if all(model.forces[i].name != name for i in plan.actuator_rows):
-            raise KeyError(f"no force element {name!r} (actuators: {', '.join(model.forces[i].name for i in plan.actuator_rows) or 'none'})")
+            known = ", ".join(model.forces[i].name for i in plan.actuator_rows) or "none"
+            raise KeyError(f"no force element {name!r} (actuators: {known})")
     changed = False
     for i in plan.actuator_rows:
         e = model.forces[i]
@@ -459,7 +460,6 @@ def _resolve(model: Model, plan: _Plan, state: State, fired: list, held=frozense
     events: list[dict] = []
     active, slip, qd = state.active.copy(), state.slip.copy(), state.qd
     corrections = state.corrections
-    out = plan.out
     touch = [(c, p) for kind, c, p, _ in fired if kind == "touchdown"]
     reached = [(lim, k) for kind, lim, k, _ in fired if kind == "limit"]
     if touch or reached:
@@ -491,11 +491,37 @@ def _resolve(model: Model, plan: _Plan, state: State, fired: list, held=frozense
                     tn = float(np.linalg.norm(pt))
                     slip[p.slot] = c.friction * 1e-300 * (pt / tn if tn > 0 else 0.0)   # direction; μN below
             if p.label in new:
-                events.append(_contact_event("bounce" if mode == OPEN else "touchdown", state, c, p, impulse=pn, tangential_impulse=float(
-                    np.linalg.norm(pt)), normal_velocity=vn, restitution=c.restitution, mode=MODE_NAMES[mode],
-                    added=_rows_of(p)[:1 + (mode == STICK)] if mode != OPEN else []))
+                events.append(_contact_event("bounce" if mode == OPEN else "touchdown", state, c, p, impulse=pn,
+                                             tangential_impulse=float(np.linalg.norm(pt)), normal_velocity=vn,
+                                             restitution=c.restitution, mode=MODE_NAMES[mode],
+                                             added=_rows_of(p)[:1 + (mode == STICK)] if mode != OPEN else []))
             elif was and mode == OPEN:
                 events.append(_contact_event("lift-off", state, c, p, normal_force=0.0, removed=_rows_of(p)))
+    _switch(state, plan.out, fired, active, slip, events)
+    state = replace(state, qd=np.array(qd, dtype=float), active=active, slip=slip, corrections=corrections)
+    plan.at_state = plan.clear_state = None
+    for _ in range(8):                                        # consistent modes at the event
+        _contact_tables(model, plan, state)
+        _evaluated(model, state, plan)
+        refreshed = _refresh_slip(model, plan, state)
+        if refreshed is not state:
+            state = refreshed
+            continue
+        now = [f for f in _fired(model, state, plan.out, state, None, held) if f[0] in ("lift-off", "slip",
+                                                                                        "limit-release")]
+        if not now:
+            break
+        active, slip = state.active.copy(), state.slip.copy()
+        _switch(state, plan.out, now, active, slip, events)
+        state = replace(state, active=active, slip=slip)
+        plan.at_state = plan.clear_state = None
+    return state, events
+
+
+def _switch(state: State, out, fired: list, active: np.ndarray, slip: np.ndarray, events: list) -> None:
+    """Apply the mode switches of ``fired`` at ``state`` (``out``: its evaluation) to ``active`` and ``slip``,
+    and log them: lift-offs and released joint limits remove their rows, a slip removes a point's stick rows and
+    continues its stick force's direction with magnitude μN, a stick adds them back."""
     for kind, c, p, g in fired:
         if kind == "limit-release":
             active[c.rows[p]] = False
@@ -518,48 +544,6 @@ def _resolve(model: Model, plan: _Plan, state: State, fired: list, held=frozense
             active[p.stick] = True
             slip[p.slot] = 0.0
             events.append(_contact_event("stick", state, c, p, added=[f"{p.label}.stick"]))
-    state = replace(state, qd=np.array(qd, dtype=float), active=active, slip=slip, corrections=corrections)
-    plan.at_state = plan.clear_state = None
-    for _ in range(8):                                        # consistent modes at the event
-        _contact_tables(model, plan, state)
-        _evaluated(model, state, plan)
-        refreshed = _refresh_slip(model, plan, state)
-        if refreshed is not state:
-            state = refreshed
-            continue
-        now = [f for f in _fired(model, state, plan.out, state, None, held) if f[0] in ("lift-off", "slip",
-                                                                                        "limit-release")]
-        if not now:
-            break
-        state, more = _resolve_simple(model, plan, state, now)
-        events.extend(more)
-    return state, events
-
-
-def _resolve_simple(model: Model, plan: _Plan, state: State, fired: list) -> tuple[State, list[dict]]:
-    active, slip = state.active.copy(), state.slip.copy()
-    events = []
-    out = plan.out
-    for kind, c, p, g in fired:
-        if kind == "limit-release":
-            active[c.rows[p]] = False
-            events.append({"t": state.t, "type": "limit-release", "joint": c.joint, "bound": ("lower", "upper")[p],
-                           "force": g, "removed": [c.label(p)]})
-        elif kind == "lift-off":
-            active[p.normal] = False
-            if p.stick >= 0:
-                active[p.stick] = False
-                slip[p.slot] = 0.0
-            events.append(_contact_event("lift-off", state, c, p, normal_force=g, removed=_rows_of(p)))
-        else:
-            F = out.constraint_force[p.stick]
-            N = float(c.normal @ out.constraint_force[p.normal])
-            active[p.stick] = False
-            slip[p.slot] = c.friction * N * F / max(float(np.linalg.norm(F)), 1e-300)
-            events.append(_contact_event("slip", state, c, p, tangential_force=float(np.linalg.norm(F)),
-                                         normal_force=N, removed=[f"{p.label}.stick"]))
-    plan.at_state = plan.clear_state = None
-    return replace(state, active=active, slip=slip), events
 
 
 def _fired(model: Model, state: State, out, before: State, eligible, held) -> list:
