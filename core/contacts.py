@@ -106,6 +106,7 @@ class JointLimit:
     bounds: tuple
     restitution: float
     rest_speed: float
+    angular: bool = True              # a hinge (impulses in N·m·s, forces in N·m), else a slider (N·s, N)
 
     def label(self, k: int) -> str:
         return f"{self.joint}.{('lower', 'upper')[k]}"

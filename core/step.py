@@ -475,7 +475,8 @@ def _resolve(model: Model, plan: _Plan, state: State, fired: list, held=frozense
             if (lim, k) in reached:
                 events.append({"t": state.t, "type": "limit" if mode != OPEN else "limit-bounce",
                                "joint": lim.joint, "bound": ("lower", "upper")[k], "impulse": pn,
-                               "velocity": vn, "added": [lim.label(k)] if mode != OPEN else []})
+                               "unit": "N·m·s" if lim.angular else "N·s", "velocity": vn,
+                               "added": [lim.label(k)] if mode != OPEN else []})
             elif was and mode == OPEN:
                 events.append({"t": state.t, "type": "limit-release", "joint": lim.joint,
                                "bound": ("lower", "upper")[k], "force": 0.0, "removed": [lim.label(k)]})
@@ -526,7 +527,7 @@ def _switch(state: State, out, fired: list, active: np.ndarray, slip: np.ndarray
         if kind == "limit-release":
             active[c.rows[p]] = False
             events.append({"t": state.t, "type": "limit-release", "joint": c.joint, "bound": ("lower", "upper")[p],
-                           "force": g, "removed": [c.label(p)]})
+                           "force": g, "unit": "N·m" if c.angular else "N", "removed": [c.label(p)]})
         elif kind == "lift-off":
             active[p.normal] = False
             if p.stick >= 0:

@@ -43,8 +43,8 @@ _VALUE = {
     "touchdown": ("impulse", "impulse", "N·s"), "bounce": ("impulse", "impulse", "N·s"),
     "lift-off": ("normal_force", "normal force", "N"), "slip": ("tangential_force", "tangential force", "N"),
     "break": ("deviation", "deviation", "m"), "rank_deficient": ("jacobian_rank", "rank of J", ""),
-    "limit": ("impulse", "impulse", "N·s or N·m·s"), "limit-bounce": ("impulse", "impulse", "N·s or N·m·s"),
-    "limit-release": ("force", "force", "N or N·m"), "hop": ("speed", "forward speed", "m/s"),
+    "limit": ("impulse", "impulse", "N·m·s"), "limit-bounce": ("impulse", "impulse", "N·m·s"),
+    "limit-release": ("force", "force", "N·m"), "hop": ("speed", "forward speed", "m/s"),
 }
 
 
@@ -99,6 +99,7 @@ def event_mark(event: dict) -> EventMark:
     else:
         what = str(event.get("contact", event.get("program", "")))
     key, quantity, unit = _VALUE.get(kind, ("", "", ""))
+    unit = str(event.get("unit", unit))                       # (a joint limit's: N·m·s on a hinge, N·s on a slider)
     raw = event.get(key) if key else None
     try:
         value = float(raw) if raw is not None else math.nan

@@ -243,5 +243,5 @@ def compile_limits(model, spec) -> tuple[tuple, list]:
                                                     np.array([qi]), np.array([vi]), (link,), float(value), 20.0,
                                                     np.inf, np.inf, enabled=False))
         limits.append(JointLimit(name, qi, vi, tuple(rows), tuple(float(x) for x in j.limits),
-                                 float(j.limit_restitution), 0.01))
+                                 float(j.limit_restitution), 0.01, j.type == "hinge"))
     return tuple(limits), constraints
