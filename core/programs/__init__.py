@@ -22,7 +22,7 @@ import numpy as np
 
 from ..contacts import OPEN, point_modes
 from ..energy import center_of_mass
-from ..points import link_kinematics, point_position, point_velocity
+from ..points import jacobian_at, link_kinematics, position_at, velocity_at
 
 __all__ = ["ControlProgram", "Controls", "ProgramSpec", "ProgramError", "PROGRAMS", "register", "momentum"]
 
@@ -85,10 +85,11 @@ def register(cls: type) -> type:
     return cls
 
 
-def momentum(model, q: np.ndarray, qd: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def momentum(model, q: np.ndarray, qd: np.ndarray, kin=None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``(c, ċ, H_G)``: the centre of mass, its velocity and the angular momentum about it (world), from each
-    link's spatial momentum I_k v_k (link frame, about its origin) moved to the world frame."""
-    kin = link_kinematics(model, q, qd)
+    link's spatial momentum I_k v_k (link frame, about its origin) moved to the world frame (``kin``: the link
+    kinematics at (q, q̇), if already made)."""
+    kin = link_kinematics(model, q, qd) if kin is None else kin
     h = np.einsum("kij,kj->ki", model.inertia, kin.v)           # [angular about the link origin; linear], link frames
     lin = np.einsum("kij,kj->ki", kin.R_WL, h[:, 3:])
     ang = np.einsum("kij,kj->ki", kin.R_WL, h[:, :3])
@@ -111,6 +112,15 @@ class Controls:
     def __init__(self, sim, program: ControlProgram):
         self._sim = sim
         self.program = program
+        self._kin = None                                      # (state, its link kinematics)
+
+    def kinematics(self):
+        """The link kinematics (poses, velocities) at the current state, made once per state
+        (:class:`core.points.LinkKinematics`)."""
+        state = self._sim.state
+        if self._kin is None or self._kin[0] is not state:
+            self._kin = (state, link_kinematics(self._sim.model, state.q, state.qd))
+        return self._kin[1]
 
     # ---- reading -----------------------------------------------------------------------------------------
     @property
@@ -136,21 +146,26 @@ class Controls:
 
     def point(self, body: str, point) -> tuple[np.ndarray, np.ndarray]:
         """World position and velocity of a body point (a name or body coordinates)."""
-        m = self._sim.model
-        return point_position(m, self.q, body, point), point_velocity(m, self.q, self.qd, body, point)
+        k, r = self._sim.model.resolve_point(body, point)
+        kin = self.kinematics()
+        return position_at(kin, k, r), velocity_at(kin, k, r)
+
+    def jacobian(self, body: str, point) -> np.ndarray:
+        """The world Jacobian (3 x nv) of a body point (a name or body coordinates)."""
+        k, r = self._sim.model.resolve_point(body, point)
+        return jacobian_at(self._sim.model, self.kinematics(), k, r)
 
     def orientation(self, body: str) -> np.ndarray:
         """The body's rotation matrix (world from body)."""
-        m = self._sim.model
-        return link_kinematics(m, self.q).R_WL[m.link_index(body)]
+        return self.kinematics().R_WL[self._sim.model.link_index(body)]
 
     def centre_of_mass(self) -> tuple[np.ndarray, np.ndarray]:
-        c, cd, _ = momentum(self._sim.model, self.q, self.qd)
+        c, cd, _ = momentum(self._sim.model, self.q, self.qd, self.kinematics())
         return c, cd
 
     def angular_momentum(self) -> np.ndarray:
         """The angular momentum about the centre of mass (world)."""
-        return momentum(self._sim.model, self.q, self.qd)[2]
+        return momentum(self._sim.model, self.q, self.qd, self.kinematics())[2]
 
     def in_contact(self, contact: str) -> bool:
         """Whether any point of ``contact`` touches now."""

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..points import link_kinematics, point_jacobian, point_position
 from . import ControlProgram, register
 
 
@@ -93,9 +92,8 @@ class RaibertHopper(ControlProgram):
 
     def _pitch(self, ctl) -> tuple[float, float]:
         """The body's pitch (rotation about y) and its rate."""
-        m = ctl.model
-        k = m.link_index(self.p["body"])
-        kin = link_kinematics(m, ctl.q, ctl.qd)
+        k = ctl.model.link_index(self.p["body"])
+        kin = ctl.kinematics()
         R = kin.R_WL[k]
         omega = R @ kin.v[k, :3]                                 # angular velocity, world axes
         return float(np.arctan2(R[0, 2], R[2, 2])), float(omega[1])
@@ -104,11 +102,11 @@ class RaibertHopper(ControlProgram):
         """The virtual leg from the hip point to the foot (Kearney §5, Raibert): its length L and world angle θ
         about y (0: the foot straight below the hip, positive: behind it), their rates, and their derivatives with
         respect to the two actuated joints (for τ = J_Lᵀ F + J_θᵀ M, by virtual work)."""
-        m, q, qd = ctl.model, ctl.q, ctl.qd
+        m, qd = ctl.model, ctl.qd
         foot = next(c for c in m.contacts if c.name == self.p["foot"]).points[0]
         hip = self.hip_point
-        r = point_position(m, q, foot.link, foot.r) - point_position(m, q, self.p["body"], hip)
-        Jr = point_jacobian(m, q, foot.link, foot.r) - point_jacobian(m, q, self.p["body"], hip)
+        r = ctl.point(foot.link, foot.r)[0] - ctl.point(self.p["body"], hip)[0]
+        Jr = ctl.jacobian(foot.link, foot.r) - ctl.jacobian(self.p["body"], hip)
         L = float(np.linalg.norm(r))
         dL = (r / L) @ Jr
         rho2 = r[0] ** 2 + r[2] ** 2
