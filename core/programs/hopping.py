@@ -1,18 +1,23 @@
 """Raibert's three-part hopping control as a control program (Kearney, Hansen & Cremer §5; Raibert, "Legged
-Robots That Balance", ch. 2): for a planar hopper whose body carries a springy telescoping leg on a hip hinge,
+Robots That Balance", ch. 2), on a *virtual leg* from the hip to the foot — its length L and angle θ, driven by
+the two actuated joints of the leg through τ = J_Lᵀ F + J_θᵀ M (virtual work), so a telescoping leg on a hip
+hinge (CMU's hopper) and a kneed leg (Kearney's anthropomorphic hopper) take the same program:
 
-1. hopping height: during stance the leg actuator thrusts with a constant force while the leg extends
-   (decompression); the force is set at touchdown to give the energy of a hop to the commanded apex height of
-   the centre of mass, plus an estimate of the energy a hop loses, adapted on each apex's error; in flight the
-   actuator holds the leg at full length;
-2. forward speed: in flight the hip servo places the foot, relative to the hip, at the neutral point plus a
-   speed correction, x_f = ẋ T_s / 2 + k_ẋ (ẋ − ẋ_d), T_s the last stance's duration;
-3. attitude and angular momentum: in stance the hip torque servos the body's pitch to zero and damps the
-   angular momentum about the centre of mass, so the hopper leaves the ground with (nearly) none.
+1. hopping height: during stance the leg thrusts with a constant force while it extends (decompression); the
+   force is set at touchdown to give the energy of a hop to the commanded apex height of the centre of mass,
+   plus an estimate of the energy a hop loses, adapted on each apex's error. A leg with no spring of its own
+   gets a preloaded virtual spring along it (``leg_stiffness``, ``leg_preload``: Kearney's eq. 11);
+2. forward speed: in flight the hip places the foot, relative to the hip, at the neutral point plus a speed
+   correction, x_f = ẋ T_s / 2 + k_ẋ (ẋ − ẋ_d) (+ the integral of the lift-off speed errors, ``speed_integral``),
+   T_s the last stance's duration; the leg shortens by ``retract`` while rising and swings only once the foot
+   is ``clearance`` above the ground;
+3. attitude and angular momentum: in stance the hip moment servos the body's pitch and its rate to zero and
+   damps the angular momentum about the centre of mass (``momentum_gain``: Kearney's eq. 12), so the hopper
+   leaves the ground with little of it.
 
-Lift-off is taken from the contact (its normal force turning tensile), touchdown likewise; the program counts
-hops (lift-off after a stance) and logs each with the forward speed and the angular momentum at lift-off.
-Plane of motion: x forward, z up, rotations about y.
+Lift-off and touchdown come from the contact's events, which the program answers at the event (inside the
+step); it counts hops (a lift-off after a stance) and logs each with the forward speed, the angular momentum
+about the centre of mass and the stance time. Plane of motion: x forward, z up, rotations about y.
 """
 from __future__ import annotations
 
@@ -36,6 +41,7 @@ class RaibertHopper(ControlProgram):
         "leg_damping": 0.0,              # N·s/m
         "leg_preload": 0.0,              # N, the virtual spring's force at the flight length (a precharged spring)
         "retract": 0.0,                  # m, the leg shortened by this while rising in flight (foot clearance)
+        "clearance": 0.0,                # m, the foot's height above the ground before the leg swings forward
         "foot": "foot",                  # the foot's contact
         "leg_length": 0.5,               # m, the virtual leg's length in flight (hip to foot)
         "speed": 0.5,                    # m/s, the commanded forward speed
@@ -43,9 +49,11 @@ class RaibertHopper(ControlProgram):
         "height_gain": 0.5,              # the fraction of the last apex's energy error added to the loss estimate
         "max_thrust": 400.0,             # N
         "speed_gain": 0.08,              # s, k_ẋ of the foot placement
+        "speed_integral": 0.0,           # s, the placement's correction added per hop per m/s of speed error
         "stance_time": 0.18,             # s, T_s before the first stance has been measured
         "hip_kp": 150.0, "hip_kd": 8.0,  # flight: leg angle servo (N·m/rad, N·m·s/rad)
         "pitch_kp": 400.0, "pitch_kd": 35.0,   # stance: body attitude servo
+        "momentum_gain": 0.0,            # 1/s, stance: hip moment per unit of angular momentum about the CoM
         "leg_kp": 800.0, "leg_kd": 20.0,       # flight: leg extension hold (N/m, N·s/m)
         "max_placement": 0.3,            # m, the largest foot placement ahead or behind
     }
@@ -71,7 +79,8 @@ class RaibertHopper(ControlProgram):
                 problems.append((key, "must be a positive number below 1000"))
         if not (isinstance(p["hip_point"], (list, tuple)) and len(p["hip_point"]) == 3):
             problems.append(("hip_point", "must be body coordinates [x, y, z]"))
-        for key in ("leg_stiffness", "leg_damping", "leg_preload", "retract", "speed", "height_gain", "speed_gain", "hip_kp", "hip_kd", "pitch_kp", "pitch_kd", "leg_kp", "leg_kd"):
+        for key in ("leg_stiffness", "leg_damping", "leg_preload", "retract", "clearance", "speed_integral",
+                    "momentum_gain", "speed", "height_gain", "speed_gain", "hip_kp", "hip_kd", "pitch_kp", "pitch_kd", "leg_kp", "leg_kd"):
             if not (isinstance(p[key], (int, float)) and abs(p[key]) < 1e6):
                 problems.append((key, "must be a number of magnitude below 1e6"))
         return problems
@@ -89,6 +98,7 @@ class RaibertHopper(ControlProgram):
         self.mass = float(ctl.model.mass.sum())
         self.leg_low = None
         self.hip_point = np.array(self.p["hip_point"], dtype=float)
+        self.placement_bias = 0.0        # m, the integral correction of the foot placement
 
     def _pitch(self, ctl) -> tuple[float, float]:
         """The body's pitch (rotation about y) and its rate."""
@@ -114,6 +124,12 @@ class RaibertHopper(ControlProgram):
         cols = [m.qd_slice(self.p["hip"]).start, m.qd_slice(self.p["leg"]).start]
         return {"L": L, "theta": float(np.arctan2(-r[0], -r[2])), "L_rate": float(dL @ qd),
                 "theta_rate": float(dth @ qd), "JL": dL[cols], "Jtheta": dth[cols]}
+
+    def _foot_height(self, ctl) -> float:
+        """The foot's height above its contact's plane (m)."""
+        c = next(c for c in ctl.model.contacts if c.name == self.p["foot"])
+        x = ctl.point(c.points[0].link, c.points[0].r)[0]
+        return float(c.normal @ (x - c.origin))
 
     def _drive(self, ctl, leg: dict, force: float, moment: float) -> None:
         """Command the two actuators for a force ``force`` along the virtual leg (extending it) and a moment
@@ -144,6 +160,7 @@ class RaibertHopper(ControlProgram):
             self.hops += 1
             _, cd = ctl.centre_of_mass()
             H = ctl.angular_momentum()
+            self.placement_bias += self.p["speed_integral"] * (float(cd[0]) - self.p["speed"])
             self.last_liftoff = {"speed": float(cd[0]), "angular_momentum": float(H[1])}
             ctl.log("hop", hop=self.hops, speed=float(cd[0]), angular_momentum=float(H[1]),
                     stance_time=self.stance_time)
@@ -162,17 +179,22 @@ class RaibertHopper(ControlProgram):
             force -= p["leg_damping"] * leg["L_rate"]
             if leg["L_rate"] > 0 and leg["L"] < L0:
                 force += self.push
-            self._drive(ctl, leg, force, p["pitch_kp"] * pitch + p["pitch_kd"] * pitch_rate)
+            moment = p["pitch_kp"] * pitch + p["pitch_kd"] * pitch_rate
+            if p["momentum_gain"]:
+                moment += p["momentum_gain"] * float(ctl.angular_momentum()[1])
+            self._drive(ctl, leg, force, moment)
             self.leg_low = leg["L"] if self.leg_low is None else min(self.leg_low, leg["L"])
             self.stroke = max(L0 - self.leg_low, 0.02)
         else:
             c, cd = ctl.centre_of_mass()
             self.apex = c[2] if self.apex is None else max(self.apex, c[2])
             # 2. forward speed: the foot at x_f ahead of the hip, x_f = ẋ T_s / 2 + k_ẋ (ẋ − ẋ_d)
-            xf = cd[0] * self.stance_time / 2 + p["speed_gain"] * (cd[0] - p["speed"])
+            xf = cd[0] * self.stance_time / 2 + p["speed_gain"] * (cd[0] - p["speed"]) + self.placement_bias
             xf = float(np.clip(xf, -p["max_placement"], p["max_placement"]))
             target = -np.arcsin(np.clip(xf / L0, -0.9, 0.9))     # the leg's world angle that puts it there
             moment = -p["hip_kp"] * (leg["theta"] - target) - p["hip_kd"] * (leg["theta_rate"] - pitch_rate)
+            if p["clearance"] > 0 and cd[2] > 0 and self._foot_height(ctl) < p["clearance"]:
+                moment = -p["hip_kd"] * (leg["theta_rate"] - pitch_rate)   # lift the foot clear before swinging
             length = L0 - p["retract"] if cd[2] > 0 else L0       # clear the ground while rising
             force = -p["leg_kp"] * (leg["L"] - length) - p["leg_kd"] * leg["L_rate"]
             self._drive(ctl, leg, force, moment)
