@@ -453,10 +453,13 @@ def _rows_of(p) -> list[str]:
     return [p.label] + ([f"{p.label}.stick"] if p.stick >= 0 else [])
 
 
-def _resolve(model: Model, plan: _Plan, state: State, fired: list, held=frozenset()) -> tuple[State, list[dict]]:
+def _resolve(model: Model, plan: _Plan, state: State, fired: list, held=frozenset(),
+             respond=None) -> tuple[State, list[dict]]:
     """Resolve the contact events ``fired`` at ``state`` (evaluated in the plan's buffer): an impact for the
     touchdowns (:func:`core.contacts.impact`), removed rows for lift-offs, slip and stick switches; then, until
-    the modes are consistent (at most 8 rounds), lift-offs and slips the new modes cause at once."""
+    the modes are consistent (at most 8 rounds), lift-offs and slips the new modes cause at once. With
+    ``respond`` (:func:`_contact_step`), the control programs answer the switches before the modes are settled,
+    so the settling sees the commands they set (the events are handed to it, and returned as well)."""
     events: list[dict] = []
     active, slip, qd = state.active.copy(), state.slip.copy(), state.qd
     corrections = state.corrections
@@ -501,6 +504,9 @@ def _resolve(model: Model, plan: _Plan, state: State, fired: list, held=frozense
     _switch(state, plan.out, fired, active, slip, events)
     state = replace(state, qd=np.array(qd, dtype=float), active=active, slip=slip, corrections=corrections)
     plan.at_state = plan.clear_state = None
+    if respond is not None and events:
+        state, inputs = respond(state, events)
+        _command(model, plan, inputs)
     for _ in range(8):                                        # consistent modes at the event
         _contact_tables(model, plan, state)
         _evaluated(model, state, plan)
@@ -513,9 +519,14 @@ def _resolve(model: Model, plan: _Plan, state: State, fired: list, held=frozense
         if not now:
             break
         active, slip = state.active.copy(), state.slip.copy()
-        _switch(state, plan.out, now, active, slip, events)
+        more: list[dict] = []
+        _switch(state, plan.out, now, active, slip, more)
         state = replace(state, active=active, slip=slip)
         plan.at_state = plan.clear_state = None
+        if respond is not None:
+            state, inputs = respond(state, more)
+            _command(model, plan, inputs)
+        events.extend(more)
     return state, events
 
 
@@ -599,11 +610,9 @@ def _contact_step(model: Model, state: State, plan: _Plan, dt: float, t_end: flo
             else:
                 lo = trial.state.t - state.t
         _evaluated(model, at, plan)
-        state, resolved = _resolve(model, plan, at, _fired(model, at, plan.out, state, eligible, held), held)
-        if respond is not None:                               # control programs answer at the event (Kearney §4)
-            state, inputs = respond(state, resolved)
-            _command(model, plan, inputs)
-        else:
+        state, resolved = _resolve(model, plan, at, _fired(model, at, plan.out, state, eligible, held), held,
+                                   respond)                   # (control programs answer at the event, Kearney §4)
+        if respond is None:
             events.extend(resolved)
         for e in resolved:                                    # stick–slip chatter at the cone's edge: hold it
             if e["type"] in ("slip", "stick"):
