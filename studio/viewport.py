@@ -242,8 +242,19 @@ class Viewport(gl.GLViewWidget):
         if self.overlays is not None:
             self.overlays.update(draw)
         if self._follow is not None and self._follow < len(draw.link_p):
-            self.opts["center"] = QVector3D(*(self._R_DW @ np.asarray(draw.link_p[self._follow], float)))
+            c = self._R_DW @ np.asarray(draw.link_p[self._follow], float)
+            self.opts["center"] = QVector3D(*c)
+            self._grid_under(c)                               # the ground stays under a body that travels
         self.update()
+
+    def _grid_under(self, c) -> None:
+        """Move the grid, by whole cells, to lie under the display point ``c``."""
+        f = self._framing
+        cell = (round(c[0] / f.grid_spacing), round(c[1] / f.grid_spacing))
+        if cell != getattr(self, "_grid_cell", None):
+            self._grid_cell = cell
+            self._grid.resetTransform()
+            self._grid.translate(cell[0] * f.grid_spacing, cell[1] * f.grid_spacing, f.floor_z)
 
     def set_configuration(self, q) -> None:
         """Move every shape to its pose at configuration ``q`` (nq): forward kinematics on this thread, for a
@@ -371,9 +382,8 @@ class Viewport(gl.GLViewWidget):
         f = self._framing
         self._grid.setSize(f.grid_size[0], f.grid_size[1], 1)
         self._grid.setSpacing(f.grid_spacing, f.grid_spacing, 1)
-        self._grid.resetTransform()
-        self._grid.translate(round(f.center[0] / f.grid_spacing) * f.grid_spacing,
-                             round(f.center[1] / f.grid_spacing) * f.grid_spacing, f.floor_z)
+        self._grid_cell = None
+        self._grid_under(f.center)
         ends = np.zeros((6, 3))
         ends[[1, 3, 5], [0, 1, 2]] = f.axis_length
         self._axes.setData(pos=ends, color=np.repeat(AXIS_COLORS, 2, axis=0))

@@ -303,9 +303,13 @@ def test_the_tree_marks_a_programs_own_constraint_and_its_removal(window, qtbot,
     _run_to(win, qtbot, 0.2)
     qtbot.waitUntil(lambda: index.data(Qt.ItemDataRole.FontRole) is not None
                     and index.data(Qt.ItemDataRole.FontRole).italic(), timeout=5000)
+    qtbot.waitUntil(lambda: "off now" in index.data(Qt.ItemDataRole.ToolTipRole), timeout=5000)
     assert "control program dropper" in index.data(Qt.ItemDataRole.ToolTipRole)
-    assert "off now" in index.data(Qt.ItemDataRole.ToolTipRole)
-    win.events.refresh()
-    m = win.events.model
-    removed = [m.event(r) for r in range(m.rowCount()) if m.event(r).kind == "removed"]
-    assert len(removed) == 1 and removed[0].what == nail and removed[0].t == pytest.approx(0.05, abs=2e-3)
+
+    def removed():
+        win.events.refresh()
+        m = win.events.model
+        return [m.event(r) for r in range(m.rowCount()) if m.event(r).kind == "removed"]
+
+    qtbot.waitUntil(lambda: len(removed()) == 1, timeout=5000)       # (the worker's batches arrive in their time)
+    assert removed()[0].what == nail and removed()[0].t == pytest.approx(0.05, abs=2e-3)
