@@ -1,5 +1,5 @@
-"""Writing a run's results: ``timeseries.npz`` (arrays), ``timeseries.csv`` (one column per scalar) and
-``summary.json``.
+"""Writing a run's results: ``timeseries.npz`` (arrays, and the event log as ``event_*`` arrays:
+:func:`event_arrays`), ``timeseries.csv`` (one column per scalar) and ``summary.json``.
 
 :class:`RunWriter` takes the records while the simulation runs (``Simulation.run(sink=writer)``: chunks of a few
 thousand rows), so memory stays bounded whatever the duration: CSV rows are appended as they come, each array's
@@ -23,7 +23,7 @@ import numpy as np
 from .fileio import publish_directory, staging_directory
 from .model import Model
 
-__all__ = ["write_run", "csv_columns", "RunWriter", "strict_json"]
+__all__ = ["write_run", "csv_columns", "RunWriter", "strict_json", "event_arrays"]
 
 
 def _coordinate_names(model: Model, prefix: str, velocity: bool) -> list[str]:
@@ -65,6 +65,33 @@ def csv_columns(model: Model, data: dict[str, np.ndarray]) -> tuple[list[str], n
             names += [f"{key}_{k}" for k in range(flat.shape[1])]
             cols.append(flat)
     return names, np.hstack(cols)
+
+
+def event_arrays(events) -> dict[str, np.ndarray]:
+    """The event log as arrays, one entry per event (``timeseries.npz``): ``event_t`` (s), ``event_type``,
+    ``event_what`` (the contact point, joint bound, constraint or program it concerns), ``event_impulse`` (N·s or
+    N·m·s at an impact, NaN otherwise), ``event_added`` and ``event_removed`` (the constraint rows, joined by
+    ``;``)."""
+    def what(e: dict) -> str:
+        if "point" in e:
+            return str(e["point"])
+        if "joint" in e:
+            return f"{e['joint']}.{e.get('bound', '')}".rstrip(".")
+        return str(e.get("constraint", e.get("program", e.get("contact", ""))))
+
+    def number(value) -> float:
+        try:
+            return float(value)
+        except (TypeError, ValueError):
+            return math.nan
+
+    events = list(events)
+    return {"event_t": np.array([number(e.get("t")) for e in events], dtype=float),
+            "event_type": np.array([str(e.get("type", "")) for e in events], dtype=str),
+            "event_what": np.array([what(e) for e in events], dtype=str),
+            "event_impulse": np.array([number(e.get("impulse")) for e in events], dtype=float),
+            "event_added": np.array([";".join(map(str, e.get("added") or ())) for e in events], dtype=str),
+            "event_removed": np.array([";".join(map(str, e.get("removed") or ())) for e in events], dtype=str)}
 
 
 def write_run(out: Path, model: Model, sim, data: dict[str, np.ndarray], scene_path: str | None = None,
@@ -171,10 +198,13 @@ class RunWriter:
         self._close()
         shutil.rmtree(self.staged, ignore_errors=True)
 
-    def _write_npz(self) -> None:
+    def _write_npz(self, events=()) -> None:
         rows = self.stats.rows
         with zipfile.ZipFile(self.staged / "timeseries.npz", "w", compression=zipfile.ZIP_DEFLATED,
                              allowZip64=True) as zf:
+            for name, array in event_arrays(events).items():     # the event log beside the time series
+                with zf.open(f"{name}.npy", "w") as member:
+                    np.lib.format.write_array(member, array, allow_pickle=False)
             for name, shape in self.columns:
                 raw = self.staged / f".{name}.raw"
                 with zf.open(f"{name}.npy", "w", force_zip64=True) as member, open(raw, "rb") as src:
@@ -189,7 +219,7 @@ class RunWriter:
         output is replaced only with ``replace``; else ``FileExistsError``, the staging folder kept and named in
         it). ``diverged``: the divergence message, if the run stopped on one. Returns the summary."""
         self._close()
-        self._write_npz()
+        self._write_npz(getattr(sim, "events", ()))
         summary = self._summary(sim, scene_path, diverged)
         nulls: dict[str, str] = {}
         clean = strict_json(summary, nulls)

@@ -370,3 +370,18 @@ def test_bad_joint_limits_are_named(joint, path):
     with pytest.raises(SceneError) as info:
         _model(doc)
     assert any(p.path.startswith(path) for p in info.value.problems), [str(p) for p in info.value.problems]
+
+
+def test_the_event_log_is_written_beside_the_time_series(tmp_path):
+    out = tmp_path / "run"
+    res = subprocess.run([sys.executable, "-m", "core", "run", str(ROOT / "scenes" / "bouncing_ball.json"),
+                          "--duration", "1.5", "--out", str(out), "--quiet"], capture_output=True, text=True,
+                         cwd=ROOT)
+    assert res.returncode == 0, res.stderr
+    data = np.load(out / "timeseries.npz")
+    assert list(data["event_type"]) == ["bounce", "bounce"]                   # at 0.428 and 1.114 s
+    assert list(data["event_what"]) == ["ground.0"] * 2
+    assert data["event_t"][0] == pytest.approx(np.sqrt(2 * 0.9 / G), abs=2e-9)
+    assert data["event_impulse"][0] == pytest.approx(1.8 * np.sqrt(2 * G * 0.9), rel=1e-7)
+    summary = json.loads((out / "summary.json").read_text())
+    assert [e["t"] for e in summary["events"]] == list(data["event_t"])
