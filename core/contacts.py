@@ -91,6 +91,7 @@ class Contact:
     rest_speed: float
     points: tuple
     holds: tuple = ()                 # velocity indices of the joints its impacts leave unchanged
+    liftoff_delay: float = 0.0        # s: a point that touched down does not lift off before this has passed
 
 @dataclass(frozen=True, eq=False)
 class JointLimit:
@@ -145,7 +146,7 @@ class _Bound:
 
 def contact_elements(name: str, body: str, link: int, points, normal, origin, restitution: float, friction: float,
                      rest_speed: float, stabilization: float, first_constraint: int, first_force: int,
-                     first_slot: int, holds: tuple = ()) -> tuple[Contact, list, list]:
+                     first_slot: int, holds: tuple = (), liftoff_delay: float = 0.0) -> tuple[Contact, list, list]:
     """The :class:`Contact` of a body's ``points`` ((r, radius) pairs in the body frame) and its constraints and
     force elements, to be appended to a model whose constraints, forces and contact points so far number
     ``first_constraint``, ``first_force`` and ``first_slot``. The rows start inactive; they never break."""
@@ -172,7 +173,7 @@ def contact_elements(name: str, body: str, link: int, points, normal, origin, re
             f += 1
         cps.append(ContactPoint(label, link, r, float(radius), normal_row, stick, fric, first_slot + i))
     return (Contact(name, body, link, n, origin, float(restitution), float(friction), float(rest_speed), tuple(cps),
-                    tuple(holds)), constraints, forces)
+                    tuple(holds), float(liftoff_delay)), constraints, forces)
 
 
 def all_points(model) -> list:
@@ -231,13 +232,36 @@ def slipping_away(model, state) -> set:
     return out
 
 
+def _loading(c: Contact, p: ContactPoint, state) -> bool:
+    """Whether point ``p`` is still within its contact's lift-off delay after touching down (Kearney §5: "the
+    event to detect liftoff was activated only after a short waiting period", so the leg loads first)."""
+    if c.liftoff_delay <= 0 or state.touched is None:
+        return False
+    t0 = state.touched[p.slot]
+    return bool(np.isfinite(t0) and state.t - t0 < c.liftoff_delay)
+
+
+def touch_times(model, before: np.ndarray, state) -> np.ndarray:
+    """``state.touched`` after a change of the active rows from ``before``: the time for points that touched down,
+    NaN for open ones."""
+    touched = np.array(state.touched, dtype=float, copy=True)
+    for c in model.contacts:
+        for p in c.points:
+            if not state.active[p.normal]:
+                touched[p.slot] = np.nan
+            elif not before[p.normal]:
+                touched[p.slot] = state.t
+    return touched
+
+
 def triggers(model, state, out, before=None, eligible=None, held=frozenset()) -> list[tuple]:
     """The contact events whose trigger predicate holds at ``state`` (``out``: its evaluation), as
     ``(kind, contact, point, g)`` with ``g`` the event function (positive before the event, ≤ 0 at and after):
 
     - ``touchdown``: an open point's separation h < −:data:`PENETRATION` (g = h + PENETRATION: a point that
       has just lifted off, still at h ≈ 0 with the stabilization's round-off, does not touch down again at once);
-    - ``lift-off``: an active point's normal force N < 0 (g = N);
+    - ``lift-off``: an active point's normal force N < 0 (g = N), once its contact's ``liftoff_delay`` has passed
+      since it touched down;
     - ``slip``: a sticking point's tangential force beyond the cone, ‖F_t‖ > μN (g = μN − ‖F_t‖);
     - ``stick``: a slipping point's slip velocity no longer opposes its friction force (g = −v_t·f̂, f̂ the
       friction direction of ``before``, the state the step started from, else of ``state``) — a crossing: only
@@ -254,7 +278,7 @@ def triggers(model, state, out, before=None, eligible=None, held=frozenset()) ->
                     found.append(("touchdown", c, p, h + PENETRATION))
                 continue
             N = float(c.normal @ out.constraint_force[p.normal])
-            if N < 0:
+            if N < 0 and not _loading(c, p, state):
                 found.append(("lift-off", c, p, N))
                 continue
             if p.stick < 0:

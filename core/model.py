@@ -228,18 +228,21 @@ class Model:
         return State(t=0.0, q=np.array(self.q0), qd=np.array(self.qd0), z=z,
                      work=np.zeros(len(self.constraints) + N_POWER_SOURCES),
                      active=np.array([c.enabled for c in self.constraints], dtype=bool),
-                     slip=np.zeros((sum(len(c.points) for c in self.contacts), 3)))
+                     slip=np.zeros((sum(len(c.points) for c in self.contacts), 3)),
+                     touched=np.full(sum(len(c.points) for c in self.contacts), np.nan))
 
     def complete(self, state: "State") -> "State":
         """``state`` with the fields it lacks (z, work, active) set as in :meth:`initial_state`."""
-        if state.z is not None and state.work is not None and state.active is not None and state.slip is not None:
+        if state.z is not None and state.work is not None and state.active is not None and state.slip is not None \
+                and state.touched is not None:
             return state
         init = self.initial_state()
         return State(state.t, np.asarray(state.q, float), np.asarray(state.qd, float),
                      init.z if state.z is None else state.z, init.work if state.work is None else state.work,
                      init.active if state.active is None else state.active, state.corrections, state.step_size,
                      state.rank_deficient, state.projection_iterations,
-                     init.slip if state.slip is None else state.slip)
+                     init.slip if state.slip is None else state.slip,
+                     init.touched if state.touched is None else state.touched)
 
     def neutral_configuration(self) -> np.ndarray:
         """q with every joint at zero (identity quaternions)."""
@@ -268,7 +271,8 @@ class State:
     - ``projection_iterations``: the Newton–Raphson iterations of the projection formulation's correction that
       produced this state (0 for other formulations and the initial state);
     - ``slip`` (P x 3, one row per contact point of ``Model.contacts``): the unit direction of the Coulomb
-      friction force on each slipping contact point (zero rows for points that are open, stick or frictionless).
+      friction force on each slipping contact point (zero rows for points that are open, stick or frictionless);
+    - ``touched`` (P): the time each contact point last touched down (NaN while open), for the lift-off delay.
 
     ``model.initial_state()`` fills every field; a State made with only (t, q, qd) gets the scene's controller
     state, zero work and the scene's enabled constraints when a step first sees it."""
@@ -283,13 +287,15 @@ class State:
     rank_deficient: bool = False
     projection_iterations: int = 0
     slip: np.ndarray | None = None
+    touched: np.ndarray | None = None
 
     def copy(self) -> "State":
         return State(self.t, self.q.copy(), self.qd.copy(), None if self.z is None else self.z.copy(),
                      None if self.work is None else self.work.copy(),
                      None if self.active is None else self.active.copy(), self.corrections, self.step_size,
                      self.rank_deficient, self.projection_iterations,
-                     None if self.slip is None else self.slip.copy())
+                     None if self.slip is None else self.slip.copy(),
+                     None if self.touched is None else self.touched.copy())
 
 
 def build_model(*, name, link_names, parent, joint_type, joint_link_names, axis, R_tree, p_tree, inertia,

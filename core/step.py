@@ -24,7 +24,7 @@ import numpy as np
 
 from .constraints import constraint_table
 from .contacts import (MODE_NAMES, OPEN, PENETRATION, SLIP, STICK, contact_point_body, impact, limit_triggers,
-                       slipping_away, triggers)
+                       slipping_away, touch_times, triggers)
 from .control.kernels import COMPUTED_TORQUE, PROJECTED, controller_table
 from .data import Data
 from .forces import ACTUATOR, force_table, pull_force
@@ -288,7 +288,7 @@ def _unpack(model: Model, y: np.ndarray, state: State, t: float, corrections: fl
     nq, nv = model.nq, model.nv
     w = nq + nv + len(model.constraints) + 4
     new = State(t, y[:nq], y[nq:nq + nv], y[w:], y[nq + nv:w], state.active.copy(), corrections, step_size,
-                state.rank_deficient, iterations, state.slip)
+                state.rank_deficient, iterations, state.slip, state.touched)
     new.__dict__["_y"] = y
     return new
 
@@ -502,7 +502,9 @@ def _resolve(model: Model, plan: _Plan, state: State, fired: list, held=frozense
             elif was and mode == OPEN:
                 events.append(_contact_event("lift-off", state, c, p, normal_force=0.0, removed=_rows_of(p)))
     _switch(state, plan.out, fired, active, slip, events)
+    before = state.active
     state = replace(state, qd=np.array(qd, dtype=float), active=active, slip=slip, corrections=corrections)
+    state = replace(state, touched=touch_times(model, before, state))
     plan.at_state = plan.clear_state = None
     if respond is not None and events:
         state, inputs = respond(state, events)
@@ -521,7 +523,8 @@ def _resolve(model: Model, plan: _Plan, state: State, fired: list, held=frozense
         active, slip = state.active.copy(), state.slip.copy()
         more: list[dict] = []
         _switch(state, plan.out, now, active, slip, more)
-        state = replace(state, active=active, slip=slip)
+        before, state = state.active, replace(state, active=active, slip=slip)
+        state = replace(state, touched=touch_times(model, before, state))
         plan.at_state = plan.clear_state = None
         if respond is not None:
             state, inputs = respond(state, more)

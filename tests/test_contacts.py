@@ -385,3 +385,21 @@ def test_the_event_log_is_written_beside_the_time_series(tmp_path):
     assert data["event_impulse"][0] == pytest.approx(1.8 * np.sqrt(2 * G * 0.9), rel=1e-7)
     summary = json.loads((out / "summary.json").read_text())
     assert [e["t"] for e in summary["events"]] == list(data["event_t"])
+
+
+def test_a_lift_off_delay_holds_a_fresh_contact_until_it_has_passed():
+    """Kearney §5: the lift-off event is armed only a while after touchdown. The block rests from t = 0; a 30 N
+    pull from 0.05 s would lift it at once, but with a 0.2 s delay the contact holds (with tensile normal forces)
+    and lets go at 0.2 s."""
+    doc = _scene("block_lifted")
+    doc["forces"][0]["start"] = 0.05
+    doc["contacts"][0]["liftoff_delay"] = 0.2
+    model = _model(doc)
+    sim = core.Simulation(model)
+    sim.run(0.15)
+    assert normal_forces(model, sim.data).sum() == pytest.approx(2.0 * G - 30.0, rel=1e-9)    # pulling: held
+    assert not _events(sim, "lift-off")
+    sim.run(0.1)
+    liftoffs = _events(sim, "lift-off")
+    assert len(liftoffs) == 4 and all(ev["t"] == pytest.approx(0.2, abs=2e-9) for ev in liftoffs)
+    assert np.all(np.isnan(sim.state.touched))

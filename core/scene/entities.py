@@ -195,7 +195,7 @@ def compile_contacts(model, spec) -> tuple[tuple, list, list]:
         contact, rows, elements = contact_elements(
             c.name, c.body, link, points, normal, c.plane.origin, c.restitution, c.friction, c.rest_speed,
             c.stabilization, len(model.constraints) + len(constraints), len(model.forces) + len(forces), slot,
-            tuple(model.qd_slice(j).start for j in c.impact_holds))
+            tuple(model.qd_slice(j).start for j in c.impact_holds), c.liftoff_delay)
         slot += len(contact.points)
         contacts.append(contact)
         constraints.extend(_point_scale(model, kin, _in_reach(model, r)) for r in rows)

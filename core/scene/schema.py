@@ -494,7 +494,8 @@ class ContactSpec(Strict):
     ``rest_speed`` (m/s): a rebound slower than this ends in a resting contact; ``stabilization`` (1/s): λ of
     the contact rows' critically damped deviation dynamics, as for constraints; ``impact_holds``: hinge or
     slider joints whose actuators hold their velocity through this contact's impacts (tightly coupled control
-    at an impact, Kearney §4.2: a legged robot's knee does not fold when its foot strikes).""" 
+    at an impact, Kearney §4.2: a legged robot's knee does not fold when its foot strikes); ``liftoff_delay`` (s):
+    a point that touched down cannot lift off before this has passed (Kearney §5: the leg loads first).""" 
     name: Name
     body: Name
     points: Annotated[list[PointSpec], Field(min_length=1, max_length=64)] | None = None
@@ -504,6 +505,7 @@ class ContactSpec(Strict):
     rest_speed: Annotated[float, Field(gt=0, le=1e3)] = 0.01
     stabilization: NonNegative = 20.0
     impact_holds: Annotated[list[Name], Field(max_length=64)] = Field(default_factory=list)
+    liftoff_delay: Annotated[float, Field(ge=0, le=10)] = 0.0
 
 
 # ---------------------------------------------------------------------------------------------- controllers
