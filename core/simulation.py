@@ -25,6 +25,7 @@ import numpy as np
 
 from .data import Data
 from .formulations import FORMULATIONS
+from .joint_constraints import JOINT_SPACE
 from .model import POWER_SOURCES, Model, State
 from .programs import Controls
 from .records import record_width, split
@@ -179,6 +180,13 @@ class Simulation:
         if name not in [f.name for f in self.model.forces]:
             raise KeyError(f"no force element {name!r}")
         self.inputs = self.inputs.with_(actuators={name: float(value)})
+
+    def set_target(self, name: str, value: float) -> None:
+        """Set the value of joint-space constraint ``name`` (Φ(q) = value) from the next step on."""
+        i = self.model.constraint_names.index(name) if name in self.model.constraint_names else -1
+        if i < 0 or self.model.constraints[i].kind != JOINT_SPACE:
+            raise KeyError(f"no joint-space constraint {name!r}")
+        self.inputs = self.inputs.with_(targets={name: float(value)})
 
     def set_pull(self, body, point, target, stiffness: float = 50.0, damping: float = 5.0) -> None:
         """Pull body point ``point`` towards world ``target`` with a spring-damper (the studio's mouse spring);

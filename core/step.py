@@ -65,7 +65,9 @@ class Inputs:
     - ``actuators``: ((name, command), …);
     - ``pull``: (link, point in the link frame, world target, stiffness, damping) — the studio's mouse spring,
       whose work is booked as external;
-    - ``gains``: ((controller, parameter, value), …) — edited controller parameters (kp, kd, eta, …).
+    - ``gains``: ((controller, parameter, value), …) — edited controller parameters (kp, kd, eta, …);
+    - ``targets``: ((constraint, value), …) — the values of joint-space constraints Φ(q) = value set at run time
+      (a control program holding a joint where it is: Kearney's tightly coupled control, §4.2).
 
     Build new ones with :meth:`with_` (the instances are immutable and hashable)."""
     formulation: str | None = None
@@ -76,17 +78,19 @@ class Inputs:
     actuators: tuple = ()
     pull: tuple | None = None
     gains: tuple = ()
+    targets: tuple = ()
 
     def __hash__(self) -> int:                # computed once: an Inputs is looked up at every step
         h = self.__dict__.get("_hash")
         if h is None:
             h = hash((self.formulation, self.integrator, self.tolerance, self.solver, self.nails, self.actuators,
-                      self.pull, self.gains))
+                      self.pull, self.gains, self.targets))
             object.__setattr__(self, "_hash", h)
         return h
 
     def with_(self, **changes) -> "Inputs":
-        """A copy with ``changes``; ``nails``, ``actuators`` and ``gains`` given as dicts are merged by name."""
+        """A copy with ``changes``; ``nails``, ``actuators``, ``gains`` and ``targets`` given as dicts are merged
+        by name."""
         merged = {}
         for key, value in changes.items():
             if key == "nails" and isinstance(value, dict):
@@ -94,8 +98,8 @@ class Inputs:
                 for name, (t0, p, v) in value.items():
                     old[name] = (name, float(t0), _vec(p), _vec(v))
                 value = tuple(old.values())
-            elif key == "actuators" and isinstance(value, dict):
-                old = dict(self.actuators)
+            elif key in ("actuators", "targets") and isinstance(value, dict):
+                old = dict(getattr(self, key))
                 old.update({k: float(v) for k, v in value.items()})
                 value = tuple(old.items())
             elif key == "gains" and isinstance(value, dict):
@@ -146,6 +150,7 @@ class _Plan:
     forces: np.ndarray
     actuator_rows: tuple = ()              # rows of the force table that are actuators (:func:`_command`)
     commanded: tuple | None = None         # the actuator commands written into the force table
+    targeted: tuple | None = None          # the constraint targets written into the constraint table
     at_state: State | None = None          # the State `out` was evaluated at (States are values)
     clear_state: State | None = None       # a State whose events were checked: none at its start
     lock: threading.Lock = field(default_factory=threading.Lock)
@@ -156,12 +161,12 @@ _PLANS_LOCK = threading.Lock()
 
 
 def _plan(model: Model, inputs: Inputs) -> _Plan:
-    """The plan of (model, inputs), cached. Actuator commands are not part of the key: they are written into
-    the plan's force table (:func:`_command`), so a controller or program that commands actuators at every step
-    reuses one plan."""
+    """The plan of (model, inputs), cached. Actuator commands and constraint targets are not part of the key:
+    they are written into the plan's tables (:func:`_command`), so a controller or program that commands
+    actuators at every step reuses one plan."""
     keyed = inputs.__dict__.get("_keyed")
     if keyed is None:
-        keyed = replace(inputs, actuators=()) if inputs.actuators else inputs
+        keyed = replace(inputs, actuators=(), targets=()) if inputs.actuators or inputs.targets else inputs
         object.__setattr__(inputs, "_keyed", keyed)
     key = (id(model), keyed)
     plan = _PLANS.get(key)
@@ -176,10 +181,23 @@ def _plan(model: Model, inputs: Inputs) -> _Plan:
 
 
 def _command(model: Model, plan: _Plan, inputs: Inputs) -> None:
-    """Write the actuator commands of ``inputs`` (else the scene's) into the plan's force table; an evaluation
-    cached under other commands is dropped."""
-    if plan.commanded is inputs.actuators:
+    """Write the actuator commands and constraint targets of ``inputs`` (else the scene's) into the plan's
+    tables; an evaluation cached under other ones is dropped."""
+    if plan.commanded is inputs.actuators and plan.targeted is inputs.targets:
         return
+    if plan.targeted is not inputs.targets:
+        targets = dict(inputs.targets)
+        names = model.constraint_names
+        for name in targets:
+            if name not in names or model.constraints[names.index(name)].kind != JOINT_SPACE:
+                raise KeyError(f"no joint-space constraint {name!r} to set the value of")
+        for i, c in enumerate(model.constraints):
+            if c.kind == JOINT_SPACE:
+                value = float(targets.get(c.name, c.value))
+                if plan.constraints["value"][i] != value:
+                    plan.constraints["value"][i] = value
+                    plan.at_state = plan.clear_state = None
+        plan.targeted = inputs.targets
     given = dict(inputs.actuators)
     for name in given:
         if all(model.forces[i].name != name for i in plan.actuator_rows):

@@ -187,3 +187,52 @@ def test_the_anthropomorphic_hopper_hops_on_a_kneed_leg():
     H = np.array([h["angular_momentum"] for h in settled])
     assert np.abs(H).max() < 0.05, H
     assert all(0.15 < h["stance_time"] < 0.2 for h in settled)
+
+
+@register
+class Holder(ControlProgram):
+    """A test program: holds its joint-space constraint at the joint's angle of t_hold, releases it at t_free."""
+    kind = "test_holder"
+    parameters = {"joint": "swing", "t_hold": 0.1, "t_free": 0.3}
+
+    def start(self, ctl):
+        self.angle = None
+
+    def step(self, ctl):
+        c = self.owned[0]
+        if self.p["t_hold"] <= ctl.t < self.p["t_free"]:
+            if self.angle is None:
+                self.angle = ctl.joint(self.p["joint"])[0]
+            ctl.hold(c, self.angle)
+        elif ctl.t >= self.p["t_free"]:
+            ctl.remove(c)
+
+
+def test_a_program_holds_a_joint_where_it_is_with_a_torque_solved_as_a_constraint_force():
+    """Tightly coupled control (Kearney §4.2): a program holds a swinging pendulum's hinge at the angle it has at
+    0.1 s by its own joint-space constraint ``swing = value`` (value set at run time). Held, the pendulum stops —
+    the hold is an impulse-free constraint stabilized from that instant — and the constraint's multiplier is the
+    hinge torque m g l sin q that gravity needs; released at 0.3 s it swings on from rest."""
+    doc = _doc("pendulum_joint_limit")
+    del doc["bodies"][0]["joint"]["limits"]
+    doc["constraints"] = [{"type": "joint_space", "name": "hold", "expression": "swing", "value": 0.0,
+                           "enabled": False, "stabilization": 40.0}]
+    doc["programs"] = [{"name": "holder", "program": "test_holder", "constraints": ["hold"]}]
+    model = compile_scene(parse_spec(doc))
+    sim = core.Simulation(model)
+    sim.run(0.1)
+    sim.run(0.18)                                                     # held from 0.1 s: settled by 0.28 s
+    angle = sim.programs[0].angle
+    q = sim.state.q[0]
+    assert abs(q - angle) < 0.05 and abs(sim.state.qd[0]) < 0.01
+    lam = sim.data.constraint_force[model.constraint_names.index("hold")][0]
+    # the hinge torque: I q̈ = −m g l sin q + λ, with q̈ = −2κ q̇ − κ²(q − angle) (the critically damped hold)
+    I, kappa, qd = 1.0 + 1e-4, 40.0, sim.state.qd[0]
+    assert lam == pytest.approx(I * (-2 * kappa * qd - kappa ** 2 * (q - angle)) + 9.81 * np.sin(q), rel=1e-9)
+    assert lam == pytest.approx(9.81 * np.sin(q), rel=0.03)            # nearly all of it holds against gravity
+    log = [(e["type"], e["constraint"]) for e in sim.events if e["type"] in ("added", "removed")]
+    assert log == [("added", "hold")]
+    sim.run(0.2)
+    assert [(e["type"], e["constraint"]) for e in sim.events if e["type"] in ("added", "removed")] == \
+        [("added", "hold"), ("removed", "hold")]
+    assert abs(sim.state.qd[0]) > 0.1                                 # swinging again

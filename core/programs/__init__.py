@@ -194,6 +194,19 @@ class Controls:
         """Remove (deactivate) one of the program's own named constraints; logged."""
         self._toggle(constraint, False)
 
+    def hold(self, constraint: str, value: float) -> None:
+        """Add one of the program's own joint-space constraints Φ(q) = ``value`` (or move an active one to that
+        value): its multiplier is then the actuator torque that holds it, solved with the contact forces
+        (Kearney's tightly coupled control, §4.2: "the knee and hip joints were held in place")."""
+        if constraint not in self.program.owned:
+            raise ProgramError(f"program {self.program.name!r} may only hold its own constraints "
+                               f"({', '.join(self.program.owned) or 'none'}), not {constraint!r}")
+        try:
+            self._sim.set_target(constraint, value)
+        except KeyError as exc:
+            raise ProgramError(f"program {self.program.name!r}: {exc.args[0]}") from None
+        self._toggle(constraint, True)
+
     def log(self, kind: str, **fields) -> None:
         """Put an event of the program into the simulation's log."""
         self._sim.events.append({"t": self.t, "type": kind, "program": self.program.name, **fields})
