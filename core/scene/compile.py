@@ -19,27 +19,11 @@ from ..spatial import quat_normalize, quat_to_rotation, spatial_inertia
 from .entities import compile_constraints, compile_contacts, compile_forces, compile_limits
 from .control import with_controllers
 from .io import Problem, SceneError, internal_problem
+from .placement import rotation_z_to, shape_pose as _shape_pose
 from .pivots import singular_pivots
 from .schema import Body, Inertial, Scene
 
 __all__ = ["compile_scene", "rotation_z_to"]
-
-
-def rotation_z_to(axis) -> np.ndarray:
-    """The shortest rotation taking the z axis to the direction ``axis``."""
-    a = np.asarray(axis, dtype=float)
-    a = a / np.linalg.norm(a)
-    z = np.array([0.0, 0.0, 1.0])
-    c = float(z @ a)
-    if c > 1.0 - 1e-12:
-        return np.eye(3)
-    if c < -1.0 + 1e-12:
-        return np.diag([1.0, -1.0, -1.0])
-    k = np.cross(z, a)
-    s = np.linalg.norm(k)
-    k /= s
-    K = np.array([[0, -k[2], k[1]], [k[2], 0, -k[0]], [-k[1], k[0], 0]])
-    return np.eye(3) + s * K + (1 - c) * (K @ K)
 
 
 def _shape_size(shape) -> dict:
@@ -48,16 +32,6 @@ def _shape_size(shape) -> dict:
     if shape.type == "sphere":
         return {"radius": shape.radius}
     return {"radius": shape.radius, "length": shape.length}
-
-
-def _shape_pose(shape) -> tuple[np.ndarray, np.ndarray]:
-    if shape.orientation is not None:
-        R = quat_to_rotation(quat_normalize(np.array(shape.orientation)))
-    elif shape.axis is not None:
-        R = rotation_z_to(shape.axis)
-    else:
-        R = np.eye(3)
-    return R, np.array(shape.position, dtype=float)
 
 
 def _link_inertia(body: Body) -> np.ndarray:

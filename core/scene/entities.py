@@ -22,6 +22,7 @@ from ..joint_constraints import JointSpaceConstraint, derivative_problems, joint
 from ..kinematics import normalize_configuration
 from ..points import jacobian_at, link_kinematics, position_at
 from .io import Problem, SceneError
+from .placement import shape_pose
 
 __all__ = ["compile_constraints", "compile_forces"]
 
@@ -146,10 +147,9 @@ def compile_forces(model, specs) -> tuple[AppliedForce, ...]:
 def _shape_contact_points(body) -> list[tuple[np.ndarray, float]] | None:
     """(point, radius) of a body's shapes, in the body frame: box corners, sphere centres, capsule cap centres;
     None if a shape has no finite set of contact points (a cylinder)."""
-    from .compile import _shape_pose
     out = []
     for shape in body.shapes:
-        R, p = _shape_pose(shape)
+        R, p = shape_pose(shape)
         if shape.type == "box":
             h = 0.5 * np.array(shape.size, dtype=float)
             for sx in (-1, 1):
