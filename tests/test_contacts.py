@@ -3,7 +3,6 @@ analytic bounce times and restitution, resting contact without a hang, a block t
 sliding at μg and rolling at 5/7 of the launch speed, the event log, integrators and formulations, bad input."""
 from __future__ import annotations
 
-import copy
 import json
 import subprocess
 import sys
@@ -278,7 +277,6 @@ def test_a_body_without_contact_points_is_refused():
 def test_impact_holds_keep_a_joints_velocity_through_an_impact():
     """A two-link leg (hip slider, knee hinge) dropped on its foot: a free knee jumps at the impact, a knee the
     contact holds (its actuator answers the impulse, Kearney §4.2) keeps its velocity and the impulse is larger."""
-    tiny = {"mass": 1e-3, "com": [0, 0, 0], "inertia": [1e-6, 1e-6, 1e-6, 0, 0, 0]}
     doc = {"format_version": 1, "name": "leg", "gravity": [0, 0, -9.81],
            "bodies": [{"name": "hipbox", "parent": "world", "joint": {"type": "slider", "name": "z",
                                                                          "axis": [0, 0, 1], "q0": 0.5, "qd0": -1.0},

@@ -21,7 +21,6 @@ from typing import Any
 import numpy as np
 
 from ..contacts import OPEN, point_modes
-from ..energy import center_of_mass
 from ..points import jacobian_at, link_kinematics, position_at, velocity_at
 
 __all__ = ["ControlProgram", "Controls", "ProgramSpec", "ProgramError", "PROGRAMS", "register", "momentum"]
