@@ -49,7 +49,8 @@ from .joint_constraints import tape_jet
 from .points import jacobian_at, link_kinematics, velocity_at
 
 __all__ = ["Contact", "ContactPoint", "contact_elements", "point_modes", "OPEN", "STICK", "SLIP", "FRICTIONLESS",
-           "MODE_NAMES", "separations", "normal_forces", "triggers", "slipping_away", "impact", "constraint_jacobian",
+           "MODE_NAMES", "separations", "normal_forces", "tangential_velocity", "contact_rows", "triggers",
+           "slipping_away", "impact", "constraint_jacobian",
            "point_states", "JointLimit", "limit_triggers"]
 
 OPEN, STICK, SLIP, FRICTIONLESS = range(4)
@@ -196,18 +197,46 @@ def point_modes(model, state) -> np.ndarray:
 
 # ---- what an evaluation says about the contacts -------------------------------------------------------------
 
+def _tables(model) -> tuple[list, np.ndarray, np.ndarray]:
+    """Per model (made once): the (contact, point) pairs in slot order, their normal rows' indices and their
+    planes' unit normals (P x 3), for the vectorized separations and normal forces the step reads every step."""
+    tables = model.__dict__.get("_contact_point_tables")
+    if tables is None:
+        pairs = [(c, p) for c in model.contacts for p in c.points]
+        rows = np.array([p.normal for _, p in pairs], dtype=np.int64)
+        normals = np.array([c.normal for c, _ in pairs], dtype=float).reshape(len(pairs), 3)
+        tables = (pairs, rows, normals)
+        model.__dict__["_contact_point_tables"] = tables
+    return tables
+
+
+def contact_rows(model) -> frozenset:
+    """The indices in ``Model.constraints`` of every contact point's rows and every joint limit's: the rows the
+    events switch (an impact treats them apart from the other, bilateral, constraints; the studio draws them at
+    the contact, not as constraints)."""
+    rows = model.__dict__.get("_contact_rows")
+    if rows is None:
+        rows = frozenset(i for c in model.contacts for p in c.points for i in (p.normal, p.stick) if i >= 0) \
+            | frozenset(i for lim in getattr(model, "limits", ()) for i in lim.rows)
+        model.__dict__["_contact_rows"] = rows
+    return rows
+
+
 def separations(model, out) -> np.ndarray:
     """The separation h of every contact point (m; negative: penetration) from an evaluation's outputs."""
-    return np.array([c.normal @ (out.point_a[p.normal] - out.point_b[p.normal])
-                     for c in model.contacts for p in c.points])
+    _, rows, normals = _tables(model)
+    return np.einsum("pi,pi->p", normals, np.asarray(out.point_a)[rows] - np.asarray(out.point_b)[rows])
 
 
 def normal_forces(model, out) -> np.ndarray:
     """The normal contact force N of every contact point (N; zero when open, negative: tensile)."""
-    return np.array([c.normal @ out.constraint_force[p.normal] for c in model.contacts for p in c.points])
+    _, rows, normals = _tables(model)
+    return np.einsum("pi,pi->p", normals, np.asarray(out.constraint_force)[rows])
 
 
-def _tangential_velocity(c: Contact, out, p: ContactPoint) -> np.ndarray:
+def tangential_velocity(c: Contact, out, p: ContactPoint) -> np.ndarray:
+    """The velocity along the plane of the material point where ``p`` touches (its stick rows' point), from an
+    evaluation's outputs."""
     v = out.velocity_a[p.stick]
     return v - c.normal * (c.normal @ v)
 
@@ -227,7 +256,7 @@ def slipping_away(model, state) -> set:
             if kin is None:
                 kin = link_kinematics(model, state.q, state.qd)
             v = velocity_at(kin, p.link, contact_point_body(c, p, kin.R_WL[p.link]))
-            if -(v - c.normal * (c.normal @ v)) @ f > 0:
+            if -(v - c.normal * (c.normal @ v)) @ f > 0:                # (at the state, not an evaluation)
                 out.add(p.slot)
     return out
 
@@ -270,30 +299,31 @@ def triggers(model, state, out, before=None, eligible=None, held=frozenset()) ->
       inside it (chatter at the cone's edge) in stick until the step ends."""
     found = []
     slip_state = state if before is None else before
-    for c in model.contacts:
-        for p in c.points:
-            if not state.active[p.normal]:
-                h = float(c.normal @ (out.point_a[p.normal] - out.point_b[p.normal]))
-                if h < -PENETRATION:
-                    found.append(("touchdown", c, p, h + PENETRATION))
-                continue
-            N = float(c.normal @ out.constraint_force[p.normal])
-            if N < 0 and not _loading(c, p, state):
-                found.append(("lift-off", c, p, N))
-                continue
-            if p.stick < 0:
-                continue
-            if state.active[p.stick]:
-                g = c.friction * N - float(np.linalg.norm(out.constraint_force[p.stick]))
-                if g < 0 and p.slot not in held:
-                    found.append(("slip", c, p, g))
-            elif eligible is None or p.slot in eligible:
-                f = slip_state.slip[p.slot]
-                fn = np.linalg.norm(f)
-                if fn > 0:
-                    g = -float(_tangential_velocity(c, out, p) @ f) / fn
-                    if g < 0:
-                        found.append(("stick", c, p, g))
+    pairs, rows, _ = _tables(model)
+    active = state.active[rows]
+    h, N = separations(model, out), normal_forces(model, out)
+    # only the points where something may happen: open ones that penetrate, active ones (vectorized above)
+    for k in np.flatnonzero(active | (h < -PENETRATION)):
+        c, p = pairs[k]
+        if not active[k]:
+            found.append(("touchdown", c, p, float(h[k]) + PENETRATION))
+            continue
+        if N[k] < 0 and not _loading(c, p, state):
+            found.append(("lift-off", c, p, float(N[k])))
+            continue
+        if p.stick < 0:
+            continue
+        if state.active[p.stick]:
+            g = c.friction * float(N[k]) - float(np.linalg.norm(out.constraint_force[p.stick]))
+            if g < 0 and p.slot not in held:
+                found.append(("slip", c, p, g))
+        elif eligible is None or p.slot in eligible:
+            f = slip_state.slip[p.slot]
+            fn = np.linalg.norm(f)
+            if fn > 0:
+                g = -float(tangential_velocity(c, out, p) @ f) / fn
+                if g < 0:
+                    found.append(("stick", c, p, g))
     return found
 
 

@@ -282,7 +282,7 @@ class Simulation:
         for p in self.programs:
             p.step(Controls(self, p))
 
-    def _after_step(self, seen: int = 0) -> None:
+    def _after_step(self) -> None:
         """Hand the events logged since the last delivery to the control programs' event hooks."""
         if not self.programs:
             return
@@ -308,7 +308,6 @@ class Simulation:
     def step(self, dt_max: float | None = None) -> State:
         """Advance one step (``dt``, or one accepted adaptive step no longer than ``dt_max``); raises
         :class:`DivergenceError` with the state unchanged if the result is not finite."""
-        seen = len(self.events)
         if self.programs:
             self._before_step()
         plan = _plan(self.model, self.inputs)
@@ -328,7 +327,7 @@ class Simulation:
                                   f"or dynamics; the state is diverging")
         self.state = batch.state
         self.steps_taken += 1
-        self._after_step(seen)
+        self._after_step()
         return self.state
 
     def run(self, duration: float, record_every: int = 1, progress: bool = False,
@@ -359,7 +358,6 @@ class Simulation:
         since, shown, first = 0, self.state.t, True
         try:
             while first or self.state.t < t_end - eps:
-                seen = len(self.events)
                 if not first:
                     if self.programs:
                         self._before_step()
@@ -371,7 +369,7 @@ class Simulation:
                 self.state, since = batch.state, batch.since
                 self.steps_taken += batch.steps
                 self.events.extend(batch.events)
-                self._after_step(seen)
+                self._after_step()
                 if batch.recorded:
                     if sink is None:
                         chunks.append(trace[:batch.recorded].copy())

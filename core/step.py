@@ -23,8 +23,8 @@ from typing import NamedTuple
 import numpy as np
 
 from .constraints import constraint_table
-from .contacts import (MODE_NAMES, OPEN, PENETRATION, SLIP, STICK, contact_point_body, impact, limit_triggers,
-                       slipping_away, touch_times, triggers)
+from .contacts import (MODE_NAMES, OPEN, PENETRATION, SLIP, STICK, contact_point_body, contact_rows, impact,
+                       limit_triggers, slipping_away, tangential_velocity, touch_times, triggers)
 from .control.kernels import COMPUTED_TORQUE, PROJECTED, controller_table
 from .data import Data
 from .forces import ACTUATOR, force_table, pull_force
@@ -450,8 +450,7 @@ def _refresh_slip(model: Model, plan: _Plan, state: State) -> State:
             if not state.active[p.normal] or state.active[p.stick]:
                 continue
             N = max(float(c.normal @ out.constraint_force[p.normal]), 0.0)
-            v = out.velocity_a[p.stick]
-            vt = v - c.normal * (c.normal @ v)
+            vt = tangential_velocity(c, out, p)
             speed = float(np.linalg.norm(vt))
             old = state.slip[p.slot]
             direction = -vt / speed if speed > 1e-9 else old / max(float(np.linalg.norm(old)), 1e-300)
@@ -465,6 +464,10 @@ def _refresh_slip(model: Model, plan: _Plan, state: State) -> State:
 
 def _contact_event(kind: str, state: State, c, p, **more) -> dict:
     return {"t": state.t, "type": kind, "contact": c.name, "point": p.label, **more}
+
+
+def _limit_event(kind: str, state: State, lim, k: int, **more) -> dict:
+    return {"t": state.t, "type": kind, "joint": lim.joint, "bound": ("lower", "upper")[k], **more}
 
 
 def _rows_of(p) -> list[str]:
@@ -487,20 +490,19 @@ def _resolve(model: Model, plan: _Plan, state: State, fired: list, held=frozense
         touching = touch + [(c, p) for c in model.contacts for p in c.points if state.active[p.normal]]
         bounds = reached + [(lim, k) for lim in model.limits for k in (0, 1)
                             if state.active[lim.rows[k]] and (lim, k) not in reached]
-        qd, info = impact(model, state, touching, _contact_rows(model), bounds)
+        qd, info = impact(model, state, touching, contact_rows(model), bounds)
         corrections += info["energy_change"]
         for lim, k in bounds:
             pn, _, vn, mode = info[(lim.label(k), lim.label(k))]
             was = bool(state.active[lim.rows[k]])
             active[lim.rows[k]] = mode != OPEN
             if (lim, k) in reached:
-                events.append({"t": state.t, "type": "limit" if mode != OPEN else "limit-bounce",
-                               "joint": lim.joint, "bound": ("lower", "upper")[k], "impulse": pn,
-                               "unit": "N·m·s" if lim.angular else "N·s", "velocity": vn,
-                               "added": [lim.label(k)] if mode != OPEN else []})
+                events.append(_limit_event("limit" if mode != OPEN else "limit-bounce", state, lim, k, impulse=pn,
+                                           unit="N·m·s" if lim.angular else "N·s", velocity=vn,
+                                           added=[lim.label(k)] if mode != OPEN else []))
             elif was and mode == OPEN:
-                events.append({"t": state.t, "type": "limit-release", "joint": lim.joint,
-                               "bound": ("lower", "upper")[k], "force": 0.0, "removed": [lim.label(k)]})
+                events.append(_limit_event("limit-release", state, lim, k, force=0.0,
+                                           unit="N·m" if lim.angular else "N", removed=[lim.label(k)]))
         new = {p.label for _, p in touch}
         for c, p in touching:
             pn, pt, vn, mode = info[(c.name, p.label)]
@@ -558,8 +560,8 @@ def _switch(state: State, out, fired: list, active: np.ndarray, slip: np.ndarray
     for kind, c, p, g in fired:
         if kind == "limit-release":
             active[c.rows[p]] = False
-            events.append({"t": state.t, "type": "limit-release", "joint": c.joint, "bound": ("lower", "upper")[p],
-                           "force": g, "unit": "N·m" if c.angular else "N", "removed": [c.label(p)]})
+            events.append(_limit_event("limit-release", state, c, p, force=g, unit="N·m" if c.angular else "N",
+                                       removed=[c.label(p)]))
         elif kind == "lift-off":
             active[p.normal] = False
             if p.stick >= 0:
@@ -583,15 +585,6 @@ def _fired(model: Model, state: State, out, before: State, eligible, held) -> li
     """The contact and joint-limit events whose triggers hold at ``state`` (a step from ``before``)."""
     found = triggers(model, state, out, before, eligible, held) if model.contacts else []
     return found + limit_triggers(model, state, out) if model.limits else found
-
-
-def _contact_rows(model: Model) -> set:
-    rows = model.__dict__.get("_contact_rows")
-    if rows is None:
-        rows = {i for c in model.contacts for p in c.points for i in (p.normal, p.stick) if i >= 0}
-        rows |= {i for lim in model.limits for i in lim.rows}
-        model.__dict__["_contact_rows"] = rows
-    return rows
 
 
 def _contact_step(model: Model, state: State, plan: _Plan, dt: float, t_end: float,

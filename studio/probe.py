@@ -53,15 +53,10 @@ def contact_draw(model, state, data) -> ContactDraw | None:
 
 def _contact_rows(model) -> np.ndarray:
     """(K,) bool: the constraint is a contact point's row (drawn at the contact, not as a constraint) or a joint
-    limit's (a joint-space row, with no point to draw it at)."""
+    limit's (a joint-space row, with no point to draw it at): :func:`core.contacts.contact_rows`."""
+    from core.contacts import contact_rows
     rows = np.zeros(len(model.constraints), dtype=bool)
-    for c in getattr(model, "contacts", ()):
-        for p in c.points:
-            for i in (p.normal, p.stick):
-                if i >= 0:
-                    rows[i] = True
-    for lim in getattr(model, "limits", ()):
-        rows[list(lim.rows)] = True
+    rows[list(contact_rows(model))] = True
     return rows
 
 
