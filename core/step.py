@@ -39,7 +39,7 @@ from .points import link_kinematics
 from .records import record_columns
 
 __all__ = ["Inputs", "Batch", "step", "evaluate", "advance", "DivergenceError", "INTEGRATOR_NAMES", "handle_events",
-           "record_layout", "touching_at_start"]
+           "record_layout", "touching_at_start", "actuator_response"]
 
 INTEGRATOR_NAMES = tuple(INTEGRATOR_CODES)
 
@@ -705,6 +705,45 @@ def evaluate(model: Model, state: State, inputs: Inputs = NO_INPUTS) -> Data:
     with plan.lock:
         _evaluated(model, state, plan)
         return _data(model, plan, state)
+
+
+_PROBES: dict = {}
+_PROBES_LOCK = threading.Lock()
+
+
+def actuator_response(model: Model, state: State, inputs: Inputs, actuators, read) -> tuple[np.ndarray, np.ndarray]:
+    """How the quantities ``read(data)`` (a vector of whatever :class:`Data` gives: constraint and contact forces,
+    accelerations …) at ``state`` depend on the commands of ``actuators`` (names), the other inputs held:
+    ``(y0, G)`` with ``y(u) = y0 + G u`` — exact, since the constrained dynamics are affine in the applied
+    forces at a state (while the solve keeps its rank and its force bounds do not act). Made from
+    len(actuators) + 1 evaluations on a plan of its own, so a control program may call it while a step is
+    under way (inside an event's answer) without touching the step's buffers (Kearney §4.2: "the system of
+    equations is solved to determine the force required to satisfy the ... constraint")."""
+    state = model.complete(state)
+    keyed = replace(inputs, actuators=(), targets=())
+    with _PROBES_LOCK:
+        probe = _PROBES.get((id(model), keyed))
+        if probe is None or probe[0] is not model:
+            if len(_PROBES) > 8:
+                _PROBES.pop(next(iter(_PROBES)))
+            probe = _PROBES[(id(model), keyed)] = (model, _build_plan(model, keyed))
+    plan = probe[1]
+    names = list(actuators)
+    limits = {model.forces[i].name: model.forces[i].limit for i in plan.actuator_rows}
+    unknown = [n for n in names if n not in limits]
+    if unknown:
+        raise KeyError(f"no actuator {unknown[0]!r} (actuators: {', '.join(limits) or 'none'})")
+    unit = [min(1.0, 0.5 * limits[n]) for n in names]          # (inside the limit: a command is clipped to it)
+    columns = []
+    with plan.lock:
+        for k in range(len(names) + 1):
+            commands = {n: (unit[j] if j == k - 1 else 0.0) for j, n in enumerate(names)}
+            _command(model, plan, inputs.with_(actuators=commands))
+            _evaluated(model, state, plan)
+            columns.append(np.array(read(_data(model, plan, state)), dtype=float).reshape(-1))
+    y0 = columns[0]
+    G = np.stack([(c - y0) / u for c, u in zip(columns[1:], unit)], axis=1) if names else np.zeros((len(y0), 0))
+    return y0, G
 
 
 def handle_events(model: Model, state: State, inputs: Inputs = NO_INPUTS) -> tuple[State, list[dict]]:

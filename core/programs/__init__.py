@@ -5,10 +5,12 @@ has three hooks:
 - :meth:`ControlProgram.start` at the start of a run (and after a reset);
 - :meth:`ControlProgram.event` for every event of the step just taken (touchdowns, lift-offs, breaks …);
 - :meth:`ControlProgram.step` before every step, where it commands actuators ("loosely coupled" control,
-  §4.1) and adds or removes its own named constraints ("tightly coupled" control, §4.2: constraints the scene
-  declares with ``"enabled": false`` and lists under the program's ``constraints``; a program may never remove a
-  mechanical constraint it does not own). Every addition and removal goes to the event log with its time and
-  the program's name.
+  §4.1) and adds or removes its own named constraints ("tightly coupled" control, §4.2): constraints on the
+  configuration that the scene declares with ``"enabled": false`` and lists under the program's
+  ``constraints`` (a program may never remove a mechanical constraint it does not own), and control equations
+  on forces, torques and accelerations (:class:`Equation`, :meth:`Controls.impose`), solved with the dynamics
+  for the actuator commands that satisfy them. Every addition and removal goes to the event log with its time
+  and the program's name.
 
 A scene's ``programs`` section: ``[{"name": "brain", "program": "raibert_hopper", "parameters": {…},
 "constraints": [...]}]``. :data:`PROGRAMS` maps program names to classes; :func:`register` adds one.
@@ -20,10 +22,12 @@ from typing import Any
 
 import numpy as np
 
-from ..contacts import OPEN, point_modes
+from ..contacts import OPEN, SLIP, point_modes
 from ..points import jacobian_at, link_kinematics, position_at, velocity_at
+from ..step import actuator_response
 
-__all__ = ["ControlProgram", "Controls", "ProgramSpec", "ProgramError", "PROGRAMS", "register", "momentum"]
+__all__ = ["ControlProgram", "Controls", "Equation", "ProgramSpec", "ProgramError", "PROGRAMS", "register",
+           "momentum"]
 
 
 class ProgramError(RuntimeError):
@@ -41,6 +45,23 @@ class ProgramSpec:
 
     def instantiate(self) -> "ControlProgram":
         return PROGRAMS[self.program](self.name, dict(self.parameters), self.constraints)
+
+
+@dataclass
+class Equation:
+    """A control equation, linear in forces, actuator commands and accelerations (Kearney §4.2: "arbitrary linear
+    constraints on accelerations, forces, and torques")::
+
+        Σ forces[f] · F_f  +  Σ actuators[a] u_a  +  Σ accelerations[j] q̈_j  =  value
+
+    ``forces``: a constraint's name → a world 3-vector (F its force on its point a; a joint-space constraint's
+    multiplier λ is (λ, 0, 0), so a number there stands for (number, 0, 0)), or a contact's name → a 3-vector
+    (F the ground's whole force on the body over its points: normal, stick and Coulomb forces); ``actuators``:
+    an actuator's name → its coefficient; ``accelerations``: a hinge's or slider's name → its coefficient."""
+    value: float = 0.0
+    forces: dict = field(default_factory=dict)
+    actuators: dict = field(default_factory=dict)
+    accelerations: dict = field(default_factory=dict)
 
 
 class ControlProgram:
@@ -205,6 +226,103 @@ class Controls:
         except KeyError as exc:
             raise ProgramError(f"program {self.program.name!r}: {exc.args[0]}") from None
         self._toggle(constraint, True)
+
+    def impose(self, equations: dict, actuators) -> dict:
+        """Impose the named control ``equations`` (name → :class:`Equation`) from this step on, solved with the
+        dynamics at the current state for the commands of ``actuators`` (Kearney §4.2, tightly coupled control;
+        the stance of §5.2, eq. 13–14, constrains the ground's force on the hopper). The forces and
+        accelerations are affine in the commands at a state (:func:`core.step.actuator_response`), so the solve
+        is exact at the state; the commands are then held over the step, like any sampled controller's. Fewer
+        unknowns than equations: least squares; more: the smallest commands. Equations that were not imposed
+        at the last call are logged as added and those no longer given as removed (``<program>.<equation>``);
+        :meth:`retract` removes them all. Returns the commands and the equations' residual at them
+        (``{"commands": {actuator: u}, "residual": {equation: r}}``; a command beyond its actuator's limit is
+        clipped when applied, and the residual says by how much the equation is then missed)."""
+        sim, m = self._sim, self._sim.model
+        names, eqs = list(actuators), list(equations.items())
+        rows = {}
+        for _, e in eqs:
+            for key in e.forces:
+                if key not in rows:
+                    rows[key] = self._force_rows(key)
+        vel = {j: m.qd_slice(j).start for _, e in eqs for j in e.accelerations}
+        limits = {f.name: f.limit for f in m.forces}
+        for _, e in eqs:
+            for a in e.actuators:
+                if a not in limits:
+                    raise ProgramError(f"program {self.program.name!r}: no actuator {a!r}")
+        state = sim.state
+
+        def read(d) -> list:
+            out = []
+            for _, e in eqs:
+                v = 0.0
+                for key, coef in e.forces.items():
+                    coef = np.array([coef, 0.0, 0.0]) if np.isscalar(coef) else np.asarray(coef, float)
+                    F = d.constraint_force[rows[key][0]].sum(axis=0) + rows[key][1]
+                    v += float(coef @ F)
+                for j, coef in e.accelerations.items():
+                    v += coef * float(d.qdd[vel[j]])
+                out.append(v)
+            return out
+
+        try:
+            y0, G = actuator_response(m, state, sim.inputs, names, read)
+        except KeyError as exc:
+            raise ProgramError(f"program {self.program.name!r}: {exc.args[0]}") from None
+        held = dict(sim.inputs.actuators)
+        A = np.array(G, dtype=float).reshape(len(eqs), len(names))
+        b = np.array([e.value for _, e in eqs], dtype=float) - np.asarray(y0, float).reshape(len(eqs))
+        for r, (_, e) in enumerate(eqs):
+            for a, coef in e.actuators.items():
+                if a in names:
+                    A[r, names.index(a)] += coef
+                else:
+                    b[r] -= coef * float(held.get(a, 0.0))
+        u = np.linalg.lstsq(A, b, rcond=1e-12)[0] if A.size else np.zeros(len(names))
+        applied = np.array([np.clip(x, -limits[n], limits[n]) for x, n in zip(u, names)])
+        for n, x in zip(names, u):
+            self.actuate(n, float(x))
+        now = {name for name, _ in eqs}
+        before = self.program.__dict__.setdefault("_equations", set())
+        for name in sorted(now - before):
+            self.log("added", constraint=f"{self.program.name}.{name}", control="equation")
+        for name in sorted(before - now):
+            self.log("removed", constraint=f"{self.program.name}.{name}", control="equation")
+        self.program._equations = now
+        residual = A @ applied - b
+        return {"commands": dict(zip(names, map(float, u))),
+                "residual": {name: float(r) for (name, _), r in zip(eqs, residual)}}
+
+    def retract(self) -> None:
+        """Remove every control equation :meth:`impose` imposed (logged); the actuators keep their last
+        commands until the program sets others."""
+        before = self.program.__dict__.get("_equations", set())
+        for name in sorted(before):
+            self.log("removed", constraint=f"{self.program.name}.{name}", control="equation")
+        self.program._equations = set()
+
+    def _force_rows(self, key: str) -> tuple[list, np.ndarray]:
+        """The constraint rows whose forces make up force ``key`` of an :class:`Equation` (a constraint, or a
+        contact: its points' normal and stick rows) and the part that does not depend on the commands (the
+        Coulomb forces of its slipping points)."""
+        m, state = self._sim.model, self._sim.state
+        if key in m.constraint_names:
+            return [m.constraint_names.index(key)], np.zeros(3)
+        for c in m.contacts:
+            if c.name == key:
+                modes = point_modes(m, state)
+                first = sum(len(d.points) for d in m.contacts[:m.contacts.index(c)])
+                idx, slip = [], np.zeros(3)
+                for k, p in enumerate(c.points):
+                    idx.append(p.normal)
+                    if p.stick >= 0:
+                        idx.append(p.stick)
+                        if modes[first + k] == SLIP:
+                            slip = slip + state.slip[p.slot]
+                return idx, slip
+        raise ProgramError(f"program {self.program.name!r}: no constraint or contact {key!r} to constrain the "
+                           f"force of")
 
     def log(self, kind: str, **fields) -> None:
         """Put an event of the program into the simulation's log."""

@@ -15,6 +15,21 @@ hinge (CMU's hopper) and a kneed leg (Kearney's anthropomorphic hopper) take the
    damps the angular momentum about the centre of mass (``momentum_gain``: Kearney's eq. 12), so the hopper
    leaves the ground with little of it.
 
+Stance control (``stance_control``): ``"virtual_leg"`` maps the leg's force and the hip moment to the joints by
+the virtual leg's Jacobian (τ = J_Lᵀ F + J_θᵀ M, a static map: the legs' own inertia makes the ground's force
+differ from F); ``"contact_force"`` is Kearney's own formulation (§5.2): two control equations on the ground's
+force f_c on the foot, solved with the dynamics for the two actuator commands at every step
+(:meth:`core.programs.Controls.impose`) —
+
+- eq. 13, ``leg_spring``: f_c · r̂ = F, the force along the virtual leg r from the foot to the centre of mass
+  behaving as the leg's spring (the same law: preload, stiffness from the length at touchdown, damping, and the
+  thrust while it extends);
+- eq. 14, ``moment``: (r_G × f_c)·ŷ = k_h (H̃_G − H_G), the moment about the centre of mass (r_G from it to
+  the foot) driving the angular momentum about it to H̃_G = −(``pitch_kp`` θ + ``pitch_kd`` θ̇)/k_h, which also
+  rights the body (k_h: ``momentum_gain``);
+
+added at touchdown and removed at lift-off, both logged.
+
 Lift-off and touchdown come from the contact's events, which the program answers at the event (inside the
 step); it counts hops (a lift-off after a stance) and logs each with the forward speed, the angular momentum
 about the centre of mass and the stance time. Plane of motion: x forward, z up, rotations about y.
@@ -23,7 +38,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import ControlProgram, register
+from . import ControlProgram, Equation, register
 
 
 @register
@@ -56,6 +71,7 @@ class RaibertHopper(ControlProgram):
         "momentum_gain": 0.0,            # 1/s, stance: hip moment per unit of angular momentum about the CoM
         "leg_kp": 800.0, "leg_kd": 20.0,       # flight: leg extension hold (N/m, N·s/m)
         "max_placement": 0.3,            # m, the largest foot placement ahead or behind
+        "stance_control": "virtual_leg",  # or "contact_force": Kearney's eq. 13–14 on the ground's force
     }
 
     @classmethod
@@ -77,6 +93,12 @@ class RaibertHopper(ControlProgram):
         for key in ("leg_length", "stance_time", "max_placement", "height", "max_thrust"):
             if not (isinstance(p[key], (int, float)) and 0 < p[key] < 1e3):
                 problems.append((key, "must be a positive number below 1000"))
+        if p["stance_control"] not in ("virtual_leg", "contact_force"):
+            problems.append(("stance_control", f"must be 'virtual_leg' or 'contact_force', not "
+                                               f"{p['stance_control']!r}"))
+        elif p["stance_control"] == "contact_force" and not p["momentum_gain"] > 0:
+            problems.append(("momentum_gain", "must be positive with stance_control 'contact_force' (k_h of "
+                                              "Kearney's eq. 14)"))
         if not (isinstance(p["hip_point"], (list, tuple)) and len(p["hip_point"]) == 3):
             problems.append(("hip_point", "must be body coordinates [x, y, z]"))
         for key in ("leg_stiffness", "leg_damping", "leg_preload", "retract", "clearance", "speed_integral",
@@ -99,6 +121,7 @@ class RaibertHopper(ControlProgram):
         self.leg_low = None
         self.hip_point = np.array(self.p["hip_point"], dtype=float)
         self.placement_bias = 0.0        # m, the integral correction of the foot placement
+        self.touchdown_length = None     # m, the virtual leg from the foot to the centre of mass at touchdown
 
     def _pitch(self, ctl) -> tuple[float, float]:
         """The body's pitch (rotation about y) and its rate."""
@@ -153,8 +176,11 @@ class RaibertHopper(ControlProgram):
             now = self.mass * g * c[2] + 0.5 * self.mass * float(cd @ cd)
             self.push = float(np.clip((target - now + self.loss) / self.stroke, 0.0, self.p["max_thrust"]))
             self.apex, self.leg_low = None, None
+            self.touchdown_length = None
         elif not touching and self.stance:
             self.stance = False
+            if self.p["stance_control"] == "contact_force":
+                ctl.retract()
             if self.stance_start is not None:
                 self.stance_time = min(max(event["t"] - self.stance_start, 0.02), 1.0)
             self.hops += 1
@@ -170,7 +196,11 @@ class RaibertHopper(ControlProgram):
         leg = self._virtual_leg(ctl)
         pitch, pitch_rate = self._pitch(ctl)
         L0 = p["leg_length"]
-        if self.stance:
+        if self.stance and p["stance_control"] == "contact_force":
+            self._stance_on_contact_force(ctl, pitch, pitch_rate)
+            self.leg_low = leg["L"] if self.leg_low is None else min(self.leg_low, leg["L"])
+            self.stroke = max(L0 - self.leg_low, 0.02)
+        elif self.stance:
             # 1. thrust while the leg extends, on the virtual spring; 3. attitude: the hip moment acts on the
             # leg (+) and the body (−): servo the body's pitch and its rate to zero
             force = p["leg_preload"] + p["leg_stiffness"] * (L0 - leg["L"])
@@ -198,6 +228,34 @@ class RaibertHopper(ControlProgram):
             length = L0 - p["retract"] if cd[2] > 0 else L0       # clear the ground while rising
             force = -p["leg_kp"] * (leg["L"] - length) - p["leg_kd"] * leg["L_rate"]
             self._drive(ctl, leg, force, moment)
+
+    def _stance_on_contact_force(self, ctl, pitch: float, pitch_rate: float) -> None:
+        """Kearney's stance (§5.2): impose eq. 13 and 14 on the ground's force on the foot."""
+        p = self.p
+        c, cd = ctl.centre_of_mass()
+        contact = next(k for k in ctl.model.contacts if k.name == p["foot"])
+        x, v = ctl.point(contact.points[0].link, contact.points[0].r)
+        r = c - x                                                # the virtual leg, foot to centre of mass
+        length = float(np.linalg.norm(r))
+        along = r / length
+        rate = float(along @ (cd - v))
+        if self.touchdown_length is None:
+            self.touchdown_length = length
+        force = p["leg_preload"] + p["leg_stiffness"] * (self.touchdown_length - length)
+        if p["leg_stiffness"] > 0:
+            force = max(force, 0.0)
+        force -= p["leg_damping"] * rate
+        if rate > 0 and length < self.touchdown_length:
+            force += self.push
+        y = np.array([0.0, 1.0, 0.0])
+        H = float(ctl.angular_momentum()[1])
+        k_h = p["momentum_gain"]
+        H_wanted = -(p["pitch_kp"] * pitch + p["pitch_kd"] * pitch_rate) / k_h
+        equations = {
+            "leg_spring": Equation(force, forces={p["foot"]: along}),                      # eq. 13
+            "moment": Equation(k_h * (H_wanted - H), forces={p["foot"]: np.cross(y, -r)}),  # eq. 14: (r_G × f)·ŷ
+        }
+        ctl.impose(equations, (p["hip_actuator"], p["leg_actuator"]))
 
     def status(self) -> dict:
         return {"hops": self.hops, "stance": self.stance, "last_liftoff": self.last_liftoff}
