@@ -7,7 +7,17 @@ point-on-plane) picked by a constant world basis ``E`` (3 x m)::
     D = Eᵀ (x_a − x_b)          Ḋ = Eᵀ (ẋ_a − ẋ_b) = J q̇ − Eᵀ ẋ_b(world)          (position constraints)
     D̈ = J q̈ + γ,  J = Eᵀ (J_a − J_b),  γ = Eᵀ (J̇_a q̇ − J̇_b q̇ − ẍ_b(world))       (eq. 2.37–2.39, 2.59)
 
-A velocity constraint has ``D = ẋ_a − v`` and ``Ḋ = J q̈ + γ``. The constraint force on point a is ``E F`` (and
+A velocity constraint has ``D = ẋ_a − v`` and ``Ḋ = J q̈ + γ``.
+
+A constraint with ``body_basis`` (a contact against a plane fixed in body b) has its basis fixed in link b
+(E_b, the world basis E = R_b E_b turning with it), and measures the motion of point a relative to the material
+point of b that coincides with it — the point of b at x_a, whose velocity is v_b* = v_b + ω_b × (x_a − x_b)::
+
+    D = Eᵀ (x_a − x_b)          Ḋ = Eᵀ w,  w = ẋ_a − v_b*(x_a)       (velocity rows: D = Eᵀ w)
+    J = Eᵀ (J_a(x_a) − J_b(x_a)),   γ = Eᵀ (J̇_a q̇ − J̇_b(x_a) q̇) − 2 Eᵀ (ω_b × w)
+
+(the last term: the Coriolis acceleration of the sliding point in b's turning frame; d/dt Eᵀw with
+Ė = ω_b × E). The force on point a is E F and its opposite acts on b at x_a — the contact point. The constraint force on point a is ``E F`` (and
 its opposite on point b); its generalized force is ``Jᵀ F`` ("apply point force", §2.4.3). Critically damped
 stabilization asks for ``D̈ + 2κḊ + κ²D = 0`` (eq. 2.21; κ the constraint's stabilization rate, κD for a velocity
 constraint), so each row carries ``stab = 2κḊ + κ²D``.
@@ -58,7 +68,7 @@ CONSTRAINT = np.dtype([
     ("dragged", np.bool_), ("drag_t0", np.float64), ("drag_position", np.float64, (3,)),
     ("drag_velocity", np.float64, (3,)),
     ("tape_start", np.int64), ("tape_length", np.int64), ("var_start", np.int64), ("n_vars", np.int64),
-    ("value", np.float64),
+    ("value", np.float64), ("body_basis", np.bool_),
 ], align=True)
 
 #: A joint coordinate a joint-space constraint reads: its entries in q and q̇ and the link it moves.
@@ -84,6 +94,7 @@ class PointConstraint:
     path: tuple | None = None
     target_velocity: np.ndarray = field(default_factory=lambda: np.zeros(3))
     jacobian_scale: float = 1.0
+    body_basis: bool = False          # the basis is fixed in link b, and b's end is the point at x_a (docstring)
 
     @property
     def rows(self) -> int:
@@ -124,6 +135,7 @@ def constraint_table(constraints, drags: dict | None = None) -> tuple[np.ndarray
         row["basis"][:, :c.rows] = c.basis
         row["stabilization"], row["max_force"], row["max_deviation"] = c.stabilization, c.max_force, c.max_deviation
         row["jacobian_scale"] = c.jacobian_scale
+        row["body_basis"] = getattr(c, "body_basis", False)
         if c.path is not None:
             row["has_path"] = True
             row["path_velocity"], row["path_amplitude"], row["path_frequency"], row["path_phase"] = c.path
@@ -250,7 +262,7 @@ def rows_kernel(parent, S, v_start, nv_j, R_WL, p_WL, v, a_vp, cons, tape, varia
         stab = 2κḊ + κ²D  (D̈ + 2κḊ + κ²D = 0, eq. 2.21);   velocity constraint: D = Eᵀ(ẋ_a − v), stab = κD
         joint space: D = Φ(q) − value, Ḋ = ∇Φ·q̇, γ = q̇ᵀ∇²Φ q̇, J = ∇Φ  (exact, core.joint_constraints)
 
-    J's rows must be zero on entry (they are accumulated). ``P3`` (≥ 6 x 3) and ``regs`` (val, d1, d2 (L),
+    J's rows must be zero on entry (they are accumulated). ``P3`` (≥ 16 x 3) and ``regs`` (val, d1, d2 (L),
     grad (L, n) of the longest program) are scratch."""
     xa, va, xb, vb, ba, bb = P3[0], P3[1], P3[2], P3[3], P3[4], P3[5]
     val, d1, d2, grad, xv, vv = regs
@@ -277,6 +289,10 @@ def rows_kernel(parent, S, v_start, nv_j, R_WL, p_WL, v, a_vp, cons, tape, varia
                 last = con.tape_length - 1
                 for j in range(con.n_vars):
                     J[row, variables[con.var_start + j].v_index] += grad[last, j]
+            continue
+        if con.body_basis:
+            _body_basis_rows(parent, S, v_start, nv_j, R_WL, p_WL, v, a_vp, con, c, row, J, gamma, D, D_rate,
+                             stab, deviation, deviation_rate, point_a, point_b, velocity_a, P3)
             continue
         ka, kb, m = con.link_a, con.link_b, con.rows
         E = con.basis
@@ -318,3 +334,60 @@ def rows_kernel(parent, S, v_start, nv_j, R_WL, p_WL, v, a_vp, cons, tape, varia
         jacobian_columns(parent, S, v_start, nv_j, R_WL, p_WL, ka, xa, E, m, 1.0, J, row)
         if kb >= 0:
             jacobian_columns(parent, S, v_start, nv_j, R_WL, p_WL, kb, xb, E, m, -1.0, J, row)
+
+
+@njit
+def _body_basis_rows(parent, S, v_start, nv_j, R_WL, p_WL, v, a_vp, con, c, row, J, gamma, D, D_rate, stab,
+                     deviation, deviation_rate, point_a, point_b, velocity_a, P3):
+    """:func:`rows_kernel` for a constraint whose basis is fixed in link b (module docstring): ``velocity_a``
+    gets the velocity of point a relative to b's coincident point."""
+    ka, kb, m = con.link_a, con.link_b, con.rows
+    xa, va, xb, vb, ba, bs = P3[0], P3[1], P3[2], P3[3], P3[4], P3[5]
+    rs, xs, vs, w = P3[6], P3[7], P3[11], P3[12]
+    E = P3[8:11]                                               # world basis: E[a, b] = (R_b E_b)[a, b]
+    for a in range(3):
+        for b in range(3):
+            E[a, b] = R_WL[kb, a, 0] * con.basis[0, b] + R_WL[kb, a, 1] * con.basis[1, b] + \
+                R_WL[kb, a, 2] * con.basis[2, b]
+    point_state(R_WL, p_WL, v, ka, con.r_a, xa, va)
+    point_state(R_WL, p_WL, v, kb, con.r_b, xb, vb)
+    for a in range(3):                                         # b's point at x_a, in b's coordinates
+        rs[a] = R_WL[kb, 0, a] * (xa[0] - p_WL[kb, 0]) + R_WL[kb, 1, a] * (xa[1] - p_WL[kb, 1]) + \
+            R_WL[kb, 2, a] * (xa[2] - p_WL[kb, 2])
+    point_state(R_WL, p_WL, v, kb, rs, xs, vs)
+    for a in range(3):
+        w[a] = va[a] - vs[a]
+        point_a[c, a] = xa[a]
+        point_b[c, a] = xb[a]
+        velocity_a[c, a] = w[a]
+    d2s = 0.0
+    dr2 = 0.0
+    lam = con.stabilization
+    for b in range(m):
+        rel = E[0, b] * w[0] + E[1, b] * w[1] + E[2, b] * w[2]
+        if con.kind == POINT_VELOCITY:
+            d, dr = rel, 0.0
+        else:
+            d = E[0, b] * (xa[0] - xb[0]) + E[1, b] * (xa[1] - xb[1]) + E[2, b] * (xa[2] - xb[2])
+            dr = rel
+        d2s += d * d
+        dr2 += dr * dr
+        if row >= 0:
+            D[row + b] = d
+            D_rate[row + b] = dr
+            stab[row + b] = lam * d if con.kind == POINT_VELOCITY else 2.0 * lam * dr + lam * lam * d
+    deviation[c] = np.sqrt(d2s)
+    deviation_rate[c] = np.sqrt(dr2)
+    if row < 0:
+        return
+    point_bias(R_WL, v, a_vp, ka, con.r_a, ba)
+    point_bias(R_WL, v, a_vp, kb, rs, bs)
+    o0, o1, o2 = R_WL[kb, 0, 0] * v[kb, 0] + R_WL[kb, 0, 1] * v[kb, 1] + R_WL[kb, 0, 2] * v[kb, 2], \
+        R_WL[kb, 1, 0] * v[kb, 0] + R_WL[kb, 1, 1] * v[kb, 1] + R_WL[kb, 1, 2] * v[kb, 2], \
+        R_WL[kb, 2, 0] * v[kb, 0] + R_WL[kb, 2, 1] * v[kb, 1] + R_WL[kb, 2, 2] * v[kb, 2]
+    c0, c1, c2 = o1 * w[2] - o2 * w[1], o2 * w[0] - o0 * w[2], o0 * w[1] - o1 * w[0]     # ω_b × w (world)
+    for b in range(m):
+        gamma[row + b] = E[0, b] * (ba[0] - bs[0] - 2.0 * c0) + E[1, b] * (ba[1] - bs[1] - 2.0 * c1) + \
+            E[2, b] * (ba[2] - bs[2] - 2.0 * c2)
+    jacobian_columns(parent, S, v_start, nv_j, R_WL, p_WL, ka, xa, E, m, 1.0, J, row)
+    jacobian_columns(parent, S, v_start, nv_j, R_WL, p_WL, kb, xa, E, m, -1.0, J, row)

@@ -1,11 +1,18 @@
-"""Unilateral contacts of body points with ground planes: touchdown, impact, resting contact, Coulomb stick and
-slip, lift-off (McClamroch §6, eq. 40–42; Kearney, Hansen & Cremer §3–4).
+"""Unilateral contacts of body points with planes — a ground plane, or a plane fixed in another body (a box's
+face): touchdown, impact, resting contact, Coulomb stick and slip, lift-off (McClamroch §6, eq. 40–42; Kearney,
+Hansen & Cremer §3–4).
 
 A contact point is a body-fixed point (a named point, a box corner) or the centre of a sphere of some radius (a
 sphere shape, a capsule's end cap). Against a plane through ``origin`` with unit normal n its separation is
 ``h = n·(x − origin) − radius`` and the unilateral conditions are (McClamroch eq. 40–42)::
 
     h ≥ 0,    N ≥ 0,    h N = 0                    (N the normal contact force)
+
+A plane fixed in a body b turns and moves with it: its normal n = R_b n_b and origin are those of the moment,
+the rows measure point a relative to the material point of b it touches (:mod:`core.constraints`,
+``body_basis``), the contact force acts on both bodies at the contact point, and a slipping point's Coulomb
+force has its reaction on b. Everything below holds with n, the separation and the velocities taken that way
+(relative to b).
 
 The contact rows are named constraints of the model, solved by whichever formulation like every other
 constraint, and switched by events (Kearney §3) — they are never a penalty or a complementarity solve inside the
@@ -46,12 +53,12 @@ from .constraints import JOINT_SPACE, POINT_ON_PLANE, POINT_VELOCITY, PointConst
 from .crba import mass_matrix
 from .forces import POINT_FORCE, AppliedForce
 from .joint_constraints import tape_jet
-from .points import jacobian_at, link_kinematics, velocity_at
+from .points import jacobian_at, link_kinematics
 
 __all__ = ["Contact", "ContactPoint", "contact_elements", "point_modes", "OPEN", "STICK", "SLIP", "FRICTIONLESS",
            "MODE_NAMES", "separations", "normal_forces", "tangential_velocity", "contact_rows", "triggers",
            "slipping_away", "impact", "constraint_jacobian",
-           "point_states", "JointLimit", "limit_triggers"]
+           "point_states", "JointLimit", "limit_triggers", "plane_frames", "relative_jacobian"]
 
 OPEN, STICK, SLIP, FRICTIONLESS = range(4)
 #: m: the penetration beyond which an open point touches down (the isolation's tolerance on the separation).
@@ -63,8 +70,9 @@ MODE_NAMES = ("open", "stick", "slip", "frictionless")
 class ContactPoint:
     """One contact point: body point ``r`` of ``link`` (a sphere's centre when ``radius`` > 0), the index of its
     normal row (``normal``), of its tangential rows (``stick``, −1 when frictionless) in ``Model.constraints``
-    and of its friction force element (``friction``, −1 when frictionless) in ``Model.forces``; ``slot``: its row
-    in :attr:`core.model.State.slip`."""
+    and of its friction force element (``friction``, −1 when frictionless) in ``Model.forces`` — and of the
+    element carrying that force's reaction on the plane's body (``reaction``, −1 for a ground plane); ``slot``:
+    its row in :attr:`core.model.State.slip`."""
     label: str
     link: int
     r: np.ndarray
@@ -73,13 +81,16 @@ class ContactPoint:
     stick: int
     friction: int
     slot: int
+    reaction: int = -1
 
 
 @dataclass(frozen=True, eq=False)
 class Contact:
     """A body's contact points against the plane through ``origin`` with unit ``normal`` (world), with Newton's
     coefficient of ``restitution``, Coulomb ``friction`` μ and the ``rest_speed`` below which a rebound ends in
-    a resting contact; ``holds``: the velocity coordinates of joints whose actuators hold them through this
+    a resting contact — or against a plane fixed in link ``plane_link`` (≥ 0; ``plane_body`` its name), with
+    ``normal`` and ``origin`` in that link's frame (:func:`plane_frames` gives them in the world at a state);
+    ``holds``: the velocity coordinates of joints whose actuators hold them through this
     contact's impacts (Kearney's tightly coupled control at an impact: the actuator answers the impulse, so a
     bent knee does not fold when the foot strikes)."""
     name: str
@@ -93,6 +104,15 @@ class Contact:
     points: tuple
     holds: tuple = ()                 # velocity indices of the joints its impacts leave unchanged
     liftoff_delay: float = 0.0        # s: a point that touched down does not lift off before this has passed
+    plane_link: int = -1              # the link the plane is fixed in (−1: the world)
+    plane_body: str = "world"
+
+    def plane(self, kin) -> tuple[np.ndarray, np.ndarray]:
+        """The plane's world unit normal and origin at the link kinematics ``kin``."""
+        if self.plane_link < 0:
+            return self.normal, self.origin
+        R = kin.R_WL[self.plane_link]
+        return R @ self.normal, kin.p_WL[self.plane_link] + R @ self.origin
 
 @dataclass(frozen=True, eq=False)
 class JointLimit:
@@ -147,34 +167,45 @@ class _Bound:
 
 def contact_elements(name: str, body: str, link: int, points, normal, origin, restitution: float, friction: float,
                      rest_speed: float, stabilization: float, first_constraint: int, first_force: int,
-                     first_slot: int, holds: tuple = (), liftoff_delay: float = 0.0) -> tuple[Contact, list, list]:
+                     first_slot: int, holds: tuple = (), liftoff_delay: float = 0.0, plane_link: int = -1,
+                     plane_body: str = "world") -> tuple[Contact, list, list]:
     """The :class:`Contact` of a body's ``points`` ((r, radius) pairs in the body frame) and its constraints and
     force elements, to be appended to a model whose constraints, forces and contact points so far number
-    ``first_constraint``, ``first_force`` and ``first_slot``. The rows start inactive; they never break."""
+    ``first_constraint``, ``first_force`` and ``first_slot``; against the plane fixed in link ``plane_link``
+    (``normal``, ``origin`` in its frame) when that is ≥ 0, else the world's. The rows start inactive; they
+    never break."""
     n = np.asarray(normal, float)
     n = n / np.linalg.norm(n)
     origin = np.asarray(origin, float)
     tangent = perpendicular_basis(n)
+    on_body = plane_link >= 0
     constraints, forces, cps = [], [], []
     k, f = first_constraint, first_force
     for i, (r, radius) in enumerate(points):
         r = np.asarray(r, float)
         label = f"{name}.{i}"
-        constraints.append(PointConstraint(label, name, POINT_ON_PLANE, link, r, -1, origin + radius * n,
-                                           n.reshape(3, 1), stabilization, np.inf, np.inf, enabled=False))
-        normal_row, stick, fric = k, -1, -1
+        constraints.append(PointConstraint(label, name, POINT_ON_PLANE, link, r, plane_link, origin + radius * n,
+                                           n.reshape(3, 1), stabilization, np.inf, np.inf, enabled=False,
+                                           body_basis=on_body))
+        normal_row, stick, fric, reaction = k, -1, -1, -1
         k += 1
         if friction > 0:
-            constraints.append(PointConstraint(f"{label}.stick", name, POINT_VELOCITY, link, r.copy(), -1,
-                                               np.zeros(3), tangent, stabilization, np.inf, np.inf, enabled=False))
+            constraints.append(PointConstraint(f"{label}.stick", name, POINT_VELOCITY, link, r.copy(), plane_link,
+                                               origin.copy(), tangent, stabilization, np.inf, np.inf, enabled=False,
+                                               body_basis=on_body))
             forces.append(AppliedForce(f"{label}.friction", POINT_FORCE, link, r.copy(), force=np.zeros(3),
                                        start=-np.inf, stop=np.inf))
             stick, fric = k, f
             k += 1
             f += 1
-        cps.append(ContactPoint(label, link, r, float(radius), normal_row, stick, fric, first_slot + i))
+            if on_body:                                       # Coulomb's reaction on the plane's body
+                forces.append(AppliedForce(f"{label}.friction_reaction", POINT_FORCE, plane_link, origin.copy(),
+                                           force=np.zeros(3), start=-np.inf, stop=np.inf))
+                reaction = f
+                f += 1
+        cps.append(ContactPoint(label, link, r, float(radius), normal_row, stick, fric, first_slot + i, reaction))
     return (Contact(name, body, link, n, origin, float(restitution), float(friction), float(rest_speed), tuple(cps),
-                    tuple(holds), float(liftoff_delay)), constraints, forces)
+                    tuple(holds), float(liftoff_delay), int(plane_link), plane_body), constraints, forces)
 
 
 def all_points(model) -> list:
@@ -197,17 +228,33 @@ def point_modes(model, state) -> np.ndarray:
 
 # ---- what an evaluation says about the contacts -------------------------------------------------------------
 
-def _tables(model) -> tuple[list, np.ndarray, np.ndarray]:
-    """Per model (made once): the (contact, point) pairs in slot order, their normal rows' indices and their
-    planes' unit normals (P x 3), for the vectorized separations and normal forces the step reads every step."""
+def _tables(model) -> tuple[list, np.ndarray, np.ndarray, np.ndarray]:
+    """Per model (made once): the (contact, point) pairs in slot order, their normal rows' indices, their
+    planes' unit normals (P x 3; in the plane's body frame for a body's plane) and the indices of the points
+    whose plane is a body's, for the vectorized separations and normal forces the step reads every step."""
     tables = model.__dict__.get("_contact_point_tables")
     if tables is None:
         pairs = [(c, p) for c in model.contacts for p in c.points]
         rows = np.array([p.normal for _, p in pairs], dtype=np.int64)
         normals = np.array([c.normal for c, _ in pairs], dtype=float).reshape(len(pairs), 3)
-        tables = (pairs, rows, normals)
+        moving = np.array([k for k, (c, _) in enumerate(pairs) if c.plane_link >= 0], dtype=np.int64)
+        tables = (pairs, rows, normals, moving)
         model.__dict__["_contact_point_tables"] = tables
     return tables
+
+
+def plane_frames(model, q) -> np.ndarray:
+    """The world unit normal of every contact point's plane at configuration ``q`` (P x 3, in
+    ``Model.contacts`` order): constant for ground planes, turned with the body for a body's plane."""
+    pairs, _, normals, moving = _tables(model)
+    if not len(moving):
+        return normals
+    kin = link_kinematics(model, np.asarray(q, dtype=float))
+    out = normals.copy()
+    for k in moving:
+        c = pairs[k][0]
+        out[k] = kin.R_WL[c.plane_link] @ c.normal
+    return out
 
 
 def contact_rows(model) -> frozenset:
@@ -222,23 +269,51 @@ def contact_rows(model) -> frozenset:
     return rows
 
 
-def separations(model, out) -> np.ndarray:
-    """The separation h of every contact point (m; negative: penetration) from an evaluation's outputs."""
-    _, rows, normals = _tables(model)
+def _normals(model, normals) -> np.ndarray:
+    _, _, fixed, moving = _tables(model)
+    if normals is not None:
+        return normals
+    if len(moving):
+        raise ValueError("the model has contacts against bodies' planes: give their normals at the state "
+                         "(plane_frames(model, q))")
+    return fixed
+
+
+def separations(model, out, normals: np.ndarray | None = None) -> np.ndarray:
+    """The separation h of every contact point (m; negative: penetration) from an evaluation's outputs
+    (``normals``: :func:`plane_frames` at its state; needed only when a plane is a body's)."""
+    rows = _tables(model)[1]
+    normals = _normals(model, normals)
     return np.einsum("pi,pi->p", normals, np.asarray(out.point_a)[rows] - np.asarray(out.point_b)[rows])
 
 
-def normal_forces(model, out) -> np.ndarray:
-    """The normal contact force N of every contact point (N; zero when open, negative: tensile)."""
-    _, rows, normals = _tables(model)
+def normal_forces(model, out, normals: np.ndarray | None = None) -> np.ndarray:
+    """The normal contact force N of every contact point (N; zero when open, negative: tensile; ``normals`` as
+    for :func:`separations`)."""
+    rows = _tables(model)[1]
+    normals = _normals(model, normals)
     return np.einsum("pi,pi->p", normals, np.asarray(out.constraint_force)[rows])
 
 
-def tangential_velocity(c: Contact, out, p: ContactPoint) -> np.ndarray:
-    """The velocity along the plane of the material point where ``p`` touches (its stick rows' point), from an
-    evaluation's outputs."""
+def tangential_velocity(n: np.ndarray, out, p: ContactPoint) -> np.ndarray:
+    """The velocity along the plane (world normal ``n``) of the material point where ``p`` touches (its stick
+    rows' point), relative to the plane's body, from an evaluation's outputs."""
     v = out.velocity_a[p.stick]
-    return v - c.normal * (c.normal @ v)
+    return v - n * (n @ v)
+
+
+def relative_jacobian(model, kin, c: Contact, p: ContactPoint, x: np.ndarray | None = None) -> np.ndarray:
+    """The Jacobian (3 x nv) of the velocity of contact point ``p``'s material point where it touches (world
+    point ``x``, else its own) relative to the plane's body's material point there."""
+    n, _ = c.plane(kin)
+    r = contact_point_body(p, kin.R_WL[p.link], n)
+    J = jacobian_at(model, kin, p.link, r)
+    if c.plane_link >= 0:
+        if x is None:
+            x = kin.p_WL[p.link] + kin.R_WL[p.link] @ r
+        rb = kin.R_WL[c.plane_link].T @ (x - kin.p_WL[c.plane_link])
+        J = J - jacobian_at(model, kin, c.plane_link, rb)
+    return J
 
 
 def slipping_away(model, state) -> set:
@@ -255,8 +330,9 @@ def slipping_away(model, state) -> set:
                 continue
             if kin is None:
                 kin = link_kinematics(model, state.q, state.qd)
-            v = velocity_at(kin, p.link, contact_point_body(c, p, kin.R_WL[p.link]))
-            if -(v - c.normal * (c.normal @ v)) @ f > 0:                # (at the state, not an evaluation)
+            n, _ = c.plane(kin)
+            v = relative_jacobian(model, kin, c, p) @ state.qd
+            if -(v - n * (n @ v)) @ f > 0:                               # (at the state, not an evaluation)
                 out.add(p.slot)
     return out
 
@@ -299,9 +375,10 @@ def triggers(model, state, out, before=None, eligible=None, held=frozenset()) ->
       inside it (chatter at the cone's edge) in stick until the step ends."""
     found = []
     slip_state = state if before is None else before
-    pairs, rows, _ = _tables(model)
+    pairs, rows, _, _ = _tables(model)
     active = state.active[rows]
-    h, N = separations(model, out), normal_forces(model, out)
+    normals = plane_frames(model, state.q)
+    h, N = separations(model, out, normals), normal_forces(model, out, normals)
     # only the points where something may happen: open ones that penetrate, active ones (vectorized above)
     for k in np.flatnonzero(active | (h < -PENETRATION)):
         c, p = pairs[k]
@@ -321,7 +398,7 @@ def triggers(model, state, out, before=None, eligible=None, held=frozenset()) ->
             f = slip_state.slip[p.slot]
             fn = np.linalg.norm(f)
             if fn > 0:
-                g = -float(tangential_velocity(c, out, p) @ f) / fn
+                g = -float(tangential_velocity(normals[k], out, p) @ f) / fn
                 if g < 0:
                     found.append(("stick", c, p, g))
     return found
@@ -342,20 +419,26 @@ def constraint_jacobian(model, kin, q, c) -> np.ndarray:
             J[0, vi] += regs[3][L - 1, j]
         return J
     Ja = jacobian_at(model, kin, c.link_a, c.r_a)
+    if c.body_basis:                                           # b's point at x_a, the basis turned with b
+        R, p = kin.R_WL[c.link_b], kin.p_WL[c.link_b]
+        xa = kin.p_WL[c.link_a] + kin.R_WL[c.link_a] @ c.r_a
+        return (R @ c.basis).T @ (Ja - jacobian_at(model, kin, c.link_b, R.T @ (xa - p)))
     if c.link_b >= 0:
         Ja = Ja - jacobian_at(model, kin, c.link_b, c.r_b)
     return c.basis.T @ Ja
 
 
-def contact_point_body(c: Contact, p: ContactPoint, R_WL: np.ndarray, omega=None, lead: float = 0.0) -> np.ndarray:
-    """The body-frame coordinates of the material point at which point ``p`` touches the plane (its sphere's
-    lowest point along the normal; the point itself when its radius is zero), for the link rotation R_WL — or,
-    given the link's angular velocity ``omega`` (link frame), the one that touches ``lead`` seconds later (to
-    first order: the body-frame normal turns as dn/dt = −ω × n). A step holds the point that touches at its
-    middle, so a rolling sphere's contact point is held with no bias of first order in the step."""
+def contact_point_body(p: ContactPoint, R_WL: np.ndarray, normal: np.ndarray, omega=None,
+                       lead: float = 0.0) -> np.ndarray:
+    """The body-frame coordinates of the material point at which point ``p`` touches the plane with world unit
+    ``normal`` (its sphere's lowest point along the normal; the point itself when its radius is zero), for the
+    link rotation R_WL — or, given the link's angular velocity relative to the plane ``omega`` (link frame),
+    the one that touches ``lead`` seconds later (to first order: the body-frame normal turns as
+    dn/dt = −ω × n). A step holds the point that touches at its middle, so a rolling sphere's contact point is
+    held with no bias of first order in the step."""
     if p.radius == 0:
         return p.r
-    n = R_WL.T @ c.normal
+    n = R_WL.T @ normal
     if lead and omega is not None:
         n = n - lead * np.cross(omega, n)
         n /= np.linalg.norm(n)
@@ -398,9 +481,10 @@ def impact(model, state, touching: list, contact_rows: set, limits: list = ()) -
             Jn[c.lim.v] = 1.0 if c.k == 0 else -1.0
             Et, Jt = np.zeros((3, 2)), np.zeros((2, model.nv))
         else:
-            Jp = jacobian_at(model, kin, p.link, contact_point_body(c, p, kin.R_WL[p.link]))
-            Jn = c.normal @ Jp
-            Et = perpendicular_basis(c.normal)
+            n, _ = c.plane(kin)
+            Jp = relative_jacobian(model, kin, c, p)
+            Jn = n @ Jp
+            Et = perpendicular_basis(n)
             Jt = Et.T @ Jp
         vn = float(Jn @ v)
         vt = Jt @ v
@@ -489,8 +573,9 @@ def point_states(model, state, out) -> dict:
     modes = point_modes(model, state) if P else np.zeros(0, np.int64)
     kin = link_kinematics(model, np.asarray(state.q, dtype=float)) if P else None
     for k, (c, p) in enumerate(pts):
-        position[k] = kin.p_WL[p.link] + kin.R_WL[p.link] @ p.r - p.radius * c.normal
-        separation[k] = float(c.normal @ (position[k] - c.origin))
+        n, o = c.plane(kin)
+        position[k] = kin.p_WL[p.link] + kin.R_WL[p.link] @ p.r - p.radius * n
+        separation[k] = float(n @ (position[k] - o))
         if modes[k] == OPEN:
             continue
         normal[k] = out.constraint_force[p.normal]

@@ -165,7 +165,8 @@ def constraint_power(cons, rows, m, qd, out):
 
 @njit
 def diagnostics(tree, cons, st, kin, rows, dense, m, formulation, scale, elastic, out):
-    """What a full evaluation adds: each constraint's force vector E λ and residual ‖η‖ (NaN when inactive), a
+    """What a full evaluation adds: each constraint's force vector E λ (world: E turned with link b for a basis
+    fixed in it) and residual ‖η‖ (NaN when inactive), a
     velocity constraint's Ḋ = J q̈ + γ, J's rank by ``rank_tolerance`` (every formulation, one rule:
     :mod:`core.formulations`), the energies."""
     nv = out.qdd.shape[0]
@@ -188,6 +189,11 @@ def diagnostics(tree, cons, st, kin, rows, dense, m, formulation, scale, elastic
                 f[a] += E[a, b] * lam
             r2 += out.residual_rows[row + b] ** 2
         out.residual[c] = np.sqrt(r2)
+        if cons[c].body_basis:                                # a basis fixed in link b: E = R_b E_b
+            kb = cons[c].link_b
+            f0, f1, f2 = f[0], f[1], f[2]
+            for a in range(3):
+                f[a] = kin.R_WL[kb, a, 0] * f0 + kin.R_WL[kb, a, 1] * f1 + kin.R_WL[kb, a, 2] * f2
         if cons[c].kind == POINT_VELOCITY:                    # Ḋ = J q̈ + γ
             d2 = 0.0
             for b in range(cons[c].rows):
@@ -216,7 +222,7 @@ def workspace(N, nv, K, R, L, V, P, F, n):
     aba = Articulated(Sw, fx, vw, cw, pA, IA, U, W, Dinv, u, acc, G, D6, s6)
     Lr, Vr = max(L, 1), max(V, 1)
     rows = RowsWork(np.zeros((R, nv)), np.zeros(R), np.zeros(R), np.zeros(R), np.zeros(R),
-                    np.full(K, -1, np.int64), np.full(K, -1, np.int64), np.zeros(K, np.int64), np.zeros((8, 3)),
+                    np.full(K, -1, np.int64), np.full(K, -1, np.int64), np.zeros(K, np.int64), np.zeros((16, 3)),
                     np.zeros(Lr), np.zeros(Lr), np.zeros(Lr), np.zeros((Lr, Vr)), np.zeros(Vr), np.zeros(Vr))
     solve = SolveWork(np.zeros(nv), np.zeros(nv), np.zeros((nv, R)), np.zeros((R, R)), np.zeros(R),
                       np.zeros(max(R, 1)), np.zeros(R, np.int64), np.zeros((R, R)), np.zeros((R, R)), np.zeros(R),

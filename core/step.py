@@ -24,7 +24,8 @@ import numpy as np
 
 from .constraints import constraint_table
 from .contacts import (MODE_NAMES, OPEN, PENETRATION, SLIP, STICK, contact_point_body, contact_rows, impact,
-                       limit_triggers, slipping_away, tangential_velocity, touch_times, triggers)
+                       limit_triggers, plane_frames, separations, slipping_away, tangential_velocity, touch_times,
+                       triggers)
 from .control.kernels import COMPUTED_TORQUE, PROJECTED, controller_table
 from .data import Data
 from .forces import ACTUATOR, force_table, pull_force
@@ -423,15 +424,29 @@ def _contact_tables(model: Model, plan: _Plan, state: State, lead: float = 0.0) 
             f = state.slip[p.slot]
             if not np.array_equal(plan.forces["force"][p.friction], f):
                 plan.forces["force"][p.friction] = f
+                if p.reaction >= 0:
+                    plan.forces["force"][p.reaction] = -f
                 changed = True
-            if p.radius > 0 and state.active[p.normal]:
+            if (p.radius > 0 or p.reaction >= 0) and state.active[p.normal]:
                 if kin is None:
                     kin = link_kinematics(model, state.q, state.qd if lead else None)
-                r = contact_point_body(c, p, kin.R_WL[p.link], kin.v[p.link, :3] if lead else None, lead)
+                n, _ = c.plane(kin)
+                omega = None
+                if lead:                                      # the point's link turning relative to the plane
+                    omega = kin.v[p.link, :3]
+                    if c.plane_link >= 0:
+                        omega = omega - kin.R_WL[p.link].T @ (kin.R_WL[c.plane_link] @ kin.v[c.plane_link, :3])
+                r = contact_point_body(p, kin.R_WL[p.link], n, omega, lead)
                 if not np.array_equal(plan.constraints["r_a"][p.stick], r):
                     plan.constraints["r_a"][p.stick] = r
                     plan.forces["r_a"][p.friction] = r
                     changed = True
+                if p.reaction >= 0:                           # the reaction acts on b's point where p touches
+                    x = kin.p_WL[p.link] + kin.R_WL[p.link] @ r
+                    rb = kin.R_WL[c.plane_link].T @ (x - kin.p_WL[c.plane_link])
+                    if not np.array_equal(plan.forces["r_a"][p.reaction], rb):
+                        plan.forces["r_a"][p.reaction] = rb
+                        changed = True
     if changed:
         plan.at_state = None
         plan.clear_state = None
@@ -443,14 +458,21 @@ def _refresh_slip(model: Model, plan: _Plan, state: State) -> State:
     moves)."""
     slip = None
     out = plan.out
+    normals = None
+    k = -1
     for c in model.contacts:
         if c.friction == 0:
+            k += len(c.points)
             continue
         for p in c.points:
+            k += 1
             if not state.active[p.normal] or state.active[p.stick]:
                 continue
-            N = max(float(c.normal @ out.constraint_force[p.normal]), 0.0)
-            vt = tangential_velocity(c, out, p)
+            if normals is None:
+                normals = plane_frames(model, state.q)
+            n = normals[k]
+            N = max(float(n @ out.constraint_force[p.normal]), 0.0)
+            vt = tangential_velocity(n, out, p)
             speed = float(np.linalg.norm(vt))
             old = state.slip[p.slot]
             direction = -vt / speed if speed > 1e-9 else old / max(float(np.linalg.norm(old)), 1e-300)
@@ -521,7 +543,7 @@ def _resolve(model: Model, plan: _Plan, state: State, fired: list, held=frozense
                                              added=_rows_of(p)[:1 + (mode == STICK)] if mode != OPEN else []))
             elif was and mode == OPEN:
                 events.append(_contact_event("lift-off", state, c, p, normal_force=0.0, removed=_rows_of(p)))
-    _switch(state, plan.out, fired, active, slip, events)
+    _switch(model, state, plan.out, fired, active, slip, events)
     before = state.active
     state = replace(state, qd=np.array(qd, dtype=float), active=active, slip=slip, corrections=corrections)
     state = replace(state, touched=touch_times(model, before, state))
@@ -542,7 +564,7 @@ def _resolve(model: Model, plan: _Plan, state: State, fired: list, held=frozense
             break
         active, slip = state.active.copy(), state.slip.copy()
         more: list[dict] = []
-        _switch(state, plan.out, now, active, slip, more)
+        _switch(model, state, plan.out, now, active, slip, more)
         before, state = state.active, replace(state, active=active, slip=slip)
         state = replace(state, touched=touch_times(model, before, state))
         plan.at_state = plan.clear_state = None
@@ -553,7 +575,7 @@ def _resolve(model: Model, plan: _Plan, state: State, fired: list, held=frozense
     return state, events
 
 
-def _switch(state: State, out, fired: list, active: np.ndarray, slip: np.ndarray, events: list) -> None:
+def _switch(model: Model, state: State, out, fired: list, active: np.ndarray, slip: np.ndarray, events: list) -> None:
     """Apply the mode switches of ``fired`` at ``state`` (``out``: its evaluation) to ``active`` and ``slip``,
     and log them: lift-offs and released joint limits remove their rows, a slip removes a point's stick rows and
     continues its stick force's direction with magnitude μN, a stick adds them back."""
@@ -570,7 +592,7 @@ def _switch(state: State, out, fired: list, active: np.ndarray, slip: np.ndarray
             events.append(_contact_event("lift-off", state, c, p, normal_force=g, removed=_rows_of(p)))
         elif kind == "slip":
             F = out.constraint_force[p.stick]
-            N = float(c.normal @ out.constraint_force[p.normal])
+            N = float(plane_frames(model, state.q)[p.slot] @ out.constraint_force[p.normal])
             active[p.stick] = False
             slip[p.slot] = c.friction * N * F / max(float(np.linalg.norm(F)), 1e-300)
             events.append(_contact_event("slip", state, c, p, tangential_force=float(np.linalg.norm(F)),
@@ -652,10 +674,9 @@ def touching_at_start(model: Model, state: State, inputs: Inputs = NO_INPUTS) ->
     plan = _plan(model, inputs)
     with plan.lock:
         _evaluated(model, state, plan)
-        out = plan.out
+        h = separations(model, plan.out, plane_frames(model, state.q))
         fired = [("touchdown", c, p, 0.0) for c in model.contacts for p in c.points
-                 if not state.active[p.normal]
-                 and abs(c.normal @ (out.point_a[p.normal] - out.point_b[p.normal])) <= PENETRATION]
+                 if not state.active[p.normal] and abs(h[p.slot]) <= PENETRATION]
         if not fired:
             return state, []
         return _resolve(model, plan, state, fired)

@@ -115,8 +115,10 @@ def build_tree_model(spec, model: QStandardItemModel | None = None) -> QStandard
     if contacts:
         group = _group("Contacts", "contacts", len(contacts))
         for k, c in enumerate(contacts):
+            against = "a ground plane" if c.plane.body is None else \
+                f"{c.plane.body}'s {'face ' + c.plane.face if c.plane.face else 'plane'}"
             group.appendRow(_item(c.name, ("contacts", k), editable=True,
-                                  tip=f"{c.body} against a ground plane: e = {c.restitution:g}, μ = {c.friction:g}"))
+                                  tip=f"{c.body} against {against}: e = {c.restitution:g}, μ = {c.friction:g}"))
         root.appendRow(group)
     return model
 

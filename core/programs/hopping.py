@@ -152,7 +152,8 @@ class RaibertHopper(ControlProgram):
         """The foot's height above its contact's plane (m)."""
         c = next(c for c in ctl.model.contacts if c.name == self.p["foot"])
         x = ctl.point(c.points[0].link, c.points[0].r)[0]
-        return float(c.normal @ (x - c.origin))
+        n, o = c.plane(ctl.kinematics())
+        return float(n @ (x - o))
 
     def _drive(self, ctl, leg: dict, force: float, moment: float) -> None:
         """Command the two actuators for a force ``force`` along the virtual leg (extending it) and a moment

@@ -17,10 +17,11 @@ import numpy as np
 
 from ..constraints import (NAIL, POINT_ON_LINE, POINT_ON_PLANE, POINT_TO_POINT, POINT_VELOCITY, PointConstraint,
                            perpendicular_basis)
+from ..contacts import constraint_jacobian
 from ..forces import ACTUATOR, DRAG, JOINT_SPRING, POINT_FORCE, SPRING, AppliedForce
 from ..joint_constraints import JointSpaceConstraint, derivative_problems, joint_space_rows, parse_expression
 from ..kinematics import normalize_configuration
-from ..points import jacobian_at, link_kinematics, position_at
+from ..points import link_kinematics, position_at
 from .io import Problem, SceneError
 from .placement import shape_pose
 
@@ -62,10 +63,7 @@ def _scale(J: np.ndarray) -> float:
 
 
 def _point_scale(model, kin, c: PointConstraint) -> PointConstraint:
-    Ja = jacobian_at(model, kin, c.link_a, c.r_a)
-    if c.link_b >= 0:
-        Ja = Ja - jacobian_at(model, kin, c.link_b, c.r_b)
-    return dataclasses.replace(c, jacobian_scale=_scale(c.basis.T @ Ja))
+    return dataclasses.replace(c, jacobian_scale=_scale(constraint_jacobian(model, kin, model.q0, c)))
 
 
 def compile_constraints(model, specs) -> tuple:
@@ -186,16 +184,16 @@ def compile_contacts(model, spec) -> tuple[tuple, list, list]:
                 continue
         else:
             points = [(model.resolve_point(c.body, p)[1], 0.0) for p in c.points]
-        if c.plane.normal is not None:
-            normal = np.array(c.plane.normal, dtype=float)
-        elif np.linalg.norm(gravity) > 0:
-            normal = -gravity
-        else:
-            normal = np.array([0.0, 0.0, 1.0])
+        plane = _contact_plane(c, bodies, gravity, n, problems)
+        if plane is None:
+            continue
+        normal, origin = plane
+        plane_link = model.link_index(c.plane.body) if c.plane.body is not None else -1
         contact, rows, elements = contact_elements(
-            c.name, c.body, link, points, normal, c.plane.origin, c.restitution, c.friction, c.rest_speed,
+            c.name, c.body, link, points, normal, origin, c.restitution, c.friction, c.rest_speed,
             c.stabilization, len(model.constraints) + len(constraints), len(model.forces) + len(forces), slot,
-            tuple(model.qd_slice(j).start for j in c.impact_holds), c.liftoff_delay)
+            tuple(model.qd_slice(j).start for j in c.impact_holds), c.liftoff_delay, plane_link,
+            c.plane.body or "world")
         slot += len(contact.points)
         contacts.append(contact)
         constraints.extend(_point_scale(model, kin, _in_reach(model, r)) for r in rows)
@@ -203,6 +201,37 @@ def compile_contacts(model, spec) -> tuple[tuple, list, list]:
     if problems:
         raise SceneError(problems)
     return tuple(contacts), constraints, forces
+
+
+_FACES = {"+x": (0, 1.0), "-x": (0, -1.0), "+y": (1, 1.0), "-y": (1, -1.0), "+z": (2, 1.0), "-z": (2, -1.0)}
+
+
+def _contact_plane(c, bodies: dict, gravity: np.ndarray, n: int, problems: list):
+    """(normal, origin) of contact ``c``'s plane — world coordinates for a ground plane, the plane body's frame
+    otherwise (a box face: from the shape's pose and size); None with a problem added if it cannot be made."""
+    plane = c.plane
+    if plane.body is None:
+        if plane.normal is not None:
+            normal = np.array(plane.normal, dtype=float)
+        elif np.linalg.norm(gravity) > 0:
+            normal = -gravity
+        else:
+            normal = np.array([0.0, 0.0, 1.0])
+        return normal, np.array(plane.origin or (0.0, 0.0, 0.0), dtype=float)
+    if plane.face is None:
+        return (np.array(plane.normal or (0.0, 0.0, 1.0), dtype=float),
+                np.array(plane.origin or (0.0, 0.0, 0.0), dtype=float))
+    shapes = bodies[plane.body].shapes
+    if plane.shape >= len(shapes) or shapes[plane.shape].type != "box":
+        problems.append(Problem(f"$.contacts[{n}].plane.shape", f"body {plane.body!r} has no box shape number "
+                                f"{plane.shape} (it has {len(shapes)} shapes); a face is a box's", plane.shape))
+        return None
+    shape = shapes[plane.shape]
+    R, p = shape_pose(shape)
+    axis, sign = _FACES[plane.face]
+    e = np.zeros(3)
+    e[axis] = sign
+    return R @ e, p + R @ (0.5 * float(shape.size[axis]) * e)
 
 
 def _in_reach(model, c):
@@ -214,8 +243,7 @@ def _in_reach(model, c):
     rng = np.random.default_rng(0)
     rows = []
     for q in (model.q0, normalize_configuration(model, model.q0 + 0.3 * rng.standard_normal(model.nq))):
-        kin = link_kinematics(model, q)
-        rows.append(c.basis.T @ jacobian_at(model, kin, c.link_a, c.r_a))
+        rows.append(constraint_jacobian(model, link_kinematics(model, q), q, c))
     scale = max(float(np.abs(np.vstack(rows)).max()), 1e-300)
     keep = [j for j in range(c.basis.shape[1]) if max(np.abs(r[j]).max() for r in rows) > 1e-12 * scale]
     if not keep or len(keep) == c.basis.shape[1]:

@@ -221,6 +221,15 @@ def _entity_problems(raw: dict, bodies: list, index: dict[str, int], joint_index
                         what = "unknown joint" if joint not in joint_types else f"a {joint_types[joint]} joint"
                         problems.append(Problem(f"{here}.impact_holds[{k}]", f"{what}; impacts hold hinge and "
                                                 f"slider joints", joint, True))
+            plane = item.get("plane")
+            if section == "contacts" and isinstance(plane, dict) and isinstance(plane.get("body"), str):
+                if plane["body"] not in index:
+                    known_bodies = known_bodies or name_list(index)
+                    problems.append(Problem(f"{here}.plane.body", f"unknown body; expected one of: {known_bodies}",
+                                            plane["body"], True))
+                elif plane["body"] == body:
+                    problems.append(Problem(f"{here}.plane.body", "a body cannot touch its own plane; name another "
+                                            "body (or none for the ground)", plane["body"], True))
             if section == "contacts" and isinstance(item.get("points"), list) and isinstance(body, str) \
                     and body in points:
                 for k, point in enumerate(item["points"]):

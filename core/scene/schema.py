@@ -477,16 +477,31 @@ class SimulationSettings(Strict):
 
 # ---------------------------------------------------------------------------------------------- contacts
 class ContactPlane(Strict):
-    """A ground plane: the half-space above ``origin`` along ``normal`` (world; default: against gravity, or +z
-    without gravity) is free, the rest is solid."""
-    origin: Vec3 = (0.0, 0.0, 0.0)
+    """The plane a contact's points touch: the half-space above ``origin`` along ``normal`` is free, the rest is
+    solid. Without ``body``: a ground plane (world coordinates; ``normal`` by default against gravity, or +z
+    without gravity). With ``body``: a plane fixed in that body, moving and turning with it, with ``origin`` and
+    ``normal`` in the body's frame (default +z) — or, with ``face`` ("+x", "-x", "+y", "-y", "+z", "-z"), the
+    outer face of the body's box shape number ``shape`` (then give neither origin nor normal). The contact's
+    force then acts on both bodies."""
+    origin: Vec3 | None = None
     normal: Vec3 | None = None
+    body: Name | None = None
+    face: Literal["+x", "-x", "+y", "-y", "+z", "-z"] | None = None
+    shape: Annotated[int, Field(ge=0, le=10_000)] = 0
 
     _check_axis = field_validator("normal")(lambda cls, v: v if v is None else _nonzero_axis(v))
 
+    @model_validator(mode="after")
+    def _face_alone(self):
+        if self.face is not None and self.body is None:
+            raise ValueError("a face belongs to a body: give 'body' with 'face'")
+        if self.face is not None and (self.origin is not None or self.normal is not None):
+            raise ValueError("a face sets the plane: give 'face' without 'origin' and 'normal'")
+        return self
+
 
 class ContactSpec(Strict):
-    """Unilateral contact of a body with a ground plane (McClamroch §6 eq. 40–42; Kearney §3; see
+    """Unilateral contact of a body with a ground plane or another body's plane face (McClamroch §6 eq. 40–42; Kearney §3; see
     :mod:`core.contacts`). ``points``: the body's contact points, named points or body coordinates; by default
     those of its shapes — a box's eight corners, a sphere, a capsule's two end caps (cylinders need explicit
     points). ``restitution`` e: Newton's coefficient at impacts (post-impact normal velocity −e times the
