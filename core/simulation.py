@@ -29,7 +29,8 @@ from .joint_constraints import JOINT_SPACE
 from .model import POWER_SOURCES, Model, State
 from .programs import Controls
 from .records import record_width, split
-from .step import (_NO_TRACE, INTEGRATOR_NAMES, DivergenceError, Inputs, _contact_advance, _plan, _run, advance,
+from .step import (_NO_TRACE, INTEGRATOR_NAMES, DivergenceError, Inputs, _contact_advance, _plan, _run,
+                   actuator_response, advance,
                    controllers_under, evaluate, handle_events, record_layout, touching_at_start)
 
 __all__ = ["Simulation", "Snapshot", "Records", "DivergenceError", "INTEGRATOR_NAMES"]
@@ -252,6 +253,11 @@ class Simulation:
     def data(self) -> Data:
         """Everything derived at the current state (:func:`core.evaluate`; cached for the state)."""
         return evaluate(self.model, self.state, self.inputs)
+
+    def actuator_response(self, actuators, read) -> tuple[np.ndarray, np.ndarray]:
+        """How ``read(data)`` at the current state depends on the commands of ``actuators``: ``(y0, G)``,
+        y(u) = y0 + G u (:func:`core.step.actuator_response`; safe inside a step's event answer)."""
+        return actuator_response(self.model, self.state, self.inputs, actuators, read)
 
     def _reference_energy(self) -> float:
         """E(0): the energy of this run's initial state (the scene's)."""

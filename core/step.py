@@ -575,7 +575,8 @@ def _resolve(model: Model, plan: _Plan, state: State, fired: list, held=frozense
     return state, events
 
 
-def _switch(model: Model, state: State, out, fired: list, active: np.ndarray, slip: np.ndarray, events: list) -> None:
+def _switch(model: Model, state: State, out, fired: list, active: np.ndarray, slip: np.ndarray,
+            events: list) -> None:
     """Apply the mode switches of ``fired`` at ``state`` (``out``: its evaluation) to ``active`` and ``slip``,
     and log them: lift-offs and released joint limits remove their rows, a slip removes a point's stick rows and
     continues its stick force's direction with magnitude μN, a stick adds them back."""

@@ -24,7 +24,6 @@ import numpy as np
 
 from ..contacts import OPEN, SLIP, point_modes
 from ..points import jacobian_at, link_kinematics, position_at, velocity_at
-from ..step import actuator_response
 
 __all__ = ["ControlProgram", "Controls", "Equation", "ProgramSpec", "ProgramError", "PROGRAMS", "register",
            "momentum"]
@@ -231,7 +230,7 @@ class Controls:
         """Impose the named control ``equations`` (name → :class:`Equation`) from this step on, solved with the
         dynamics at the current state for the commands of ``actuators`` (Kearney §4.2, tightly coupled control;
         the stance of §5.2, eq. 13–14, constrains the ground's force on the hopper). The forces and
-        accelerations are affine in the commands at a state (:func:`core.step.actuator_response`), so the solve
+        accelerations are affine in the commands at a state (:meth:`core.Simulation.actuator_response`), so the solve
         is exact at the state; the commands are then held over the step, like any sampled controller's. Fewer
         unknowns than equations: least squares; more: the smallest commands. Equations that were not imposed
         at the last call are logged as added and those no longer given as removed (``<program>.<equation>``);
@@ -267,7 +266,7 @@ class Controls:
             return out
 
         try:
-            y0, G = actuator_response(m, state, sim.inputs, names, read)
+            y0, G = sim.actuator_response(names, read)
         except KeyError as exc:
             raise ProgramError(f"program {self.program.name!r}: {exc.args[0]}") from None
         held = dict(sim.inputs.actuators)
