@@ -12,6 +12,7 @@ Pure NumPy/SciPy with compiled kernels (numba); never imports Qt. The stable scr
     tau = core.inverse_dynamics(model, state.q, state.qd, qdd)
     J = core.point_jacobian(model, state.q, "link3", "tip")
     core.kinetic_energy(model, state.q, state.qd), core.potential_energy(model, state.q)
+    draw = core.draw_list(core.Simulation(model))              # what a viewer draws at a state (frozen)
 """
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ from pathlib import Path
 from .aba import forward_dynamics
 from .crba import mass_matrix
 from .data import Data
+from .drawing import DrawList, draw_list, resting_draw_list
 from .energy import center_of_mass, kinetic_energy, potential_energy
 from .kinematics import (configuration_derivative, configuration_difference, forward_kinematics,
                          integrate_configuration, normalize_configuration)
@@ -39,6 +41,7 @@ __all__ = [
     "configuration_difference",
     "point_position", "point_velocity", "point_jacobian", "point_bias_acceleration", "point_acceleration",
     "kinetic_energy", "potential_energy", "center_of_mass",
+    "DrawList", "draw_list", "resting_draw_list",
 ]
 
 

@@ -8,7 +8,7 @@ patterns: Qt-free models, a worker that owns the simulation, immutable messages 
   :mod:`studio.edits` (undoable edits of a scene spec as pure functions), :mod:`studio.samples` (the plots'
   columns), :mod:`studio.history` (ring buffers), :mod:`studio.units`;
 - the worker thread: :mod:`studio.worker` (:class:`~studio.worker.SimulationWorker`, the only owner of the model,
-  state and simulation), :mod:`studio.reload` (edits applied at a step boundary), :mod:`studio.probe` (what to
+  state and simulation), :mod:`studio.reload` (edits applied at a step boundary), :mod:`core.drawing` (what to
   draw);
 - crossing threads: :mod:`studio.messages` (frozen commands, snapshots, sample batches);
 - the GUI thread: :mod:`studio.simthread` (the handle on the worker), :mod:`studio.document` (spec, file, undo

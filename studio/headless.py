@@ -13,7 +13,7 @@ PNG per plot, and DIR/timeseries.csv (every step, full precision, the columns of
 :mod:`studio.runrecords`).
 
 The simulation runs on this thread, step by step as in the studio (:mod:`studio.stepping`: the same numbers as
-``python -m core run``), and each frame is drawn from the state at its time (:func:`studio.probe.draw_list`) by an
+``python -m core run``), and each frame is drawn from the state at its time (:func:`core.drawing.draw_list`) by an
 off-screen viewport. Files are complete or absent.
 
 Display: the pictures need OpenGL, which needs an X server. Without ``DISPLAY`` these commands start their own
@@ -200,7 +200,7 @@ def _viewport(model, size):
 
 
 def _render(args, model) -> int:
-    from .probe import draw_list
+    from core.drawing import draw_list
     from .recording import FrameWriter, compose, even_size, image_to_rgb
     run = _Run(model)
     keys = _plot_keys(args.plots, run.layout)
@@ -243,7 +243,7 @@ def _render(args, model) -> int:
 
 
 def _screenshot(args, model) -> int:
-    from .probe import draw_list
+    from core.drawing import draw_list
     run = _Run(model)
     if args.time < 0:
         raise ValueError("--time must be at least 0")

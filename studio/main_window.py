@@ -46,7 +46,7 @@ from .overlays import KINDS
 from .plotfigure import PLOTS
 from .plots import PlotPanel
 from .presenter import ViewportPresenter
-from .probe import resting_overlay
+from core.drawing import resting_draw_list
 from .record_dialog import RecordDialog
 from .recording import VideoRecorder
 from .scene_tree import SceneTree
@@ -584,7 +584,7 @@ class MainWindow(QMainWindow):
     def _show_resting_scene(self, model) -> None:
         """Nails and springs at t = 0 before the worker's first snapshot (its kernels are not compiled yet)."""
         try:
-            self.viewport.overlays.update(resting_overlay(model))
+            self.viewport.overlays.update(resting_draw_list(model))
         except Exception:                  # only a preview: the first snapshot brings the real overlay
             return
         self.viewport.update()

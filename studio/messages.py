@@ -58,7 +58,7 @@ class Snapshot:
     ``playing``; ``realtime_factor`` simulated seconds per wall-clock second while playing, averaged over about
     half a second (None when paused); ``model`` the frozen ``core.Model`` that ``q`` belongs to (shared, never
     written); ``run`` counts resets and restarts (the plots keep the previous run as an earlier try when it
-    changes); ``draw`` the :class:`studio.probe.DrawList` (shape poses, nails, springs, arrows) or None; ``step_cost`` wall-clock seconds per step,
+    changes); ``draw`` the :class:`core.drawing.DrawList` (shape poses, nails, springs, arrows) or None; ``step_cost`` wall-clock seconds per step,
     averaged; ``energy_error`` the energy audit's error E − E₀ − Σ work (J); ``speed`` the requested real-time
     factor; ``batched`` the worker runs the simulation in batches of compiled steps (every ``core.Simulation``:
     False only for a stand-in); ``timeline`` (first, furthest) simulated times the user can go back to and
@@ -83,7 +83,7 @@ class Snapshot:
 
     @property
     def overlay(self):
-        """The draw list (:class:`studio.probe.DrawList`), by its older name."""
+        """The draw list (:class:`core.drawing.DrawList`), by its older name."""
         return self.draw
 
 
@@ -102,7 +102,7 @@ class SampleBatch:
     as ``core.Simulation.run`` returns them (``(name, read-only array)`` pairs; the first step after the previous
     batch onwards; :mod:`core.records`) of ``model``; ``branch``: when set, the run went on from this earlier
     time, and whatever was recorded after it belongs to an earlier try; ``frames``: recording frames
-    (:class:`studio.probe.DrawList` at the times a RECORD command asked for); ``markers``: edits applied;
+    (:class:`core.drawing.DrawList` at the times a RECORD command asked for); ``markers``: edits applied;
     ``events``: the run's new events (:class:`studio.events.EventMark`: contacts, broken constraints, rank
     changes), in time order, all after ``branch`` when it is set."""
     run: int

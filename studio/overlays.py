@@ -4,7 +4,7 @@ link frames, broken-constraint marks, the mouse spring, the selection outline an
 over.
 
 Thread: GUI. :class:`Overlays` owns its items (children of the viewport's world item, so in world coordinates)
-and refreshes them from a :class:`studio.probe.DrawList`; the geometry comes from :mod:`studio.glyphs`. Arrows and
+and refreshes them from a :class:`core.drawing.DrawList`; the geometry comes from :mod:`studio.glyphs`. Arrows and
 nails are drawn after the shapes and without the depth test, so they stay visible inside and behind bodies
 (back faces culled, so they still look solid). Each kind can be shown or hidden (:data:`KINDS`).
 

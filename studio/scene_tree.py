@@ -169,7 +169,7 @@ class SceneTree(QTreeView):
 
     # ---- what is active now -------------------------------------------------------------------------------
     def show_activity(self, model, draw) -> None:
-        """Mark what acts at the state of ``draw`` (a :class:`studio.probe.DrawList` of ``model``): each
+        """Mark what acts at the state of ``draw`` (a :class:`core.drawing.DrawList` of ``model``): each
         constraint's dot (all its rows active or not), each contact's points with their modes (module
         docstring). Cheap when nothing changed."""
         if model is None or draw is None or len(draw.active) != len(model.constraints):

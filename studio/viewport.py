@@ -3,7 +3,7 @@ one draw call, :mod:`studio.shapes_item`), and the overlays of :mod:`studio.over
 ends, force and velocity arrows, link frames, broken constraints), with a legend of what the arrows mean.
 
 Thread: GUI. :class:`Viewport` is a widget; feed it snapshots with :meth:`Viewport.show_snapshot` or draw lists
-(:class:`studio.probe.DrawList`, made on the worker: the GUI computes no kinematics to draw a state) with
+(:class:`core.drawing.DrawList`, made on the worker: the GUI computes no kinematics to draw a state) with
 :meth:`Viewport.show_draw`; bare configurations with :meth:`Viewport.set_configuration`. Meshes are uploaded once
 per model; a new state only sends the shapes' poses. :meth:`Viewport.render_image` draws any draw list off
 screen at any size (recordings, screenshots).
@@ -42,7 +42,7 @@ from .framing import display_rotation, frame_scene
 from .meshes import shape_half_extents, shape_mesh
 from .overlays import Overlays
 from .picking import hit_sphere, pick_shape, ray_plane, ray_through
-from .probe import shape_poses_from
+from core.drawing import shape_poses
 from .shapes_item import MAX_SHAPES, ShapesItem
 
 __all__ = ["Viewport", "BACKGROUND", "LIT", "HANDLE_PX", "ORBIT_DEG_PER_PX"]
@@ -236,7 +236,7 @@ class Viewport(gl.GLViewWidget):
                 self.overlays.update(snap.draw)
 
     def show_draw(self, draw) -> None:
-        """Show a :class:`studio.probe.DrawList` (shape poses and overlays) of the current model."""
+        """Show a :class:`core.drawing.DrawList` (shape poses and overlays) of the current model."""
         if draw.shape_poses is not None and len(draw.shape_poses) == len(self._model.shapes):
             self._set_poses(draw.shape_poses)
         if self.overlays is not None:
@@ -261,7 +261,7 @@ class Viewport(gl.GLViewWidget):
         state that did not come with a draw list."""
         self._q = np.asarray(q, dtype=float)
         R_WL, p_WL, _ = core.forward_kinematics(self._model, self._q)
-        self._set_poses(shape_poses_from(self._model, R_WL, p_WL))
+        self._set_poses(shape_poses(self._model, R_WL, p_WL))
         self.update()
 
     def _set_poses(self, poses) -> None:
@@ -400,7 +400,7 @@ class Viewport(gl.GLViewWidget):
     # ---- pictures off screen -------------------------------------------------------------------------------
     def render_image(self, size: tuple[int, int] | None = None, draw=None):
         """A QImage of the 3D view (no legend, no badge, no hover or selection marks) at ``size`` (width,
-        height; default the widget's), showing ``draw`` (a :class:`studio.probe.DrawList`; default what is
+        height; default the widget's), showing ``draw`` (a :class:`core.drawing.DrawList`; default what is
         shown). Antialiased (4 samples). What is shown on screen is left as it was."""
         w, h = size if size is not None else (self.width(), self.height())
         w, h = max(16, int(w)), max(16, int(h))

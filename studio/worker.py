@@ -27,7 +27,7 @@ sample batch says so (``branch``), so the GUI can keep the earlier try as a fade
 
 Recordings: RECORD (t0, period, count) asks for a frame every ``period`` of simulated time from t0: batches are
 cut at those times (at the first step at or after each, with a fixed step) and the draw list of that state
-(:func:`studio.probe.draw_list`) goes to the GUI in the sample batch, so a video has T·F frames whatever the
+(:func:`core.drawing.draw_list`) goes to the GUI in the sample batch, so a video has T·F frames whatever the
 machine's speed.
 
 Edits: an EDIT command carries the new spec, the model the GUI compiled while validating it, and what changed.
@@ -61,7 +61,7 @@ from PySide6.QtCore import QObject, QThread, Signal, Slot
 
 from .events import CONTACT_KINDS, event_mark
 from .messages import Command, CommandKind, Marker, SampleBatch, Snapshot, frozen_copy, frozen_records
-from .probe import draw_list
+from core.drawing import draw_list
 from .reload import apply_edit, apply_settings, reload_simulation, same_structure
 from .samples import sample_layout, sample_row, sample_rows
 from .stepping import fixed_step, run_steps, steps_to

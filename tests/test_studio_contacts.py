@@ -23,7 +23,7 @@ from studio import SCENES_DIR
 from studio.events import EventLog, event_mark
 from studio.messages import Command, CommandKind
 from studio.overlays import CONTACT_COLOURS, FRICTION_COLOUR
-from studio.probe import draw_list
+from core.drawing import draw_list
 from studio.worker import SimulationWorker
 
 from test_studio import FIRST_USE_MS, rgb_array, show

@@ -14,7 +14,7 @@ from core.scene import SceneError
 from studio import SCENES_DIR, edits, glyphs
 from studio.history import History
 from studio.picking import hit_shape, hit_sphere, pick_shape, ray_plane, ray_through
-from studio.probe import overlay, resting_overlay
+from core.drawing import draw_list as overlay, resting_draw_list as resting_overlay
 from studio.reload import reload_simulation, same_coordinates
 from studio.samples import sample_layout, sample_row, sample_rows
 
@@ -364,7 +364,7 @@ def test_the_studio_models_do_not_import_qt():
     import subprocess
     import sys
     code = ("import sys\n"
-            "import studio.edits, studio.samples, studio.history, studio.glyphs, studio.picking, studio.probe, "
+            "import studio.edits, studio.samples, studio.history, studio.glyphs, studio.picking, "
             "studio.reload, studio.units, studio.messages, studio.framing\n"
             "print(sorted(m for m in sys.modules if m.split('.')[0] in ('PySide6', 'shiboken6', 'OpenGL')))")
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
