@@ -11,8 +11,8 @@ import inspect
 
 from pydantic import BaseModel
 from PySide6.QtCore import Slot
-from PySide6.QtWidgets import (QBoxLayout, QCheckBox, QFormLayout, QGroupBox, QHBoxLayout, QLabel, QScrollArea, QVBoxLayout,
-                               QWidget)
+from PySide6.QtWidgets import (QBoxLayout, QCheckBox, QFormLayout, QGridLayout, QGroupBox, QHBoxLayout, QLabel,
+                               QScrollArea, QVBoxLayout, QWidget)
 
 from core.scene import SceneError
 
@@ -28,6 +28,47 @@ _TREE_FIELDS = {"Scene": ("format_version", "simulation", "bodies", "constraints
                 "Body": ("joint", "shapes", "points")}
 _BODY_FIELDS = ("parent", "body", "body_a", "body_b")
 _TYPES = {"joint": ["fixed", "hinge", "slider", "ball", "free"], "shape": ["box", "sphere", "cylinder", "capsule"]}
+
+
+class _FlowForm:
+    """GUI thread. A form whose rows (a label and a field, or one spanning widget) flow top to bottom into as
+    many columns as :meth:`arrange` is given — the compact inspector's fields, so a controller's gains fit a
+    short dock without scrolling. Takes :class:`QFormLayout`'s ``addRow`` calls."""
+
+    def __init__(self):
+        self.grid = QGridLayout()
+        self.grid.setHorizontalSpacing(10)
+        self.grid.setVerticalSpacing(4)
+        self._rows: list[tuple] = []
+        self._columns = 0
+
+    def addRow(self, label, field=None) -> None:                 # noqa: N802 (QFormLayout's name)
+        if field is None:
+            self._rows.append((label, None))
+        else:
+            self._rows.append((QLabel(label) if isinstance(label, str) else label, field))
+        self._columns = 0
+
+    def arrange(self, columns: int) -> None:
+        columns = max(1, min(columns, len(self._rows) or 1))
+        if columns == self._columns:
+            return
+        self._columns = columns
+        for first, second in self._rows:
+            for w in (first, second):
+                if w is not None:
+                    self.grid.removeWidget(w)
+        for c in range(self.grid.columnCount()):
+            self.grid.setColumnStretch(c, 0)
+        per = -(-len(self._rows) // columns)
+        for k, (first, second) in enumerate(self._rows):
+            row, col = k % per, 2 * (k // per)
+            if second is None:
+                self.grid.addWidget(first, row, col, 1, 2)
+            else:
+                self.grid.addWidget(first, row, col)
+                self.grid.addWidget(second, row, col + 1)
+                self.grid.setColumnStretch(col + 1, 1)
 
 
 def item_title(spec, path: tuple | None) -> str:
@@ -131,10 +172,11 @@ class Inspector(QWidget):
             form = QFormLayout()
             form.setFieldGrowthPolicy(QFormLayout.FieldGrowthPolicy.AllNonFixedFieldsGrow)
             groups = None
-            if self._compact:          # side by side: the item's own fields, and its groups (a trajectory);
-                columns = QBoxLayout(self._direction())       # one above the other when narrow
-                self._columns = columns
-                columns.addLayout(form, 3)
+            if self._compact:          # side by side: the item's own fields in as many columns as fit, and
+                form = _FlowForm()     # its groups (a trajectory) beside them — one above the other when narrow
+                columns = QBoxLayout(self._direction())
+                self._columns, self._flow = columns, form
+                columns.addLayout(form.grid, 3)
                 groups = QFormLayout()
                 groups.setFieldGrowthPolicy(QFormLayout.FieldGrowthPolicy.AllNonFixedFieldsGrow)
                 columns.addLayout(groups, 2)
@@ -145,6 +187,8 @@ class Inspector(QWidget):
                 self._add_point(form, spec, path)
             else:
                 self._add_fields(form, node, path, spec, groups)
+            if self._compact:
+                form.arrange(self._field_columns())
         layout.addStretch(1)
         self._scroll.setWidget(page)
 
@@ -155,12 +199,22 @@ class Inspector(QWidget):
         return QBoxLayout.Direction.LeftToRight if self.width() >= self.SIDE_BY_SIDE else \
             QBoxLayout.Direction.TopToBottom
 
+    #: Width (px) of one column of label and field in a compact inspector.
+    FIELD_COLUMN = 250
+
+    def _field_columns(self) -> int:
+        """How many columns of fields a compact inspector shows at its width (its groups taking 2/5 of it when
+        side by side)."""
+        share = 0.6 if self._direction() == QBoxLayout.Direction.LeftToRight else 1.0
+        return max(1, int(self.width() * share) // self.FIELD_COLUMN)
+
     def resizeEvent(self, event) -> None:
         super().resizeEvent(event)
         columns = getattr(self, "_columns", None)
         if columns is not None:
             try:
                 columns.setDirection(self._direction())
+                self._flow.arrange(self._field_columns())
             except RuntimeError:            # the page it was on has been replaced
                 self._columns = None
 
