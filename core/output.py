@@ -20,6 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .columns import column_units
 from .fileio import publish_directory, staging_directory
 from .model import Model
 
@@ -279,5 +280,6 @@ class RunWriter:
                 "energy_error_relative": abs(err) / scale,
                 "energy_max_error_J": st.max_abs["energy_error"] if st.rows else math.nan,
                 "csv_columns": self.csv_names,
+                "csv_units": column_units(model, {name: np.zeros((1,) + shape) for name, shape in self.columns}),
             }
         return summary

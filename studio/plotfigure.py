@@ -35,6 +35,8 @@ from PySide6.QtCore import QEvent, QLineF, QObject, QPointF, QRectF, Qt, Signal
 from PySide6.QtGui import QColor, QCursor, QFont, QFontMetricsF, QPen
 from PySide6.QtWidgets import QToolTip
 
+from core.columns import series_unit
+
 from .events import colour_of
 
 __all__ = ["PlotFigure", "PLOTS", "PlotSpec", "OpaqueGridAxis", "log_label", "eng_label", "y_limits",
@@ -261,15 +263,15 @@ class PlotSpec:
 
 
 PLOTS = (
-    PlotSpec("force", "Constraint force ‖F‖", ("force",), "N", log=True),
-    PlotSpec("energy", "Energy", ("energy",), "J", log_toggle=False, columns=slice(0, 4)),
+    PlotSpec("force", "Constraint force ‖F‖", ("force",), series_unit("constraint_force_magnitude"), log=True),
+    PlotSpec("energy", "Energy", ("energy",), series_unit("energy_total"), log_toggle=False, columns=slice(0, 4)),
     PlotSpec("deviation", "Deviation ‖D‖, ‖Ḋ‖ (dashed)", ("deviation", "deviation_rate"), "m, m/s",
              log=True),
     PlotSpec("residual", "Solve residual ‖η‖", ("residual",), "m/s²", log=True),
     PlotSpec("singular", "Singular values of A = J M⁻¹ Jᵀ", ("singular",), "", log=True, log_toggle=False),
     PlotSpec("joint", "Joints q, desired q_d (dashed)", ("joint", "desired"), "rad, m", log_toggle=False),
     PlotSpec("tracking", "Tracking error e = q − q_d", ("tracking_error",), "rad, m", log_toggle=False),
-    PlotSpec("parameters", "Adaptive estimates â", ("parameters",), "", log_toggle=False),
+    PlotSpec("parameters", "Adaptive estimates â", ("parameters",), series_unit("parameters"), log_toggle=False),
 )
 SPECS = {p.key: p for p in PLOTS}
 

@@ -11,7 +11,7 @@ drops what was recorded after the branch point; a reset or a restart starts over
 :meth:`RunRecords.write_csv` writes them with the columns and number format of ``python -m core run``'s
 ``timeseries.csv`` (``core.output.csv_columns``; every number as ``%.17g``, so a run played in the studio and the
 same scene run from the command line agree to the last digit), units added to the header cells
-(:mod:`studio.columns`).
+(:mod:`core.columns`).
 
 Memory: at most ``limit_bytes`` (default :data:`LIMIT_BYTES`, 512 MiB: about 25 minutes of the nailed
 three-link arm or 13 of the 20-link chain at 1 ms steps); beyond it the oldest chunks are dropped and the export
@@ -26,7 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .columns import column_units, header
+from core.columns import column_units, header
 
 __all__ = ["RunRecords", "Segment", "LIMIT_BYTES"]
 

@@ -7,6 +7,8 @@ emitted from the worker thread: the tests wait with ``qtbot.waitUntil`` on what 
 """
 from __future__ import annotations
 
+import json
+
 import difflib
 import os
 import shutil
@@ -133,6 +135,10 @@ def test_an_exported_csv_reproduces_core_runs_time_series_to_the_last_digit(wind
     core_lines = (out / "timeseries.csv").read_text().splitlines()
     assert [h.split(" [")[0] for h in studio_lines[0].split(",")] == core_lines[0].split(",")
     assert "t [s]" in studio_lines[0] and "[J]" in studio_lines[0] and "[rad]" in studio_lines[0]
+    # one table of units (core.columns): the studio's header cells are core run's columns with its csv_units
+    summary = json.loads((out / "summary.json").read_text())
+    assert studio_lines[0].split(",") == [f"{n} [{u}]" if u else n
+                                         for n, u in zip(summary["csv_columns"], summary["csv_units"])]
     # every row but core run's last (which it shortens to land on --duration) is the same text
     rows = core_lines[1:-1]
     assert len(rows) > 500 and studio_lines[1:1 + len(rows)] == rows

@@ -1,20 +1,29 @@
-"""Units and meanings of the records' series (:mod:`core.records`), for the exports' column headers and the plots.
+"""Units and meanings of the records' series (:mod:`core.records`): the one table that ``python -m core run``
+(``summary.json``'s ``csv_units`` beside ``csv_columns``), the studio's plots and its CSV exports share.
 
-Thread: any. Plain data over a frozen ``core.Model``.
-
-The CSV the studio exports has the columns of ``python -m core run``'s ``timeseries.csv`` (the names of
-``core.output.csv_columns``, in its order), each header cell followed by its unit in brackets when it has one:
-``t [s]``, ``q_elbow [rad]``, ``constraint_force_tip_nail_x [N]``, ``energy_error [J]``, ``rank``.
-(A table of this kind belongs in the core, shared by ``core run``, the plots and the exports: see the report of
-the issue that added it.)
+:func:`column_units` gives the unit of every CSV column of a run (the names of :func:`core.output.csv_columns`,
+in its order); :func:`header` the studio's header cells, ``name [unit]``: ``t [s]``, ``q_elbow [rad]``,
+``constraint_force_tip_nail_x [N]``, ``energy_error [J]``, ``rank``.
 """
 from __future__ import annotations
 
 import numpy as np
 
-from .kinds import constraint_kinds, joint_kinds
+from .constraints import KIND_NAMES
+from .model import JOINT_TYPES
 
 __all__ = ["SERIES", "series_unit", "column_units", "header"]
+
+_JOINT_NAMES = {code: name for name, code in JOINT_TYPES.items()}
+
+
+def _joint_kinds(model) -> list[str]:
+    return [_JOINT_NAMES[int(k)] for k in model.joint_type]
+
+
+def _constraint_kinds(model) -> list[str]:
+    return [KIND_NAMES[c.kind] for c in model.constraints]
+
 
 #: Every series of the records: (unit, what it is). Units of the per-coordinate and per-constraint series depend
 #: on the joint or constraint and are filled in by :func:`column_units`.
@@ -72,13 +81,13 @@ def series_unit(key: str) -> str:
 
 def _coordinates(model, velocity: bool) -> list[str]:
     out = []
-    for kind in joint_kinds(model):
+    for kind in _joint_kinds(model):
         out += list(_COORD_UNITS[kind][1 if velocity else 0])
     return out
 
 
 def _per_constraint(model, key: str) -> list[str]:
-    kinds = constraint_kinds(model)
+    kinds = _constraint_kinds(model)
     if key == "deviation":
         return ["m/s" if k == "point_velocity" else ("" if k == "joint_space" else "m") for k in kinds]
     if key == "deviation_rate":
