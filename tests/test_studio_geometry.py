@@ -127,3 +127,18 @@ def test_a_planar_scene_lying_on_the_floor_is_seen_from_above(tmp_path):
 @pytest.mark.parametrize("x,step", [(0.07, 0.1), (0.1, 0.1), (0.13, 0.2), (3.0, 5.0), (7.0, 10.0), (12.0, 20.0)])
 def test_nice_step(x, step):
     assert nice_step(x) == pytest.approx(step)
+
+
+def test_overlay_vertex_normals_are_pyqtgraphs_smooth_normals():
+    """The overlays give their glyph meshes smooth normals computed at once (studio.overlays.vertex_normals),
+    the normalized sum of the area-weighted face normals around each vertex, as MeshData.vertexNormals does in
+    a Python loop."""
+    import pyqtgraph.opengl as gl
+
+    from studio import glyphs
+    from studio.overlays import vertex_normals
+    verts, faces, _ = glyphs.arrow_mesh(np.array([[0.0, 0.0, 0.0], [1.0, 2.0, 0.5]]),
+                                        np.array([[0.3, 0.1, 0.9], [-0.5, 0.2, 0.1]]), 0.02, [(1, 1, 1, 1)] * 2)
+    verts, faces = np.asarray(verts, np.float32), np.asarray(faces, np.uint32)
+    expected = gl.MeshData(vertexes=verts, faces=faces).vertexNormals()
+    assert np.abs(vertex_normals(verts, faces) - expected).max() < 1e-5
