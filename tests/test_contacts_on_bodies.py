@@ -176,3 +176,23 @@ def test_bad_body_planes_are_named_validation_errors(plane, path):
     with pytest.raises(SceneError) as info:
         compile_scene(parse_spec(doc))
     assert any(p.path.startswith(path) for p in info.value.problems), info.value.problems
+
+
+@pytest.mark.parametrize("formulation", ["projection", "multipliers"])
+def test_every_formulation_lets_go_of_the_block_at_the_same_instant(formulation):
+    """The body-fixed rows are rows like any other: Aghili's projection and McClamroch's multipliers give the same
+    lift-off (within the event tolerance) and keep the block on the turntable at its radius."""
+    doc = _table_scene()
+    doc["simulation"]["formulation"] = formulation
+    model = compile_scene(parse_spec(doc))
+    sim = core.Simulation(model)
+    sim.run(0.25)
+    offs = _events(sim, "lift-off")
+    assert len(offs) == 4 and offs[0]["t"] == pytest.approx(0.2078170741, abs=2e-6)
+    doc = _turntable_scene()
+    doc["simulation"]["formulation"] = formulation
+    model = compile_scene(parse_spec(doc))
+    sim = core.Simulation(model)
+    sim.run(0.5)
+    x = sim.state.q[model.q_slice("block")][:3]
+    assert np.hypot(x[0], x[1]) == pytest.approx(0.5, abs=1e-6) and not _events(sim, "slip")
