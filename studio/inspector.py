@@ -200,7 +200,7 @@ class Inspector(QWidget):
             QBoxLayout.Direction.TopToBottom
 
     #: Width (px) of one column of label and field in a compact inspector.
-    FIELD_COLUMN = 250
+    FIELD_COLUMN = 200
 
     def _field_columns(self) -> int:
         """How many columns of fields a compact inspector shows at its width (its groups taking 2/5 of it when
