@@ -363,8 +363,10 @@ def triggers(model, state, out, before=None, eligible=None, held=frozenset()) ->
     """The contact events whose trigger predicate holds at ``state`` (``out``: its evaluation), as
     ``(kind, contact, point, g)`` with ``g`` the event function (positive before the event, ≤ 0 at and after):
 
-    - ``touchdown``: an open point's separation h < −:data:`PENETRATION` (g = h + PENETRATION: a point that
-      has just lifted off, still at h ≈ 0 with the stabilization's round-off, does not touch down again at once);
+    - ``touchdown``: an open point's separation h < −:data:`PENETRATION` while it approaches the plane (g = h +
+      PENETRATION: a point that has just lifted off, still at h ≈ 0 with the stabilization's round-off, does not
+      touch down again at once; nor does one that lifted off while still inside the plane by the rows' deviation
+      and now moves out of it — it is separating, and touching it down would only lift it off again);
     - ``lift-off``: an active point's normal force N < 0 (g = N), once its contact's ``liftoff_delay`` has passed
       since it touched down;
     - ``slip``: a sticking point's tangential force beyond the cone, ‖F_t‖ > μN (g = μN − ‖F_t‖);
@@ -383,7 +385,8 @@ def triggers(model, state, out, before=None, eligible=None, held=frozenset()) ->
     for k in np.flatnonzero(active | (h < -PENETRATION)):
         c, p = pairs[k]
         if not active[k]:
-            found.append(("touchdown", c, p, float(h[k]) + PENETRATION))
+            if float(normals[k] @ out.velocity_a[p.normal]) < 0:
+                found.append(("touchdown", c, p, float(h[k]) + PENETRATION))
             continue
         if N[k] < 0 and not _loading(c, p, state):
             found.append(("lift-off", c, p, float(N[k])))

@@ -279,12 +279,16 @@ class Simulation:
             self.events.extend(events)
 
     # ---- control programs (Kearney §4) --------------------------------------------------------------------
-    def _before_step(self) -> None:
-        """Run the control programs' step hooks (their start hooks first, once)."""
+    def _start_programs(self) -> None:
+        """The control programs' start hooks, once, before any of their other hooks."""
         if not self._programs_started:
             self._programs_started = True
             for p in self.programs:
                 p.start(Controls(self, p))
+
+    def _before_step(self) -> None:
+        """Run the control programs' step hooks (their start hooks first, once)."""
+        self._start_programs()
         for p in self.programs:
             p.step(Controls(self, p))
 
@@ -292,6 +296,7 @@ class Simulation:
         """Hand the events logged since the last delivery to the control programs' event hooks."""
         if not self.programs:
             return
+        self._start_programs()
         while self._delivered < len(self.events):
             event = self.events[self._delivered]
             self._delivered += 1

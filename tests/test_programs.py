@@ -317,3 +317,27 @@ def test_impose_names_what_it_cannot_constrain():
         ctl.impose({"x": Equation(1.0, forces={"hand": [0, 0, 1.0]})}, ("hip_motor",))
     with pytest.raises(ProgramError, match="no actuator 'elbow'"):
         ctl.impose({"x": Equation(1.0, forces={"foot": [0, 0, 1.0]})}, ("elbow",))
+
+
+@register
+class Recorder(ControlProgram):
+    """A test program whose event hook needs what its start hook made."""
+    kind = "test_recorder"
+
+    def start(self, ctl):
+        self.seen = [("start", ctl.t)]
+
+    def event(self, ctl, event):
+        self.seen.append((event["type"], event["t"]))
+
+
+def test_a_program_starts_before_it_hears_of_the_contacts_closed_at_t0():
+    """A block put on the ground touches down at t = 0 (core.step.touching_at_start); the program's start hook
+    runs before those events reach its event hook."""
+    doc = _doc("block_lifted")
+    doc["programs"] = [{"name": "r", "program": "test_recorder"}]
+    sim = core.Simulation(compile_scene(parse_spec(doc)))
+    sim.run(0.01)
+    seen = sim.programs[0].seen
+    assert seen[0] == ("start", 0.0)
+    assert [kind for kind, _ in seen[1:5]] == ["touchdown"] * 4
