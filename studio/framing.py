@@ -45,12 +45,7 @@ def shape_poses(model, q: np.ndarray) -> np.ndarray:
     """Homogeneous poses ``X_WS`` (n_shapes, 4, 4) of every shape in the world at configuration ``q``:
     ``R_WS = R_WL R_LS``, ``p_WS = p_WL + R_WL p_LS``."""
     R_WL, p_WL, _ = core.forward_kinematics(model, np.asarray(q, dtype=float))
-    X_WS = np.zeros((len(model.shapes), 4, 4))
-    X_WS[:, 3, 3] = 1.0
-    for k, s in enumerate(model.shapes):
-        X_WS[k, :3, :3] = R_WL[s.link] @ s.R_LS
-        X_WS[k, :3, 3] = p_WL[s.link] + R_WL[s.link] @ s.p_LS
-    return X_WS
+    return core.drawing.shape_poses(model, R_WL, p_WL)
 
 
 def display_rotation(gravity) -> np.ndarray:
