@@ -148,24 +148,41 @@ def test_frozen_adaptation_runs_exactly_like_pd(spec):
 
 # ---------------------------------------------------------------------------------------------- Slotine–Li
 def lyapunov(sim: core.Simulation, eta: float) -> tuple[float, float]:
-    """V = ½ sᵀ M s + ãᵀã/(2η) and −sᵀ K_d s at the simulation's state (s and ½ sᵀ M s as the pipeline reports
-    them, checked against the mass matrix)."""
+    """V = ½ sᵀ M s + ½ ãᵀ (ηΓ)⁻¹ ã (ã = â − a, a the arm's parameters in the controller's parameterization) and
+    −sᵀ K_d s at the simulation's state (s and ½ sᵀ M s as the pipeline reports them, checked against M)."""
     diag = sim.data.controllers["c"]
     s = diag["sliding_variable"]
     M = core.mass_matrix(sim.model, sim.state.q)
     assert diag["s_energy"] == pytest.approx(0.5 * s @ M @ s, rel=1e-12, abs=1e-300)
-    a_tilde = sim.controller_state("c") - inertial_parameters(sim.model)
-    return diag["s_energy"] + a_tilde @ a_tilde / (2 * eta), -s @ (sim.controller("c").kd * s)
+    c = sim.controller("c")
+    assert np.allclose(c.gain, eta * c.gamma)
+    a_tilde = sim.controller_state("c") - c.true_parameters()
+    return diag["s_energy"] + 0.5 * a_tilde @ np.linalg.solve(c.gain, a_tilde), -s @ (c.kd * s)
 
 
+def book_parameters(arm: str) -> dict:
+    """Slotine & Li's a1…a4 (a5…a7) of the arm scene (the Uno arm: the same expressions with its bodies and l1)."""
+    doc = json.loads((SCENES / "slotine_li_arm.json").read_text())
+    p = json.dumps(doc["controllers"][0]["parameters"])
+    if arm.startswith("uno_kawato"):
+        p = p.replace("upper", "upper_arm").replace("effector", "forearm").replace("1.0", "0.3")
+    return json.loads(p)
+
+
+@pytest.mark.parametrize("parameters", ["book", "base", "standard"])
 @pytest.mark.parametrize("arm,gravity,model_gravity", [("slotine_li_arm", False, False),
                                                        ("uno_kawato_arm", True, True)])
-def test_slotine_li_lyapunov_function_is_non_increasing(arm, gravity, model_gravity):
-    """V = ½ sᵀ M s + ãᵀã/(2η) has V̇ = −sᵀ K_d s ≤ 0 when Y models every force (eq. 3.9 with τ_c = Y â): along
-    an RK4 run V never rises by more than the integration error, and its decrease matches ∫ sᵀ K_d s."""
+def test_slotine_li_lyapunov_function_is_non_increasing(arm, gravity, model_gravity, parameters):
+    """V = ½ sᵀ M s + ½ ãᵀ(ηΓ)⁻¹ã has V̇ = −sᵀ K_d s ≤ 0 when Y models every force (eq. 3.9 with τ_c = Y_p â, and
+    Slotine & Li's proof): along an RK4 run V never rises by more than the integration error, and its decrease
+    matches ∫ sᵀ K_d s. For the book's a1…a4 (a5…a7 with gravity modelled) with Γ = η·1, the arm's base
+    parameters and the ten standard ones per link."""
     eta = 0.05
-    model = arm_with(ctrl("slotine_li", eta=eta, model_gravity=model_gravity), arm,
+    p = book_parameters(arm) if parameters == "book" else parameters
+    model = arm_with(ctrl("slotine_li", eta=eta, model_gravity=model_gravity, parameters=p), arm,
                      gravity=(0.0, -9.81, 0.0) if gravity else (0.0, 0.0, 0.0))
+    assert model.controllers[0].n_parameters == {"book": 7 if model_gravity else 4, "base": 6 if gravity else 4,
+                                                 "standard": 20}[parameters]
     sim = core.Simulation(model, dt=0.002, integrator="rk4")
     V, rate = lyapunov(sim, eta)
     V0 = V
