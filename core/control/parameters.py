@@ -186,10 +186,15 @@ def parse_linear(text: str, model: Model) -> np.ndarray:
     if not isinstance(text, str):
         raise ParameterizationError("must be an expression (a string)")
     plain = _REFERENCE.sub(swap, text)
+    other = re.search(r"(?<![A-Za-z0-9_.])([A-Za-z_][A-Za-z0-9_\-]*)\.([A-Za-z_][A-Za-z0-9_]*)", plain)
+    if other:
+        raise ParameterizationError(f"{other.group(0)!r} is not a standard parameter; write <body>.<p> with p one "
+                                    f"of {' '.join(PARAMETER_NAMES)}")
     try:
         expr = parse_expression(plain)
     except ExpressionError as exc:
-        raise ParameterizationError(f"the expression {str(exc).replace('__p', 'parameter ')}") from None
+        message = str(exc).replace("joint names", "standard parameters <body>.<p>")
+        raise ParameterizationError(f"the expression {message}") from None
     stray = sorted(n for n in expr.names if not n.startswith("__p"))
     if stray:
         raise ParameterizationError(f"{', '.join(map(repr, stray))} is not a standard parameter; write "
@@ -319,8 +324,9 @@ def _combination(row: np.ndarray, names) -> str:
     return text[2:] if text.startswith("+ ") else "−" + text[2:]
 
 
-def describe(p: Parameterization, model: Model, eta: float = 1.0, gamma: np.ndarray | None = None) -> str:
-    """The parameters as sums and products of the named link constants, with their values on this arm, and Γ."""
+def describe(p: Parameterization, model: Model, eta: float | None = None, gamma: np.ndarray | None = None) -> str:
+    """The parameters as sums and products of the named link constants, with their values on this arm, and the
+    adaptation gain η Γ when ``eta`` is given."""
     names = standard_names(model)
     theta = inertial_parameters(model)
     a = p.of(theta)
@@ -329,6 +335,8 @@ def describe(p: Parameterization, model: Model, eta: float = 1.0, gamma: np.ndar
     for k, nm in enumerate(p.names):
         src = f"   [{p.expressions[k]}]" if p.kind == "custom" else ""
         lines.append(f"  {nm:<{width}} = {_combination(p.C[k], names)}  = {a[k]:.6g}{src}")
+    if eta is None:
+        return "\n".join(lines)
     G = eta * (np.eye(p.size) if gamma is None else gamma)
     if np.allclose(G, G[0, 0] * np.eye(p.size)):
         lines.append(f"  Γ = {G[0, 0]:.6g}·1")
