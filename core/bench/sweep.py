@@ -128,7 +128,7 @@ class ResolvedSpec:
     trajectories: dict[str, dict]
     source: str = "<sweep>"
     arm_has_forces: dict[str, bool] = field(default_factory=dict)
-    arm_idsl: dict[str, tuple] = field(default_factory=dict)     # name → (parameters, gamma) of ``idsl``
+    arm_idsl: dict[str, tuple] = field(default_factory=dict)     # name → an arm entry's (parameters, gamma)
 
 
 def _path(loc) -> str:
@@ -195,12 +195,8 @@ def parse_sweep_spec(raw: Any, source: str = "<sweep>", base: Path | None = None
                                     str(entry if isinstance(entry, str) else entry.scene), True))
             continue
         arms[name] = json.loads(path.read_text(encoding="utf-8"))
-        own = next((c for c in scene.controllers if c.type == "slotine_li"), None)
         if isinstance(entry, ArmEntry) and (entry.idsl_parameters is not None or entry.idsl_gamma is not None):
             idsl[name] = (entry.idsl_parameters, entry.idsl_gamma)
-        elif own is not None:
-            p = own.parameters if isinstance(own.parameters, str) else own.parameters.model_dump(mode="json")
-            idsl[name] = (p, own.gamma)
         has_forces[name] = bool(model.forces)
         n_joints[name] = sum(1 for b in scene.bodies if b.joint.type in ("hinge", "slider"))
         if model.nv != n_joints[name]:

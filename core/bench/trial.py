@@ -150,11 +150,16 @@ def controller_spec(trial: Trial, trajectory: dict) -> dict:
         out = {**base, "type": "slotine_li", "kp": trial.kp, "kd": trial.kd, "eta": trial.eta}
         if info["parameters"] != "arm":
             out["parameters"] = info["parameters"]
-        else:
-            if trial.idsl_parameters is not None:
-                out["parameters"] = trial.idsl_parameters
-            if trial.idsl_gamma is not None:
-                out["gamma"] = trial.idsl_gamma
+        else:                                  # the arm entry's choice, else the scene's own slotine_li's
+            own = next((c for c in trial.scene.get("controllers", []) if isinstance(c, dict)
+                        and c.get("type") == "slotine_li"), {})
+            given = trial.idsl_parameters is not None or trial.idsl_gamma is not None
+            parameters = trial.idsl_parameters if given else own.get("parameters")
+            gamma = trial.idsl_gamma if given else own.get("gamma")
+            if parameters is not None:
+                out["parameters"] = parameters
+            if gamma is not None:
+                out["gamma"] = gamma
         return out
     return {**base, "type": "mixture", "kp": trial.kp, "kd": trial.kd, "eta": trial.eta, "experts": info["experts"],
             "rule": info["rule"], "sigma": trial.sigma}
