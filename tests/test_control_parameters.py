@@ -180,6 +180,10 @@ def test_base_and_book_parameters_give_the_same_closed_loop_when_gamma_is_mapped
     T = Pb.C @ np.linalg.pinv(Pc.C)
     np.testing.assert_allclose(T @ Pc.C, Pb.C, atol=1e-12)           # the same identifiable combinations
     assert abs(np.linalg.det(T)) > 1e-6
+    for q, qd, qdr, qddr in random_states(book, 5, seed=3):            # Y_book = Y_base T, state by state
+        Y_c = Pc.regressor(book, q, qd, qdr, qddr, np.zeros(3))
+        Y_b = Pb.regressor(base, q, qd, qdr, qddr, np.zeros(3))
+        assert np.abs(Y_c - Y_b @ T).max() <= 1e-12 * max(1.0, np.abs(Y_c).max())
     mapped = arm_with({"type": "slotine_li", "parameters": "base", "eta": eta, "gamma": (T @ T.T).tolist()})
     q_book, a_book, _ = _run(book)
     q_map, a_map, _ = _run(mapped)

@@ -41,11 +41,8 @@ from ..model import Model
 from .regressor import PARAMETER_NAMES, inertial_parameters, regressor
 
 __all__ = ["Parameterization", "standard_names", "standard_parameterization", "base_parameterization",
-           "custom_parameterization", "parse_linear", "random_states", "describe", "PARAMETERIZATIONS",
-           "DEFAULT_PARAMETERIZATION", "ParameterizationError"]
+           "custom_parameterization", "parse_linear", "random_states", "describe", "ParameterizationError"]
 
-PARAMETERIZATIONS = ("standard", "base", "custom")
-DEFAULT_PARAMETERIZATION = "base"
 _RANK_TOLERANCE = 1e-9          # |R_ii| / |R_00| below this is a dependent column
 _ZERO = 1e-10                   # entries of the maps below this (relative) are printed and kept as zero
 
