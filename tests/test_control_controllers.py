@@ -15,7 +15,6 @@ import pytest
 
 import core
 from core.control import grid_centres
-from core.control.regressor import inertial_parameters
 from core.model import State
 from core.control.trajectories import PointToPoint, SetPoint, Sinusoid, bandwidth, region, sanner_slotine
 from core.scene import SceneError, compile_scene, parse_spec
