@@ -246,3 +246,24 @@ def test_parameters_cli_prints_the_parameters_as_link_constants():
     r = subprocess.run([sys.executable, "-m", "core", "parameters", str(SCENES / "no_such.json")], cwd=ROOT,
                        capture_output=True, text=True)
     assert r.returncode == 2 and "Traceback" not in r.stderr
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_base_parameters_on_random_trees_of_every_joint_type(seed):
+    """The same on branched trees with ball and free joints (nq ≠ nv): Y_b β = τ (RNEA) and the count is the
+    standard regressor's rank."""
+    rng = np.random.default_rng(500 + seed)
+    model = random_tree(rng, int(rng.integers(2, 6)))
+    p = base_parameterization(model, model.gravity)
+    beta = p.of(inertial_parameters(model))
+    W = []
+    for _ in range(4):
+        q, qd = random_state(rng, model)
+        qdd = rng.normal(size=model.nv)
+        tau = core.inverse_dynamics(model, q, qd, qdd)
+        Y = regressor(model, q, qd, qd, qdd, model.gravity)
+        assert np.abs(Y @ p.K @ beta - tau).max(initial=0.0) <= 1e-12 * max(1.0, np.abs(tau).max(initial=0.0))
+        W.append(Y)
+    W += [regressor(model, *s, model.gravity) for s in random_states(model, 60, seed=seed + 77)]
+    sv = np.linalg.svd(np.vstack(W), compute_uv=False)
+    assert p.size == int(np.sum(sv > 1e-9 * sv[0]))
