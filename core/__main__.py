@@ -15,6 +15,10 @@
                                                projection, multipliers); write DIR/comparison.md,
                                                DIR/comparison.csv and DIR/differences.png (core.compare)
 
+    python -m core parameters SCENE            print what each Slotine–Li controller of SCENE adapts: its
+                                               parameters as sums and products of named link constants
+                                               (standard, base or custom; core.control.parameters), their
+                                               values on this arm, Γ, and the arm's base parameters
     python -m core warm                        compile (or load) every kernel now, so later runs start at once
 
 Exit codes: 0 success, 2 invalid input (a bad scene or argument, an existing output without --force, a run
@@ -255,6 +259,30 @@ def _warm(args) -> int:
     return 0
 
 
+def _parameters(args) -> int:
+    from .control.parameters import PARAMETER_NAMES, base_parameterization, describe
+    try:
+        model = compile_scene(read_spec(args.scene), args.scene)
+    except SceneError as exc:
+        print(exc, file=sys.stderr)
+        return 2
+    print(f"{args.scene}: standard parameters <body>.<p>, p in {' '.join(PARAMETER_NAMES)} (mass, first moment "
+          "h = m c, rotational inertia about the body's joint origin: Izz = I_c,zz + m (c_x² + c_y²))")
+    ctrls = [c for c in model.controllers if c.kind == "slotine_li"]
+    for c in ctrls:
+        gravity = "modelled" if c.model_gravity else "unmodelled (the thesis's default)"
+        print(f"\ncontroller {c.name!r} (slotine_li), gravity {gravity}, eta = {c.eta:g}:")
+        print(describe(c.parameterization, model, c.eta, c.gamma))
+    if not ctrls:
+        print("\n(no slotine_li controller in this scene)")
+    print("\nthe arm's base parameters, gravity unmodelled:")
+    print(describe(base_parameterization(model, np.zeros(3)), model))
+    if np.any(model.gravity != 0.0):
+        print(f"\nthe arm's base parameters, gravity {tuple(float(x) for x in model.gravity)} modelled:")
+        print(describe(base_parameterization(model, model.gravity), model))
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m core", description=__doc__.split("\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
@@ -289,17 +317,19 @@ def main(argv: list[str] | None = None) -> int:
     c.add_argument("--reference", default="projection", help="formulation the differences are taken against")
     c.add_argument("--record-every", type=int, default=1, metavar="N", help="record every N-th step")
     c.add_argument("--quiet", action="store_true")
+    a = sub.add_parser("parameters", help="print the adapted parameters of the scene's Slotine–Li controllers")
+    a.add_argument("scene", metavar="SCENE")
     k = sub.add_parser("warm", help="compile every kernel now (the first run of a version on a machine)")
     k.add_argument("--quiet", action="store_true")
     args = parser.parse_args(argv)
     np.seterr(all="ignore")           # divergence is detected and reported by the simulation itself
-    if args.command not in ("validate", "warm") or (args.command == "warm" and not args.quiet):
+    if args.command not in ("validate", "warm", "parameters") or (args.command == "warm" and not args.quiet):
         from .jit import kernels_cached
         if not kernels_cached():
             print("compiling the physics kernels (the first run of this version on this machine: about a minute; "
                   "later runs load them from the cache)", file=sys.stderr)
     return {"validate": _validate, "run": _run, "sweep": _sweep, "compare": _compare,
-            "warm": _warm}[args.command](args)
+            "warm": _warm, "parameters": _parameters}[args.command](args)
 
 
 if __name__ == "__main__":

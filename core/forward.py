@@ -234,7 +234,7 @@ def workspace(N, nv, K, R, L, V, P, F, n):
                   np.zeros((nv, nv)), np.zeros((nv, nv)), np.zeros((nv, nv)), np.zeros(nv), np.zeros(nv),
                   np.zeros(nv), np.zeros(nv, np.int64), np.zeros(R), np.zeros(R))
     R2 = R + nv
-    control = ControlWork(np.zeros((nv, P)), np.zeros(nv), np.zeros(nv), np.zeros(nv), np.zeros(nv), np.zeros(nv),
+    control = ControlWork(np.zeros((3, nv, P)), np.zeros(max(P, 1)), np.zeros(nv), np.zeros(nv), np.zeros(nv), np.zeros(nv), np.zeros(nv),
                           np.zeros(nv), np.zeros(nv), np.zeros(nv), np.zeros(nv), np.zeros(F), np.zeros(F),
                           np.zeros((nv, R2)), np.zeros((R2, R2)), np.zeros(R2), np.zeros(R2), np.zeros((nv, nv)),
                           np.zeros((nv, nv)), np.zeros((nv, nv)), np.zeros(max(nv, F)), np.zeros(nv), np.zeros(nv),

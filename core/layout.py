@@ -204,7 +204,8 @@ class DenseType(_Struct):
 define_proxy(Dense, DenseType, ['Ju', 'Vj', 'sj', 'Jpinv', 'P', 'Mc', 'K', 'T', 'x', 'y', 'w', 'piv', 'ra', 'rb'])
 
 class ControlWork(StructRefProxy):
-    """The controllers' scratch: the regressor ``Y`` (nv x P), the reference velocity and acceleration ``qd_r``,
+    """The controllers' scratch: the regressors ``Y`` (3 x nv x P: Y or its inertial part, its gravity part, and
+    Y_p of the adapted parameters) with ``wp`` (P) for Y_pᵀ s, the reference velocity and acceleration ``qd_r``,
     ``qdd_r`` (nv), per controlled coordinate ``q_d``, ``qd_d``, ``qdd_d``, ``e``, ``e_dot``, ``s``, ``u`` (nv),
     features ``phi`` and ``Pphi`` (F), the transpose of a stacked (R + nv) x nv matrix ``S2`` with its SVD
     scratch ``V2`` ((R + nv)², ``s2``) and right-hand side ``b2`` (R + nv), nv x nv scratch ``N1``, ``N2``, ``N3``
@@ -216,7 +217,7 @@ class ControlWorkType(_Struct):
     pass
 
 
-define_proxy(ControlWork, ControlWorkType, ['Y', 'qd_r', 'qdd_r', 'q_d', 'qd_d', 'qdd_d', 'e', 'e_dot', 's', 'u', 'phi', 'Pphi', 'S2', 'V2', 's2', 'b2', 'N1', 'N2', 'N3', 'v1', 'v2', 'v3', 'v4', 'g3'])
+define_proxy(ControlWork, ControlWorkType, ['Y', 'wp', 'qd_r', 'qdd_r', 'q_d', 'qd_d', 'qdd_d', 'e', 'e_dot', 's', 'u', 'phi', 'Pphi', 'S2', 'V2', 's2', 'b2', 'N1', 'N2', 'N3', 'v1', 'v2', 'v3', 'v4', 'g3'])
 
 class IntegratorWork(StructRefProxy):
     """The integrator's stages ``k`` (6 x n: the derivatives of y = [q, q̇, work, z], n entries), the two

@@ -283,7 +283,8 @@ def _build_plan(model: Model, inputs: Inputs) -> _Plan:
     stage = outputs(model.nv, K, R, nz, nc, len(controllers))[1]
     L = max([len(c.tape) for c in model.constraints if c.kind == JOINT_SPACE] + [1])
     V = max([len(c.names) for c in model.constraints if c.kind == JOINT_SPACE] + [1])
-    P = 10 * model.n_links if controllers else 0               # the regressor's parameters (Slotine–Li)
+    P = max([10 * model.n_links] + [c.n_parameters for c in controllers if c.kind == "slotine_li"]) \
+        if controllers else 0                                   # the regressors' columns (Slotine–Li)
     F = max([2 * c.n * c.experts for c in controllers if c.kind == "mixture"] + [1])
     ws = workspace(model.n_links, model.nv, K, R, L, V, P, F, model.nq + model.nv + K + 4 + nz)
     actuators = tuple(i for i, e in enumerate(model.forces) if e.kind == ACTUATOR)

@@ -366,6 +366,8 @@ def _type_options(path: tuple, value: str) -> list[str]:
 def _plain(value):
     if isinstance(value, tuple):
         return [_plain(v) for v in value]
+    if isinstance(value, BaseModel):          # an object in a union with plain values (a Slotine–Li's custom
+        return value.model_dump(mode="json")  # parameters): shown and edited as JSON
     return value
 
 

@@ -78,7 +78,9 @@ def _controller_columns(model, sim) -> dict:
         joints = [joint_of_q.get(int(k), f"q{k}") for k in getattr(c, "qidx", ())]
         out["desired"] += [(c.name, j) for j in joints]
         out["tracking_error"] += [(c.name, j) for j in joints]
-        out["parameters"] += [(c.name, f"â{k + 1}") for k in range(int(getattr(c, "n_parameters", 0)))]
+        named = getattr(getattr(c, "parameterization", None), "names", None)      # Slotine–Li: a1 …, b1 …
+        out["parameters"] += [(c.name, f"â {named[k]}" if named else f"â{k + 1}")
+                              for k in range(int(getattr(c, "n_parameters", 0)))]
     return out
 
 

@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from core.bench.trial import TRAJECTORIES, Trial, run_trial
+from core.bench.trial import TRAJECTORIES, Trial, controller_spec, run_trial
 from core.bench.sweep import COLUMNS, SweepSpecError, parse_sweep_spec
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -156,3 +156,39 @@ def test_dask_option(tmp_path):
     assert proc.returncode == 0, proc.stderr
     rows = list(csv.DictReader(open(tmp_path / "o" / "results.csv")))
     assert {r["controller"] for r in rows} == {"pd", "m1"} and all(r["unstable"] == "false" for r in rows)
+
+
+def test_trials_record_the_parameterization_and_gain_idsl_adapted():
+    """``idsl`` adapts the arm's own parameterization (the slotine_li scene's Slotine & Li a1…a4; an arm entry's
+    ``idsl_parameters``/``idsl_gamma``), ``idsl_base``/``idsl_standard`` the other choices; each result says which,
+    with its Γ, and other controllers record nothing."""
+    short = dict(adapt=0.2, measure=0.2, integrator="rk4", dt=0.01)
+    book = run_trial(trial("slotine_li", "idsl", **short))
+    assert (book.parameterization, book.gamma) == ("custom(a1,a2,a3,a4)", "eta*I") and not book.failed
+    base = run_trial(trial("slotine_li", "idsl_base", **short))
+    assert (base.parameterization, base.gamma) == ("base(4)", "eta*I")
+    std = run_trial(trial("uno_kawato", "idsl_standard", **short))
+    assert std.parameterization == "standard(20)"
+    shaped = run_trial(trial("uno_kawato", "idsl", idsl_parameters="base", idsl_gamma=[1.0, 2.0, 3.0, 4.0], **short))
+    assert shaped.parameterization == "base(4)" and shaped.gamma.startswith("eta*[[1,0,0,0],[0,2,0,0]")
+    pd = run_trial(trial("uno_kawato", "pd", **short))
+    assert (pd.parameterization, pd.gamma) == ("", "")
+
+
+def test_sweep_arm_entries_give_idsl_its_parameters(tmp_path):
+    """An arm entry's idsl_parameters reach the trials; a bad one is refused before any trial runs, by the scene's
+    own message with its path."""
+    from core.bench.sweep import make_trials
+    book = json.loads((SCENES / "slotine_li_arm.json").read_text())["controllers"][0]["parameters"]
+    uno = json.loads(json.dumps(book).replace("upper", "upper_arm").replace("effector", "forearm")
+                     .replace("1.0", "0.3"))
+    raw = {"arms": [{"name": "uno", "scene": str(SCENES / "uno_kawato_arm.json"), "idsl_parameters": uno},
+                    "slotine_li"], "controllers": ["idsl"], "adapt": 0.1, "measure": 0.1}
+    res = parse_sweep_spec(raw)
+    trials = {t.arm: t for t in make_trials(res) if t.controller == "idsl"}
+    assert controller_spec(trials["uno"], {})["parameters"] == uno
+    assert controller_spec(trials["slotine_li"], {})["parameters"] == book           # the scene's own
+    uno["inertial"]["a1"] = "upper_arm.Izz * forearm.m"
+    with pytest.raises(SweepSpecError) as info:
+        parse_sweep_spec(raw)
+    assert "parameters.inertial.a1" in str(info.value) and "not linear" in str(info.value)

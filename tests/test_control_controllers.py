@@ -15,7 +15,6 @@ import pytest
 
 import core
 from core.control import grid_centres
-from core.control.regressor import inertial_parameters
 from core.model import State
 from core.control.trajectories import PointToPoint, SetPoint, Sinusoid, bandwidth, region, sanner_slotine
 from core.scene import SceneError, compile_scene, parse_spec
@@ -148,24 +147,41 @@ def test_frozen_adaptation_runs_exactly_like_pd(spec):
 
 # ---------------------------------------------------------------------------------------------- Slotine–Li
 def lyapunov(sim: core.Simulation, eta: float) -> tuple[float, float]:
-    """V = ½ sᵀ M s + ãᵀã/(2η) and −sᵀ K_d s at the simulation's state (s and ½ sᵀ M s as the pipeline reports
-    them, checked against the mass matrix)."""
+    """V = ½ sᵀ M s + ½ ãᵀ (ηΓ)⁻¹ ã (ã = â − a, a the arm's parameters in the controller's parameterization) and
+    −sᵀ K_d s at the simulation's state (s and ½ sᵀ M s as the pipeline reports them, checked against M)."""
     diag = sim.data.controllers["c"]
     s = diag["sliding_variable"]
     M = core.mass_matrix(sim.model, sim.state.q)
     assert diag["s_energy"] == pytest.approx(0.5 * s @ M @ s, rel=1e-12, abs=1e-300)
-    a_tilde = sim.controller_state("c") - inertial_parameters(sim.model)
-    return diag["s_energy"] + a_tilde @ a_tilde / (2 * eta), -s @ (sim.controller("c").kd * s)
+    c = sim.controller("c")
+    assert np.allclose(c.gain, eta * c.gamma)
+    a_tilde = sim.controller_state("c") - c.true_parameters()
+    return diag["s_energy"] + 0.5 * a_tilde @ np.linalg.solve(c.gain, a_tilde), -s @ (c.kd * s)
 
 
+def book_parameters(arm: str) -> dict:
+    """Slotine & Li's a1…a4 (a5…a7) of the arm scene (the Uno arm: the same expressions with its bodies and l1)."""
+    doc = json.loads((SCENES / "slotine_li_arm.json").read_text())
+    p = json.dumps(doc["controllers"][0]["parameters"])
+    if arm.startswith("uno_kawato"):
+        p = p.replace("upper", "upper_arm").replace("effector", "forearm").replace("1.0", "0.3")
+    return json.loads(p)
+
+
+@pytest.mark.parametrize("parameters", ["book", "base", "standard"])
 @pytest.mark.parametrize("arm,gravity,model_gravity", [("slotine_li_arm", False, False),
                                                        ("uno_kawato_arm", True, True)])
-def test_slotine_li_lyapunov_function_is_non_increasing(arm, gravity, model_gravity):
-    """V = ½ sᵀ M s + ãᵀã/(2η) has V̇ = −sᵀ K_d s ≤ 0 when Y models every force (eq. 3.9 with τ_c = Y â): along
-    an RK4 run V never rises by more than the integration error, and its decrease matches ∫ sᵀ K_d s."""
+def test_slotine_li_lyapunov_function_is_non_increasing(arm, gravity, model_gravity, parameters):
+    """V = ½ sᵀ M s + ½ ãᵀ(ηΓ)⁻¹ã has V̇ = −sᵀ K_d s ≤ 0 when Y models every force (eq. 3.9 with τ_c = Y_p â, and
+    Slotine & Li's proof): along an RK4 run V never rises by more than the integration error, and its decrease
+    matches ∫ sᵀ K_d s. For the book's a1…a4 (a5…a7 with gravity modelled) with Γ = η·1, the arm's base
+    parameters and the ten standard ones per link."""
     eta = 0.05
-    model = arm_with(ctrl("slotine_li", eta=eta, model_gravity=model_gravity), arm,
+    p = book_parameters(arm) if parameters == "book" else parameters
+    model = arm_with(ctrl("slotine_li", eta=eta, model_gravity=model_gravity, parameters=p), arm,
                      gravity=(0.0, -9.81, 0.0) if gravity else (0.0, 0.0, 0.0))
+    assert model.controllers[0].n_parameters == {"book": 7 if model_gravity else 4, "base": 6 if gravity else 4,
+                                                 "standard": 20}[parameters]
     sim = core.Simulation(model, dt=0.002, integrator="rk4")
     V, rate = lyapunov(sim, eta)
     V0 = V
@@ -301,3 +317,57 @@ def test_scenes_with_controllers_round_trip():
         again = parse_spec(json.loads(core.scene.spec_to_json(spec)))
         assert again == spec
         assert len(core.compile_scene(spec).controllers) == 1
+
+
+# ------------------------------------------------------------------------- the recursive rule's covariance
+def _rls_run(covariance=None, seconds=40.0):
+    spec = ctrl("mixture", experts=4, rule="recursive", eta=0.01, kp=9.0, kd=1.0)
+    if covariance is not None:
+        spec["covariance"] = covariance
+    sim = core.Simulation(arm_with(spec), dt=0.005, integrator="rk4")
+    rec = sim.run(seconds)
+    t, e = rec["t"], rec["tracking_error_c"]
+    last = t[:-1] >= seconds - 10.0                                    # L2 over the last 10 s (eq. 3.44)
+    h = np.diff(t)[last]
+    l2 = math.sqrt(np.sum(np.sum(e[:-1][last] ** 2, axis=1) * h) / h.sum())
+    c = sim.controller("c")
+    F = c.n_features
+    P = sim.controller_state("c")[c.n_parameters:].reshape(F, F)
+    W = rec["parameters_c"]
+    late = np.abs(W[-1] - W[-1 - round(5.0 / sim.dt)]).max()          # how much W still moves in the last 5 s
+    return l2, np.linalg.eigvalsh(0.5 * (P + P.T)), late
+
+
+def test_recursive_rule_as_written_stalls_and_the_remedies_keep_adapting():
+    """Eq. 3.28 as written only shrinks P (Ṗ = −PΦΦᵀP): on the Slotine–Li arm tr P falls far below tr P(0) and W
+    nearly stops, leaving a normalized error above 1 (worse than PD; measured 1.28). Bounded-gain forgetting keeps
+    tr P ≤ tr P(0) (measured 0.98 tr P(0) at 40 s, as written 0.19) and adapting, the floor keeps every eigenvalue
+    of P ≥ p_min: both end with lower errors (measured 0.86 and 0.26)."""
+    pd = core.Simulation(arm_with(ctrl("pd", kp=9.0, kd=1.0)), dt=0.005, integrator="rk4").run(40.0)
+    t, e = pd["t"], pd["tracking_error_c"]
+    last = t[:-1] >= 30.0
+    h = np.diff(t)[last]
+    l2_pd = math.sqrt(np.sum(np.sum(e[:-1][last] ** 2, axis=1) * h) / h.sum())
+    l2_w, eig_w, late_w = _rls_run()
+    l2_f, eig_f, late_f = _rls_run({"rule": "forgetting", "forgetting_factor": 1.0})
+    l2_p, eig_p, late_p = _rls_run({"rule": "floor", "floor": 0.005})
+    F = eig_w.size
+    assert l2_w / l2_pd > 1.0                                          # the stalled rule: worse than PD
+    assert eig_w.min() < 1e-2 * 0.01 and eig_w.sum() < 0.5 * 0.01 * F  # P collapsed
+    assert eig_f.sum() <= 0.01 * F * (1 + 1e-9)                        # forgetting: bounded gain
+    assert eig_p.min() >= 0.005 * (1 - 1e-9)                          # the floor holds
+    assert eig_f.sum() > 4 * eig_w.sum() and eig_p.min() > 100 * eig_w.min()     # the gain is replenished
+    assert late_f > 1.5 * late_w                                      # forgetting: W still moving late
+    assert l2_f < 0.8 * l2_w and l2_p < 0.5 * l2_w
+
+
+def test_covariance_options_are_validated():
+    for cov, why in [({"rule": "forgetting"}, "forgetting_factor > 0"), ({"rule": "floor"}, "floor > 0"),
+                     ({"rule": "floor", "floor": 0.02}, "must be below eta"), ({"rule": "reset"}, "")]:
+        with pytest.raises(SceneError) as info:
+            arm_with(ctrl("mixture", experts=2, rule="recursive", eta=0.01, covariance=cov))
+        assert any(p.path.startswith("$.controllers[0].covariance") or p.path == "$.controllers[0]"
+                   for p in info.value.problems), info.value.problems
+        assert why in str(info.value)
+    with pytest.raises(SceneError, match="recursive rule only"):
+        arm_with(ctrl("mixture", experts=2, covariance={"rule": "floor", "floor": 0.001}))

@@ -298,8 +298,14 @@ def test_every_controller_kind_is_covered():
             seen.add(kind)
             if kind in ("computed_torque", "slotine_li"):
                 seen.add((kind, "model_gravity", bool(c.get("model_gravity", kind == "computed_torque"))))
+            if kind == "slotine_li":
+                par = c.get("parameters", "base")
+                seen.add((kind, par if isinstance(par, str) else par["type"]))
+                seen.add((kind, "gamma", type(c.get("gamma")).__name__ if not isinstance(c.get("gamma"), list)
+                          else "matrix" if isinstance(c["gamma"][0], list) else "diagonal"))
             if kind == "mixture":
                 seen.add((kind, c.get("rule", "gradient")))
+                seen.add((kind, "covariance", (c.get("covariance") or {}).get("rule", "as_written")))
             if kind == "projected_inverse_dynamics":
                 seen.add((kind, "force" if c.get("desired_force") else "passive" if c.get("actuated") else "motion"))
             if not c.get("enabled", True):
@@ -310,6 +316,10 @@ def test_every_controller_kind_is_covered():
             "torque_limit", ("computed_torque", "model_gravity", True), ("computed_torque", "model_gravity", False),
             ("slotine_li", "model_gravity", True), ("slotine_li", "model_gravity", False), ("mixture", "gradient"),
             ("mixture", "recursive"), ("projected_inverse_dynamics", "force"),
+            ("slotine_li", "standard"), ("slotine_li", "base"), ("slotine_li", "custom"),
+            ("slotine_li", "gamma", "NoneType"), ("slotine_li", "gamma", "diagonal"), ("slotine_li", "gamma", "matrix"),
+            ("mixture", "covariance", "as_written"), ("mixture", "covariance", "forgetting"),
+            ("mixture", "covariance", "floor"),
             ("projected_inverse_dynamics", "passive"), ("projected_inverse_dynamics", "motion")} <= seen
 
 

@@ -10,6 +10,8 @@ import copy
 import json
 from pathlib import Path
 
+import numpy as np
+
 import core
 from core.scene import compile_scene, parse_spec
 
@@ -106,6 +108,28 @@ def _recursive_mixture(doc):
     doc["controllers"][0]["trajectory"]["time_scale"] = 1.5
 
 
+def _slotine_li_base_full_gamma(doc):            # the base parameters (6 with gravity) and a full Γ
+    doc["gravity"] = [0.0, -9.81, 0.0]
+    rng = np.random.default_rng(5)
+    A = rng.normal(size=(6, 6))
+    doc["controllers"][0].update(model_gravity=True, parameters="base", eta=0.5,
+                                 gamma=(A @ A.T + 0.5 * np.eye(6)).tolist(),
+                                 initial_parameters=rng.normal(size=6).tolist())
+
+
+def _slotine_li_standard_diagonal_gamma(doc):    # the ten standard parameters per link, a diagonal Γ
+    doc["controllers"][0].update(parameters="standard", gamma=np.linspace(0.5, 3.0, 20).tolist(), eta=0.3,
+                                 initial_parameters="model")
+    doc["controllers"][0]["trajectory"]["time_scale"] = 1.4
+
+
+def _recursive_mixture_with(covariance):
+    def edit(doc):
+        _recursive_mixture(doc)
+        doc["controllers"][0].update(eta=0.2, covariance=covariance)
+    return edit
+
+
 def _motion_only(doc):
     doc["controllers"][0].pop("desired_force")
 
@@ -138,6 +162,11 @@ CONTROLLER_VARIANTS = {
     "slotine_li_gravity_modelled": ("slotine_li_arm_viscous", _slotine_li_with_gravity(True)),
     "slotine_li_gravity_unmodelled": ("slotine_li_arm", _slotine_li_with_gravity(False)),
     "recursive_mixture": ("uno_kawato_arm", _recursive_mixture),
+    "slotine_li_base_full_gamma": ("slotine_li_arm", _slotine_li_base_full_gamma),
+    "slotine_li_standard_diagonal_gamma": ("slotine_li_arm", _slotine_li_standard_diagonal_gamma),
+    "recursive_mixture_forgetting": ("uno_kawato_arm", _recursive_mixture_with({"rule": "forgetting",
+                                                                                "forgetting_factor": 2.0})),
+    "recursive_mixture_floor": ("uno_kawato_arm", _recursive_mixture_with({"rule": "floor", "floor": 0.05})),
     "projected_motion_only": ("arm_on_line_pidc", _motion_only),
     "force_control_with_a_push": ("arm_on_line_pidc", _force_control_with_a_push),
     "disabled_controller": ("uno_kawato_arm", _disabled_and_enabled),

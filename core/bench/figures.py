@@ -10,6 +10,9 @@ is drawn only when the grid holds what it needs; :func:`draw_figures` returns th
 - fig3_8_gravity.png — a) absolute L2 errors with and without gravity, b) normalized errors with gravity.
 - fig3_9_viscosity.png — normalized errors on arms with nonlinear viscosity (scenes with force elements).
 - fig3_10_parameters.png — adaptive parameters of the mixture compensator against time (fig. 3.10).
+
+Figures with IDSL bars say in a caption which parameters IDSL adapted on each arm and with which gain (the
+``parameterization`` and ``gamma`` columns of the results).
 """
 from __future__ import annotations
 
@@ -55,8 +58,31 @@ def _controller_order(rows) -> list[str]:
     return sorted(dict.fromkeys(r["controller"] for r in rows), key=controller_key)
 
 
-def _save(fig, path: Path) -> Path:
+def idsl_caption(rows, arms=None) -> str:
+    """What the figure's IDSL bars adapted, per arm: e.g. "IDSL adapts, slotine_li: custom(a1,a2,a3,a4), Γ = η·1
+    (Slotine & Li's parameters, as the thesis)"; empty when there is no IDSL row."""
+    seen: dict = {}
+    for r in rows:
+        if _base(r["controller"]).startswith("idsl") and r.get("parameterization") and (arms is None
+                                                                                        or r["arm"] in arms):
+            gamma = "Γ = η·1" if r.get("gamma") == "eta*I" else f"Γ = {r.get('gamma', '')}"
+            seen.setdefault(r["arm"], {}).setdefault(display(_base(r["controller"])),
+                                                     f"{r['parameterization']}, {gamma}")
+    if not seen:
+        return ""
+    parts = []
+    for arm, labels in sorted(seen.items()):
+        parts.append(f"{arm}: " + "; ".join(f"{lab} {what}" for lab, what in labels.items()))
+    book = any("custom(a1,a2,a3,a4" in w for labels in seen.values() for w in labels.values())
+    return ("IDSL adapts — " + " | ".join(parts)
+            + (" (custom a1…a4: Slotine & Li's parameterization, as in the thesis)" if book else ""))
+
+
+def _save(fig, path: Path, caption: str = "") -> Path:
     fig.tight_layout()
+    if caption:
+        fig.subplots_adjust(bottom=max(fig.subplotpars.bottom, 0.22))
+        fig.text(0.5, 0.01, caption, ha="center", va="bottom", fontsize=6.5, wrap=True)
     fig.savefig(path, dpi=110)
     _plt().close(fig)
     return path
@@ -95,7 +121,8 @@ def trans(ax):
 def display(label: str) -> str:
     """Controller labels as the thesis writes them: PD, IDSL, M4, M4 (RLS), CT; gain suffixes kept."""
     base, _, gains = label.partition("_kp")
-    name = {"pd": "PD", "idsl": "IDSL", "computed_torque": "CT"}.get(base)
+    name = {"pd": "PD", "idsl": "IDSL", "computed_torque": "CT", "idsl_base": "IDSL (base)",
+            "idsl_standard": "IDSL (standard)"}.get(base)
     if name is None:
         name = base.upper().replace("_RLS", " (RLS)")
     return name + (f" kp{gains}" if gains else "")
@@ -228,7 +255,7 @@ def fig3_5(out, rows, res):
         _bars(ax, a, _controller_order(a), f"{arm} arm ({n_tasks} tasks, η = {_eta_ref(rows):g})")
     fig.suptitle("Fig. 3.5: normalized L2 errors (L2 / L2 of PD with the same gains), no external forces",
                  fontsize=10)
-    return _save(fig, out / "fig3_5_normalized_errors.png")
+    return _save(fig, out / "fig3_5_normalized_errors.png", idsl_caption(rows, arms))
 
 
 def fig3_7(out, rows, res):
@@ -246,7 +273,7 @@ def fig3_7(out, rows, res):
         _bars(ax, a, _controller_order(a), f"{'abcdefgh'[n]}) η = {eta:g}")
     fig.suptitle(f"Fig. 3.7: normalized L2 errors, {arm} arm, for each adaptation gain\n(unstable trials are "
                  "left out of the bars and marked with arrows)", fontsize=9)
-    return _save(fig, out / "fig3_7_adaptation_gain.png")
+    return _save(fig, out / "fig3_7_adaptation_gain.png", idsl_caption(rows, [arm]))
 
 
 def fig3_8(out, rows, res):
@@ -271,7 +298,7 @@ def fig3_8(out, rows, res):
         g = [r for r in a if r["gravity"] and r["controller"] != "pd"]
         _bars(ax2, g, _controller_order(g), f"b) {arm} arm: normalized errors with gravity")
     fig.suptitle("Fig. 3.8: gravity as an unmodelled external force", fontsize=10)
-    return _save(fig, out / "fig3_8_gravity.png")
+    return _save(fig, out / "fig3_8_gravity.png", idsl_caption(rows, arms))
 
 
 def fig3_9(out, rows, res):
@@ -284,7 +311,7 @@ def fig3_9(out, rows, res):
         a = _adaptive_rows(rows, res, [arm])
         _bars(ax, a, _controller_order(a), f"{arm}")
     fig.suptitle("Fig. 3.9: external forces: nonlinear viscosity, normalized errors", fontsize=10)
-    return _save(fig, out / "fig3_9_viscosity.png")
+    return _save(fig, out / "fig3_9_viscosity.png", idsl_caption(rows, arms))
 
 
 def fig3_10(out, rows, res):

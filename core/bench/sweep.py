@@ -6,11 +6,15 @@ figures of the thesis.
 The SPEC file (JSON, or TOML with the same fields)::
 
     arms          list: a scene file, or the name of one in scenes/ ("slotine_li" → scenes/slotine_li_arm.json,
-                  else scenes/slotine_li.json), or {"name": …, "scene": …}    default ["slotine_li", "uno_kawato"]
+                  else scenes/slotine_li.json), or {"name": …, "scene": …, "idsl_parameters": …, "idsl_gamma":
+                  …}: what the ``idsl`` label adapts on this arm (the ``parameters`` and ``gamma`` of a
+                  slotine_li controller: "base", "standard" or a custom object; default: those of the scene's
+                  own slotine_li controller, else the base parameters)  default ["slotine_li", "uno_kawato"]
     trajectories  list: "sanner_slotine", "bandwidth", "point_to_point", or {"name": …, <a trajectory of the
                   scene schema: type sinusoid | point_to_point | set_point, …>}      default ["sanner_slotine"]
     k             list of bandwidths (time scale of the trajectory, ≥ 0)            default [1.0]
-    controllers   list of "pd", "computed_torque", "idsl", "m<N>", "m<N>_rls"       default ["pd", "idsl", "m4"]
+    controllers   list of "pd", "computed_torque", "idsl", "idsl_base", "idsl_standard", "m<N>", "m<N>_rls"
+                                                                                    default ["pd", "idsl", "m4"]
     eta           list of adaptation gains η > 0 (adaptive controllers only)        default [0.01]
     gravity       list of booleans (gravity −9.81 along −y when true)               default [false]
     gains         list of [K_p, K_d]: the PD part of every controller               default [[9, 1]]
@@ -27,8 +31,9 @@ PD runs once per task (it has no η) and is added when a grid lacks it, since no
 ``normalized_error = L2(controller) / L2(PD with the same gains)`` on the same arm, trajectory, k and gravity.
 Controllers with a non-default gain level are labelled ``<controller>_kp<K_p>_kd<K_d>``.
 ``results.csv`` has the columns ``arm, trajectory, k, controller, eta, gravity, l2_error, normalized_error,
-unstable, status, reason`` (η empty for controllers without adaptation, errors ``nan`` for unstable and failed
-trials; ``status`` ok, unstable or failed, ``reason`` why).
+unstable, status, reason, parameterization, gamma`` (η empty for controllers without adaptation, errors ``nan``
+for unstable and failed trials; ``status`` ok, unstable or failed, ``reason`` why; for IDSL the parameters it
+adapted, e.g. ``custom(a1,a2,a3,a4)``, and its gain, ``eta*I`` for Γ = η·1).
 
 Failing well: every controller label is checked against each arm's scene before the first trial (one scene per
 arm, trajectory and label is built and compiled: ``m100`` is refused there, with the scene's own message); a
@@ -63,7 +68,7 @@ __all__ = ["SweepSpec", "SweepSpecError", "ClusterError", "read_sweep_spec", "pa
            "write_results", "COLUMNS", "check_dask_address", "DASK_CONNECT_TIMEOUT", "DASK_WORKER_TIMEOUT"]
 
 COLUMNS = ("arm", "trajectory", "k", "controller", "eta", "gravity", "l2_error", "normalized_error", "unstable",
-           "status", "reason")
+           "status", "reason", "parameterization", "gamma")
 DASK_CONNECT_TIMEOUT = 10.0      # seconds to reach the scheduler
 DASK_WORKER_TIMEOUT = 60.0       # seconds for the scheduler to have a worker
 SCENES = Path(__file__).resolve().parents[2] / "scenes"
@@ -76,6 +81,8 @@ class _Strict(BaseModel):
 class ArmEntry(_Strict):
     name: str
     scene: str
+    idsl_parameters: Any = None
+    idsl_gamma: Any = None
 
 
 class SweepSpec(_Strict):
@@ -121,6 +128,7 @@ class ResolvedSpec:
     trajectories: dict[str, dict]
     source: str = "<sweep>"
     arm_has_forces: dict[str, bool] = field(default_factory=dict)
+    arm_idsl: dict[str, tuple] = field(default_factory=dict)     # name → an arm entry's (parameters, gamma)
 
 
 def _path(loc) -> str:
@@ -173,7 +181,7 @@ def parse_sweep_spec(raw: Any, source: str = "<sweep>", base: Path | None = None
             parse_controller(label)
         except ValueError as exc:
             problems.append(Problem(f"$.controllers[{n}]", str(exc).split(": ", 1)[1], label, True))
-    arms, has_forces, n_joints = {}, {}, {}
+    arms, has_forces, n_joints, idsl = {}, {}, {}, {}
     for n, entry in enumerate(spec.arms):
         name, path = _arm_path(entry, base)
         if name in arms:
@@ -187,6 +195,8 @@ def parse_sweep_spec(raw: Any, source: str = "<sweep>", base: Path | None = None
                                     str(entry if isinstance(entry, str) else entry.scene), True))
             continue
         arms[name] = json.loads(path.read_text(encoding="utf-8"))
+        if isinstance(entry, ArmEntry) and (entry.idsl_parameters is not None or entry.idsl_gamma is not None):
+            idsl[name] = (entry.idsl_parameters, entry.idsl_gamma)
         has_forces[name] = bool(model.forces)
         n_joints[name] = sum(1 for b in scene.bodies if b.joint.type in ("hinge", "slider"))
         if model.nv != n_joints[name]:
@@ -228,7 +238,7 @@ def parse_sweep_spec(raw: Any, source: str = "<sweep>", base: Path | None = None
                                         "joints", name, True))
     if problems:
         raise SweepSpecError(problems, source)
-    res = ResolvedSpec(spec, arms, trajectories, source, has_forces)
+    res = ResolvedSpec(spec, arms, trajectories, source, has_forces, idsl)
     problems = _scene_problems(res)
     if problems:
         raise SweepSpecError(problems, source)
@@ -317,7 +327,9 @@ def make_trials(res: ResolvedSpec) -> list[Trial]:
                                 arm=arm, scene=scene, trajectory_name=tname, trajectory=traj, k=float(k),
                                 controller=c, eta=eta, gravity=bool(gravity), kp=float(gains[0]), kd=float(gains[1]),
                                 sigma=s.sigma, adapt=s.adapt, measure=s.measure, dt=s.dt, integrator=s.integrator,
-                                tolerance=s.tolerance, unstable_error=s.unstable_error, label=_label(c, gains)))
+                                tolerance=s.tolerance, unstable_error=s.unstable_error, label=_label(c, gains),
+                                idsl_parameters=res.arm_idsl.get(arm, (None, None))[0],
+                                idsl_gamma=res.arm_idsl.get(arm, (None, None))[1]))
     return trials
 
 
@@ -334,7 +346,8 @@ def _rows(results: list[TrialResult]) -> list[dict]:
         status = "failed" if getattr(r, "failed", False) else "unstable" if r.unstable else "ok"
         rows.append({"arm": t["arm"], "trajectory": t["trajectory_name"], "k": t["k"], "controller": t["label"],
                      "eta": t["eta"], "gravity": t["gravity"], "l2_error": r.l2_error, "normalized_error": norm,
-                     "unstable": r.unstable, "status": status, "reason": r.reason})
+                     "unstable": r.unstable, "status": status, "reason": r.reason,
+                     "parameterization": getattr(r, "parameterization", ""), "gamma": getattr(r, "gamma", "")})
     rows.sort(key=lambda r: (r["arm"], r["trajectory"], r["gravity"], r["k"], controller_key(r["controller"]),
                              -1 if r["eta"] is None else r["eta"]))
     return rows

@@ -12,8 +12,12 @@ stopped and reported unstable (thesis fig. 3.7) instead of failing the sweep; a 
 controller does not fit, an error in the step) is a failed result carrying the error's message
 (``failed``, ``reason``), never the end of the sweep.
 
-Controller labels: ``pd``, ``computed_torque``, ``idsl`` (Slotine–Li), ``m<N>`` (mixture of N experts, gradient
-rule), ``m<N>_rls`` (recursive-estimation rule).
+Controller labels: ``pd``, ``computed_torque``, ``idsl`` (Slotine–Li adapting the arm's own parameterization:
+the one its sweep entry or its scene's slotine_li controller gives, e.g. Slotine & Li's a1…a4, else the base
+parameters), ``idsl_base`` and ``idsl_standard`` (the base parameters, the ten standard ones per link; Γ = η·1),
+``m<N>`` (mixture of N experts, gradient rule), ``m<N>_rls`` (recursive-estimation rule). A result records the
+parameterization an IDSL trial adapted (``custom(a1,a2,a3,a4)``, ``base(4)``, ``standard(20)``) and its gain
+(``eta*I``, or ``eta*`` and the matrix Γ).
 """
 from __future__ import annotations
 
@@ -21,10 +25,11 @@ import math
 import re
 import time
 from dataclasses import asdict, dataclass, field
+from typing import Any
 
 import numpy as np
 
-__all__ = ["Trial", "TrialResult", "run_trial", "failed_result", "build_model", "controller_spec", "trajectory_spec", "TRAJECTORIES",
+__all__ = ["adapted", "Trial", "TrialResult", "run_trial", "failed_result", "build_model", "controller_spec", "trajectory_spec", "TRAJECTORIES",
            "adaptive", "parse_controller", "controller_key", "trial_id", "DEFAULT_GAINS"]
 
 DEFAULT_GAINS = (9.0, 1.0)
@@ -44,12 +49,15 @@ TRAJECTORIES = {
 
 def parse_controller(label: str) -> dict:
     """``{"kind", "experts", "rule"}`` of a controller label (see the module docstring)."""
-    if label in ("pd", "computed_torque", "idsl"):
+    if label in ("pd", "computed_torque"):
         return {"kind": label}
+    if label in ("idsl", "idsl_base", "idsl_standard"):
+        return {"kind": "idsl", "parameters": label[5:] or "arm"}
     m = re.fullmatch(r"m(\d+)(_rls)?", label)
     if m and int(m.group(1)) >= 1:
         return {"kind": "mixture", "experts": int(m.group(1)), "rule": "recursive" if m.group(2) else "gradient"}
-    raise ValueError(f"unknown controller {label!r}: expected pd, computed_torque, idsl, m<N> or m<N>_rls")
+    raise ValueError(f"unknown controller {label!r}: expected pd, computed_torque, idsl, idsl_base, idsl_standard, "
+                     "m<N> or m<N>_rls")
 
 
 def controller_key(label: str) -> tuple:
@@ -59,7 +67,8 @@ def controller_key(label: str) -> tuple:
     info = parse_controller(base)
     rank = {"pd": 0, "computed_torque": 1, "idsl": 2, "mixture": 3}[info["kind"]]
     kp = float(gains.split("_kd")[0]) if gains else DEFAULT_GAINS[0]
-    return rank, info.get("rule", "") == "recursive", info.get("experts", 0), kp
+    order = {"arm": 0, "base": 1, "standard": 2}.get(info.get("parameters", "arm"), 0)
+    return rank, info.get("rule", "") == "recursive", info.get("experts", 0), order, kp
 
 
 def trial_id(t: dict) -> str:
@@ -99,6 +108,8 @@ class Trial:
     trace_every: float = 0.02
     parameter_every: float = 0.05
     label: str = ""                          # the controller column (with a gains suffix when not the defaults)
+    idsl_parameters: Any = None              # the arm's own IDSL parameterization ("base", or a custom object)
+    idsl_gamma: Any = None                   # and its Γ (None: the identity)
 
 
 @dataclass
@@ -111,6 +122,8 @@ class TrialResult:
     steps: int
     traces: dict = field(default_factory=dict)
     failed: bool = False
+    parameterization: str = ""               # what an IDSL trial adapted, e.g. custom(a1,a2,a3,a4)
+    gamma: str = ""                          # its adaptation gain: eta*I or eta*[[…]]
 
 
 def failed_result(trial: Trial | dict, exc: BaseException, wall_time: float = 0.0) -> TrialResult:
@@ -134,7 +147,20 @@ def controller_spec(trial: Trial, trajectory: dict) -> dict:
     if info["kind"] == "computed_torque":
         return {**base, "type": "computed_torque"}
     if info["kind"] == "idsl":
-        return {**base, "type": "slotine_li", "kp": trial.kp, "kd": trial.kd, "eta": trial.eta}
+        out = {**base, "type": "slotine_li", "kp": trial.kp, "kd": trial.kd, "eta": trial.eta}
+        if info["parameters"] != "arm":
+            out["parameters"] = info["parameters"]
+        else:                                  # the arm entry's choice, else the scene's own slotine_li's
+            own = next((c for c in trial.scene.get("controllers", []) if isinstance(c, dict)
+                        and c.get("type") == "slotine_li"), {})
+            given = trial.idsl_parameters is not None or trial.idsl_gamma is not None
+            parameters = trial.idsl_parameters if given else own.get("parameters")
+            gamma = trial.idsl_gamma if given else own.get("gamma")
+            if parameters is not None:
+                out["parameters"] = parameters
+            if gamma is not None:
+                out["gamma"] = gamma
+        return out
     return {**base, "type": "mixture", "kp": trial.kp, "kd": trial.kd, "eta": trial.eta, "experts": info["experts"],
             "rule": info["rule"], "sigma": trial.sigma}
 
@@ -230,7 +256,21 @@ def _run_trial(trial: Trial) -> TrialResult:
         traces.update(parameter_t=t[keep], parameters=parameters[keep])
     else:
         traces.update(parameter_t=np.zeros(0), parameters=np.zeros((0, 0)))
-    return TrialResult(asdict(trial), l2, unstable, reason, time.perf_counter() - start, sim.steps_taken, traces)
+    parameterization, gamma = adapted(ctrl)
+    return TrialResult(asdict(trial), l2, unstable, reason, time.perf_counter() - start, sim.steps_taken, traces,
+                       parameterization=parameterization, gamma=gamma)
+
+
+def adapted(ctrl) -> tuple[str, str]:
+    """``(parameterization, gamma)`` of a Slotine–Li controller as the results record them (empty otherwise)."""
+    p = getattr(ctrl, "parameterization", None)
+    if p is None:
+        return "", ""
+    what = f"{p.kind}({','.join(p.names)})" if p.kind == "custom" else f"{p.kind}({p.size})"
+    G = ctrl.gamma
+    if np.array_equal(G, np.eye(p.size)):
+        return what, "eta*I"
+    return what, "eta*[" + ",".join("[" + ",".join(f"{v:.6g}" for v in row) + "]" for row in G) + "]"
 
 
 def _every(t: np.ndarray, period: float, eps: float) -> np.ndarray:

@@ -13,6 +13,8 @@ Controllers are scene-document entities (``controllers`` in :mod:`core.scene.sch
 """
 from __future__ import annotations
 
+import numpy as np
+
 from .base import Controller
 from .controllers import PD, ComputedTorque, Mixture, SlotineLi, default_centres, grid_centres
 from .projected import ProjectedInverseDynamics
@@ -22,7 +24,7 @@ from .trajectories import PointToPoint, SetPoint, Sinusoid, bandwidth, sanner_sl
 __all__ = ["Controller", "PD", "ComputedTorque", "SlotineLi", "Mixture", "ProjectedInverseDynamics",
            "build_controller", "grid_centres", "default_centres", "regressor", "slotine_li_torque",
            "coriolis_matrix", "inertial_parameters", "SetPoint", "Sinusoid", "PointToPoint", "sanner_slotine",
-           "bandwidth", "state_slices"]
+           "bandwidth", "state_slices", "parameterization_of"]
 
 
 def build_controller(model, spec, dofs, qidx, trajectory, **extra) -> Controller:
@@ -34,15 +36,34 @@ def build_controller(model, spec, dofs, qidx, trajectory, **extra) -> Controller
     if spec.type == "computed_torque":
         return ComputedTorque(*args, model_gravity=spec.model_gravity, **common)
     if spec.type == "slotine_li":
+        p = extra.get("parameterization") or parameterization_of(model, spec)
         init = spec.initial_parameters
-        a0 = None if init == "zero" else inertial_parameters(model) if init == "model" else init
-        return SlotineLi(*args, eta=spec.eta, model_gravity=spec.model_gravity, initial_parameters=a0, **common)
+        a0 = None if init == "zero" else p.of(inertial_parameters(model)) if init == "model" else init
+        return SlotineLi(*args, eta=spec.eta, model_gravity=spec.model_gravity, parameterization=p,
+                         gamma=spec.gamma, initial_parameters=a0, **common)
     if spec.type == "mixture":
         centres = spec.centres if spec.centres is not None else default_centres(trajectory, spec.experts)
-        return Mixture(*args, centres=centres, sigma=spec.sigma, eta=spec.eta, rule=spec.rule, **common)
+        cov = spec.covariance
+        extra_cov = {} if cov is None else dict(covariance=cov.rule, forgetting=cov.forgetting_factor,
+                                                 floor=cov.floor)
+        return Mixture(*args, centres=centres, sigma=spec.sigma, eta=spec.eta, rule=spec.rule, **extra_cov,
+                       **common)
     if spec.type == "projected_inverse_dynamics":
         return ProjectedInverseDynamics(*args, gf=spec.force_gain, gi=spec.force_integral_gain, **extra, **common)
     raise ValueError(f"unknown controller type {spec.type!r}")
+
+
+def parameterization_of(model, spec):
+    """The :class:`~core.control.parameters.Parameterization` a Slotine–Li spec asks for (raises
+    :class:`~core.control.parameters.ParameterizationError` for a custom one that cannot be used)."""
+    from .parameters import base_parameterization, custom_parameterization, standard_parameterization
+    g = model.gravity if spec.model_gravity else np.zeros(3)
+    choice = spec.parameters
+    if choice == "standard":
+        return standard_parameterization(model, g)
+    if choice == "base":
+        return base_parameterization(model, g)
+    return custom_parameterization(model, dict(choice.inertial), dict(choice.gravity), g)
 
 
 def state_slices(controllers) -> list[slice]:

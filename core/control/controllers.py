@@ -55,27 +55,48 @@ class ComputedTorque(Controller):
 
 
 class SlotineLi(Controller):
-    """Slotine–Li adaptive control ("IDSL", eq. 3.17, 3.21): ``τ = −K_d s + Y â``, ``â̇ = −η Yᵀ s``, with the
-    regressor of :func:`core.control.regressor.regressor` (ten parameters per link, any tree). Every degree of
-    freedom must be controlled. ``model_gravity`` puts gravity in Y (the thesis leaves it out: gravity is then
-    an external force the compensator cannot represent, fig. 3.8)."""
+    """Slotine–Li adaptive control ("IDSL", eq. 3.17, 3.21): ``τ = −K_d s + Y_p â``, ``â̇ = −η Γ Y_pᵀ s``, with
+    the regressor of :func:`core.control.regressor.regressor` mapped to the adapted parameters of
+    ``parameterization`` (:mod:`core.control.parameters`: standard, base or custom; Y_p = Y_in K + Y_g K_g).
+    ``gamma`` is the shape of the gain, Γ (n_p x n_p, symmetric positive definite; None: the identity, the
+    thesis's Γ = η·1). Every degree of freedom must be controlled. ``model_gravity`` puts gravity in Y (the
+    thesis leaves it out: gravity is then an external force the compensator cannot represent, fig. 3.8).
+    ``initial_parameters``: â(0) (n_p values; None: zero)."""
     kind = "slotine_li"
     EDITABLE = Controller.EDITABLE + ("eta",)
 
-    def __init__(self, *args, eta: float = 0.01, model_gravity: bool = False, initial_parameters=None, **kw):
+    def __init__(self, *args, eta: float = 0.01, model_gravity: bool = False, parameterization=None,
+                 gamma=None, initial_parameters=None, **kw):
+        from .parameters import standard_parameterization
         super().__init__(*args, **kw)
         self.eta = float(eta)
         self.model_gravity = bool(model_gravity)
-        n_par = 10 * self.model.n_links
+        self._g = self.model.gravity if self.model_gravity else np.zeros(3)
+        self.parameterization = (standard_parameterization(self.model, self._g) if parameterization is None
+                                 else parameterization)
+        n_par = self.parameterization.size
+        G = np.eye(n_par) if gamma is None else np.asarray(gamma, dtype=float)
+        if G.ndim == 0 or G.size == 1:
+            G = float(G.reshape(-1)[0]) * np.eye(n_par)
+        elif G.ndim == 1:
+            G = np.diag(G)
+        if G.shape != (n_par, n_par):
+            raise ValueError(f"gamma needs 1, {n_par} or {n_par} x {n_par} values (one per adapted parameter), "
+                             f"got shape {G.shape}")
+        if not np.allclose(G, G.T, rtol=0, atol=1e-12 * max(1.0, np.abs(G).max())):
+            raise ValueError("gamma must be symmetric")
+        lowest = float(np.linalg.eigvalsh(G).min())
+        if not lowest > 0:
+            raise ValueError(f"gamma must be positive definite; its smallest eigenvalue is {lowest:.6g}")
+        self.gamma = G
         a0 = np.zeros(n_par) if initial_parameters is None else np.asarray(initial_parameters, dtype=float)
         if a0.shape != (n_par,):
-            raise ValueError(f"initial_parameters needs {n_par} values (10 per link), got {a0.size}")
+            raise ValueError(f"initial_parameters needs {n_par} values (one per adapted parameter), got {a0.size}")
         self._a0 = a0
-        self._g = self.model.gravity if self.model_gravity else np.zeros(3)
 
     @property
     def n_state(self) -> int:
-        return 10 * self.model.n_links
+        return self.parameterization.size
 
     def initial_state(self) -> np.ndarray:
         return self._a0.copy()
@@ -85,9 +106,13 @@ class SlotineLi(Controller):
         return self.n_state
 
     def true_parameters(self) -> np.ndarray:
-        """θ of the plant (what â would be with perfect knowledge)."""
-        return inertial_parameters(self.model)
+        """a = C θ of the plant (what â would be with perfect knowledge)."""
+        return self.parameterization.of(inertial_parameters(self.model))
 
+    @property
+    def gain(self) -> np.ndarray:
+        """Γ_eff = η Γ, the matrix of â̇ = −Γ_eff Y_pᵀ s."""
+        return self.eta * self.gamma
 
 
 def grid_centres(low, high, n_experts: int) -> np.ndarray:
@@ -124,12 +149,19 @@ class Mixture(Controller):
     (n x 2nN) and ``Φ = [g_1 φ; …; g_N φ]``, ``φ = [q̈_r; q̇_r]`` (eq. 3.22–3.25). ``rule`` "gradient":
     ``Ẇ = −η s Φᵀ`` (eq. 3.20, 3.26); "recursive": ``Ẇ = −s Φᵀ P``, ``Ṗ = −P Φ Φᵀ P``, ``P(0) = η 1``
     (eq. 3.27–3.28; written with P on the right so the shapes agree, n x 2nN times 2nN x 2nN). The gates
-    ``g_i`` are normalized Gaussians of the controlled coordinates with ``centres`` (N x n) and width σ (rad)."""
+    ``g_i`` are normalized Gaussians of the controlled coordinates with ``centres`` (N x n) and width σ (rad).
+
+    Eq. 3.28 as written only shrinks P, so adaptation slows and stops; ``covariance`` names the remedy:
+    "as_written" (none), "forgetting" (bounded-gain forgetting: ``Ṗ = ρ P − PΦΦᵀP``,
+    ``ρ = forgetting (1 − tr P / tr P(0))``, so P is replenished along unexcited directions and tr P ≤ tr P(0)) or
+    "floor" (``P = p_min 1 + Q``, ``Q̇ = −QΦΦᵀQ``, Q(0) = (η − p_min) 1: P ≥ p_min 1 for ever)."""
     kind = "mixture"
     EDITABLE = Controller.EDITABLE + ("eta", "sigma")
 
+    COVARIANCE = ("as_written", "forgetting", "floor")
+
     def __init__(self, *args, centres, sigma: float = 0.5, eta: float = 0.01, rule: str = "gradient",
-                 forgetting: float = 0.0, **kw):
+                 covariance: str = "as_written", forgetting: float = 0.0, floor: float = 0.0, **kw):
         super().__init__(*args, **kw)
         self.centres = np.atleast_2d(np.asarray(centres, dtype=float))
         if self.centres.shape[1] != self.n:
@@ -139,7 +171,15 @@ class Mixture(Controller):
         self.sigma = float(sigma)
         self.eta = float(eta)
         self.rule = rule
+        if covariance not in self.COVARIANCE:
+            raise ValueError(f"covariance must be one of {', '.join(self.COVARIANCE)}, got {covariance!r}")
+        self.covariance = covariance
         self.forgetting = float(forgetting)
+        self.floor = float(floor)
+        if covariance == "forgetting" and not self.forgetting > 0:
+            raise ValueError("the forgetting rule needs a forgetting factor > 0")
+        if covariance == "floor" and not 0 < self.floor < self.eta:
+            raise ValueError(f"the floor of P must be between 0 and eta = P(0) = {self.eta:g}, got {self.floor:g}")
 
     @property
     def experts(self) -> int:

@@ -34,12 +34,15 @@ from .regressor import regressor_kernel
 from .trajectories import trajectory_kernel
 
 __all__ = ["CONTROLLER", "controller_table", "control_stage", "PD", "COMPUTED_TORQUE", "SLOTINE_LI", "MIXTURE",
-           "PROJECTED", "GRADIENT", "RECURSIVE", "KIND_CODES"]
+           "PROJECTED", "GRADIENT", "RECURSIVE", "KIND_CODES", "AS_WRITTEN", "FORGETTING", "FLOOR",
+           "COVARIANCE_CODES"]
 
 PD, COMPUTED_TORQUE, SLOTINE_LI, MIXTURE, PROJECTED = range(5)
 KIND_CODES = {"pd": PD, "computed_torque": COMPUTED_TORQUE, "slotine_li": SLOTINE_LI, "mixture": MIXTURE,
               "projected_inverse_dynamics": PROJECTED}
 GRADIENT, RECURSIVE = range(2)
+AS_WRITTEN, FORGETTING, FLOOR = range(3)
+COVARIANCE_CODES = {"as_written": AS_WRITTEN, "forgetting": FORGETTING, "floor": FLOOR}
 
 #: One controller of the compiled step. Offsets point into the integer pool (``dofs``, ``qidx``: its n entries of
 #: q̇ and q; ``actuated``: nv flags; ``has_desired``: K flags) or the float pool (``kp``, ``kd``, ``limit``: n
@@ -47,7 +50,10 @@ GRADIENT, RECURSIVE = range(2)
 #: ``centres``: experts x n; ``desired``: K x 3 world forces). ``z_start``, ``n_state``: its slice of State.z,
 #: whose first ``n_parameters`` are adaptive parameters;
 #: ``diag``: its first coordinate in the per-coordinate diagnostics. ``regressor_gravity``: whether Y models
-#: gravity (Slotine–Li); ``model_gravity``: whether b includes it (computed torque).
+#: gravity (Slotine–Li); ``model_gravity``: whether b includes it (computed torque). Slotine–Li: ``kmat``,
+#: ``kgrav`` the maps K, K_g (10N x n_p, row-major) of its parameterization, ``split`` whether they differ,
+#: ``gain`` Γ (n_p x n_p; the law uses η Γ). Mixture: ``covariance`` the P rule (AS_WRITTEN, FORGETTING,
+#: FLOOR), ``forgetting`` its factor, ``floor`` p_min.
 CONTROLLER = np.dtype([
     ("kind", np.int64), ("enabled", np.bool_), ("n", np.int64), ("dofs", np.int64), ("qidx", np.int64),
     ("kp", np.int64), ("kd", np.int64), ("limit", np.int64),
@@ -57,6 +63,8 @@ CONTROLLER = np.dtype([
     ("model_gravity", np.bool_), ("experts", np.int64), ("centres", np.int64),
     ("actuated", np.int64), ("all_actuated", np.bool_), ("force_control", np.bool_), ("has_desired", np.int64),
     ("desired", np.int64), ("force_gain", np.float64), ("force_integral_gain", np.float64),
+    ("kmat", np.int64), ("kgrav", np.int64), ("split", np.bool_), ("gain", np.int64),
+    ("covariance", np.int64), ("floor", np.float64),
 ], align=True)
 
 
@@ -87,8 +95,15 @@ def controller_table(controllers, nv: int, K: int) -> tuple[np.ndarray, np.ndarr
         diag += n
         row["eta"] = getattr(c, "eta", 0.0)
         row["model_gravity"] = getattr(c, "model_gravity", False)
+        if row["kind"] == SLOTINE_LI:
+            p = c.parameterization
+            row["kmat"] = put(floats, p.K)
+            row["split"] = p.split
+            row["kgrav"] = put(floats, p.K_gravity) if p.split else row["kmat"]
+            row["gain"] = put(floats, c.gamma)
         if row["kind"] == MIXTURE:
-            row["sigma"], row["forgetting"] = c.sigma, c.forgetting
+            row["sigma"], row["forgetting"], row["floor"] = c.sigma, c.forgetting, c.floor
+            row["covariance"] = COVARIANCE_CODES[c.covariance]
             row["rule"] = RECURSIVE if c.rule == "recursive" else GRADIENT
             row["experts"], row["centres"] = c.experts, put(floats, c.centres)
         if row["kind"] == PROJECTED:
@@ -209,40 +224,70 @@ def _tracking_law(tree, plant, cw, con, floats, q, qd, dofs, kp, kd, zc, zr, n, 
             qd_r[i] = cw.qd_d[i] - lam * e[i]
             qdd_r[i] = cw.qdd_d[i] - lam * e_dot[i]
         if con.kind == SLOTINE_LI:
-            _slotine_li(tree, cw, con, q, qd, dofs, kd, zc, zr, n, nv, u)
+            _slotine_li(tree, cw, con, floats, q, qd, dofs, kd, zc, zr, n, nv, u)
         else:
             _mixture(cw, con, floats, q, kd, zc, zr, n, u)
 
 
 @njit
-def _slotine_li(tree, cw, con, q, qd, dofs, kd, zc, zr, n, nv, u):
-    """τ = −K_d s + Y â, â̇ = −η Yᵀ s (eq. 3.17, 3.21) with the regressor of :mod:`core.control.regressor`
-    (every dof is controlled, so the reference motion fills q̇_r, q̈_r in joint order)."""
-    qdr, qddr, g = cw.v2, cw.v3, cw.g3
+def _slotine_li(tree, cw, con, floats, q, qd, dofs, kd, zc, zr, n, nv, u):
+    """τ = −K_d s + Y_p â, â̇ = −η Γ Y_pᵀ s (eq. 3.17, 3.21 with a gain matrix) with Y_p = Y_in K + Y_g K_g, the
+    regressor of :mod:`core.control.regressor` mapped to the adapted parameters (:mod:`core.control.parameters`;
+    Y = Y_in + Y_g, its parts without gravity and of gravity alone). Every dof is controlled, so the reference
+    motion fills q̇_r, q̈_r in joint order. ``cw.Y``: [0] Y (or Y_in), [1] Y_g, [2] Y_p."""
+    qdr, qddr, g, zero = cw.v2, cw.v3, cw.g3, cw.v1
     for k in range(nv):
         qdr[k] = 0.0
         qddr[k] = 0.0
+        zero[k] = 0.0
     for i in range(n):
         qdr[dofs[i]] = cw.qd_r[i]
         qddr[dofs[i]] = cw.qdd_r[i]
     for a in range(3):
         g[a] = tree.gravity[a] if con.model_gravity else 0.0
-    Y = cw.Y
+    split = con.split and con.model_gravity
+    Y, Yg, Yp = cw.Y[0], cw.Y[1], cw.Y[2]
     Y[:, :] = 0.0
-    regressor_kernel(tree.parent, tree.joint_type, tree.axis, tree.R_tree, tree.p_tree, tree.S, tree.q_start,
-                     tree.v_start, tree.nv_j, g, q, qd, qdr, qddr, Y)
+    if split:                                                # Y_g (gravity alone), then Y_in (no gravity)
+        Yg[:, :] = 0.0
+        regressor_kernel(tree.parent, tree.joint_type, tree.axis, tree.R_tree, tree.p_tree, tree.S, tree.q_start,
+                         tree.v_start, tree.nv_j, g, q, zero[:nv], zero[:nv], zero[:nv], Yg)
+        for a in range(3):
+            g[a] = 0.0
+        regressor_kernel(tree.parent, tree.joint_type, tree.axis, tree.R_tree, tree.p_tree, tree.S, tree.q_start,
+                         tree.v_start, tree.nv_j, g, q, qd, qdr, qddr, Y)
+    else:
+        regressor_kernel(tree.parent, tree.joint_type, tree.axis, tree.R_tree, tree.p_tree, tree.S, tree.q_start,
+                         tree.v_start, tree.nv_j, g, q, qd, qdr, qddr, Y)
     npar = con.n_state
+    nstd = 10 * tree.parent.shape[0]
+    for i in range(n):                                       # Y_p = Y_in K (+ Y_g K_g), the controlled rows
+        row = dofs[i]
+        for p in range(npar):
+            t = 0.0
+            for k in range(nstd):
+                t += Y[row, k] * floats[con.kmat + k * npar + p]
+            if split:
+                for k in range(nstd):
+                    t += Yg[row, k] * floats[con.kgrav + k * npar + p]
+            Yp[row, p] = t
     s = cw.s
     for i in range(n):
         row = dofs[i]
         t = -kd[i] * s[i]
         for p in range(npar):
-            t += Y[row, p] * zc[p]
+            t += Yp[row, p] * zc[p]
         u[i] = t
-    for p in range(npar):
+    w = cw.wp
+    for p in range(npar):                                    # w = Y_pᵀ s
         t = 0.0
         for i in range(n):
-            t += Y[dofs[i], p] * s[i]
+            t += Yp[dofs[i], p] * s[i]
+        w[p] = t
+    for p in range(npar):                                    # â̇ = −η Γ w
+        t = 0.0
+        for k in range(npar):
+            t += floats[con.gain + p * npar + k] * w[k]
         zr[p] = -con.eta * t
 
 
@@ -295,7 +340,17 @@ def _mixture(cw, con, floats, q, kd, zc, zr, n, u):
     for i in range(n):                                       # Ẇ = −s (PΦ)ᵀ   (eq. 3.27)
         for j in range(F):
             zr[i * F + j] = -s[i] * Pphi[j]
-    rho = con.forgetting * (1.0 - trace / (con.eta * F)) if con.forgetting != 0.0 else 0.0
+    if con.covariance == FLOOR:                              # Q = P − p_min 1:  Q̇ = −QΦ (QΦ)ᵀ
+        QPhi = cw.v1
+        for a in range(F):
+            QPhi[a] = Pphi[a] - con.floor * phi[a]
+        for a in range(F):
+            for b in range(F):
+                zr[n * F + a * F + b] = -QPhi[a] * QPhi[b]
+        return
+    rho = 0.0
+    if con.covariance == FORGETTING:                         # bounded-gain forgetting: ρ = λ0 (1 − tr P / tr P(0))
+        rho = con.forgetting * (1.0 - trace / (con.eta * F))
     for a in range(F):                                       # Ṗ = −PΦ (PΦ)ᵀ (+ ρ P)   (eq. 3.28)
         for b in range(F):
             zr[n * F + a * F + b] = -Pphi[a] * Pphi[b] + rho * P[a * F + b]

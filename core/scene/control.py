@@ -37,6 +37,50 @@ def _joint_dofs(model: Model, names, where: str, problems: list) -> tuple[list[i
     return dofs, qidx
 
 
+def _slotine_li_problems(model: Model, c, here: str, problems: list, extra: dict) -> None:
+    """The parameterization (``extra["parameterization"]``), Γ and â(0) of a Slotine–Li spec, each problem with
+    its JSON path: a custom parameter that is not a linear expression of standard parameters, a set that cannot
+    represent the arm's torques, a Γ of the wrong shape or not symmetric positive definite."""
+    from ..control import parameterization_of
+    from ..control.parameters import ParameterizationError
+    try:
+        p = parameterization_of(model, c)
+    except ParameterizationError as exc:
+        problems.append(Problem(f"{here}.parameters" + (f".{exc.key}" if exc.key else ""), str(exc),
+                                None, False))
+        return
+    extra["parameterization"] = p
+    n = p.size
+    if isinstance(c.initial_parameters, list) and len(c.initial_parameters) != n:
+        problems.append(Problem(f"{here}.initial_parameters", f"needs {n} values, one per adapted parameter ("
+                                + ", ".join(p.names[:12]) + (" …" if n > 12 else "") + ")",
+                                c.initial_parameters, True))
+    if c.gamma is not None:
+        G = np.asarray(c.gamma, dtype=float) if not (isinstance(c.gamma, list) and c.gamma
+                                                      and isinstance(c.gamma[0], list)) else None
+        if G is None:
+            if any(len(row) != len(c.gamma) for row in c.gamma):
+                problems.append(Problem(f"{here}.gamma", "a matrix must be square", c.gamma, True))
+                return
+            G = np.asarray(c.gamma, dtype=float)
+        if G.ndim == 1 and G.size != n:
+            problems.append(Problem(f"{here}.gamma", f"a diagonal needs {n} values, one per adapted parameter",
+                                    c.gamma, True))
+        elif G.ndim == 1 and np.any(G <= 0):
+            problems.append(Problem(f"{here}.gamma", "every diagonal entry must be positive", c.gamma, True))
+        elif G.ndim == 2:
+            if G.shape != (n, n):
+                problems.append(Problem(f"{here}.gamma", f"a matrix must be {n} x {n} (one row and column per "
+                                        f"adapted parameter), got {G.shape[0]} x {G.shape[1]}", c.gamma, True))
+            elif not np.allclose(G, G.T, rtol=0, atol=1e-12 * max(1.0, np.abs(G).max())):
+                problems.append(Problem(f"{here}.gamma", "the matrix must be symmetric", c.gamma, True))
+            else:
+                lowest = float(np.linalg.eigvalsh(G).min())
+                if not lowest > 0:
+                    problems.append(Problem(f"{here}.gamma", f"the matrix must be positive definite; its smallest "
+                                            f"eigenvalue is {lowest:.6g}", c.gamma, True))
+
+
 def compile_controllers(model: Model, specs, source: str = "<scene>") -> tuple:
     """Controller objects for ``specs`` (the scene's ``controllers`` list); raises :class:`SceneError` listing
     every problem."""
@@ -73,10 +117,8 @@ def compile_controllers(model: Model, specs, source: str = "<scene>") -> tuple:
         extra = {}
         if c.type == "mixture" and c.centres is not None and len(c.centres[0]) != len(names):
             problems.append(Problem(f"{here}.centres", f"each centre needs {len(names)} coordinates", c.centres, True))
-        if c.type == "slotine_li" and isinstance(c.initial_parameters, list) \
-                and len(c.initial_parameters) != 10 * model.n_links:
-            problems.append(Problem(f"{here}.initial_parameters", f"needs {10 * model.n_links} values (10 per link: "
-                                    "m, hx, hy, hz, Ixx, Iyy, Izz, Ixy, Ixz, Iyz)", c.initial_parameters, True))
+        if c.type == "slotine_li" and len(problems) == before:
+            _slotine_li_problems(model, c, here, problems, extra)
         if c.type == "projected_inverse_dynamics":
             if c.actuated is not None:
                 act_dofs, _ = _joint_dofs(model, c.actuated, f"{here}.actuated", problems)

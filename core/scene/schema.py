@@ -610,15 +610,60 @@ class ComputedTorqueControllerSpec(_ControllerBase):
     model_gravity: bool = True
 
 
+class CustomParameters(Strict):
+    """Adapted parameters written as linear combinations of the standard ones (``core.control.parameters``):
+    ``inertial`` maps each parameter's name to an expression for M q̈_r + C q̇_r, ``gravity`` (optional, used only
+    when gravity is modelled) to one for g(q). An expression uses the safe language of joint-space constraints
+    (numbers, ``+ - * / **``, ``pi``, ``sqrt`` …) with the standard parameters ``<body>.<p>`` as its variables, p
+    one of ``m hx hy hz Ixx Iyy Izz Ixy Ixz Iyz`` (mass; first moment h = m c; rotational inertia about the
+    body's joint origin in body axes, e.g. ``Izz = I_c,zz + m (c_x² + c_y²)``), and must be linear in them:
+    Slotine & Li's ``a1 = upper.Izz + effector.Izz + 1.0**2 * effector.m``."""
+    type: Literal["custom"]
+    inertial: Annotated[dict[Name, Annotated[str, Field(min_length=1, max_length=2000)]],
+                        Field(min_length=1, max_length=1000)]
+    gravity: Annotated[dict[Name, Annotated[str, Field(min_length=1, max_length=2000)]],
+                       Field(max_length=1000)] = Field(default_factory=dict)
+
+
+GainMatrix = Union[Annotated[float, Field(gt=0)], list[float], list[list[float]]]
+"""Γ: a scalar, one value per adapted parameter (a diagonal) or a full symmetric positive-definite matrix."""
+
+
 class SlotineLiControllerSpec(_ControllerBase):
-    """Slotine–Li adaptive control (thesis eq. 3.17, 3.21): ``τ = −kd s + Y â``, ``â̇ = −eta Yᵀ s``, with the
-    regressor Y of all ten inertial parameters of every link. Needs every joint controlled. The parameters start
-    at zero (``initial_parameters: "zero"``), at the true values (``"model"``) or at a given list (10 per link).
-    ``model_gravity``: whether Y includes gravity (the thesis leaves it out: an unmodelled external force)."""
+    """Slotine–Li adaptive control (thesis eq. 3.17, 3.21): ``τ = −kd s + Y_p â``, ``â̇ = −eta Γ Y_pᵀ s``. Needs
+    every joint controlled. ``parameters`` chooses what is adapted: ``"base"`` (the default: the arm's
+    identifiable base parameters, found numerically), ``"standard"`` (ten per link: m, hx, hy, hz, Ixx, Iyy,
+    Izz, Ixy, Ixz, Iyz) or ``{"type": "custom", …}`` (:class:`CustomParameters`; Slotine & Li's a1…a4 in the two
+    arm scenes); ``python -m core parameters SCENE`` prints them. ``gamma``: the shape Γ of the adaptation gain
+    (default the identity, so the gain is eta·1 as in the thesis). The parameters start at zero
+    (``initial_parameters: "zero"``), at the arm's true values mapped to the parameterization (``"model"``), or
+    at a given list (one per adapted parameter). ``model_gravity``: whether Y includes gravity; the thesis's
+    choice, and the default, is false (gravity unmodelled: an external force the compensator cannot
+    represent)."""
     type: Literal["slotine_li"]
     eta: NonNegative = 0.01
     model_gravity: bool = False
+    parameters: Union[Literal["standard", "base"], CustomParameters] = "base"
+    gamma: GainMatrix | None = None
     initial_parameters: Union[Literal["zero", "model"], list[float]] = "zero"
+
+
+class CovarianceSpec(Strict):
+    """What the recursive rule does with P (thesis eq. 3.28 decays P to zero, and adaptation stops):
+    ``as_written`` (Ṗ = −PΦΦᵀP); ``forgetting`` (bounded-gain forgetting, Ṗ = ρP − PΦΦᵀP with
+    ρ = forgetting_factor (1 − tr P / tr P(0)) ≥ 0 while tr P < tr P(0)); ``floor`` (P = p_min·1 + Q with
+    Q̇ = −QΦΦᵀQ: P never falls below ``floor`` p_min, which must be below eta = P(0))."""
+    rule: Literal["as_written", "forgetting", "floor"] = "as_written"
+    forgetting_factor: NonNegative = 0.0
+    floor: NonNegative = 0.0
+
+    @model_validator(mode="after")
+    def _needs(self):
+        if self.rule == "forgetting" and not self.forgetting_factor > 0:
+            raise ValueError("rule 'forgetting' needs a forgetting_factor > 0 (1/s)")
+        if self.rule == "floor" and not self.floor > 0:
+            raise ValueError("rule 'floor' needs a floor > 0")
+        return self
 
 
 class MixtureControllerSpec(_ControllerBase):
@@ -626,13 +671,14 @@ class MixtureControllerSpec(_ControllerBase):
     normalized Gaussian gates of width ``sigma`` (rad) at ``centres`` (one configuration per expert), or, if
     only ``experts`` N is given, on a grid over the trajectory's joint-space region (see
     ``core.control.controllers.grid_centres``). ``rule``: ``gradient`` (eq. 3.20) or ``recursive`` (eq. 3.27–3.28,
-    P(0) = eta·1)."""
+    P(0) = eta·1), whose P is treated as ``covariance`` says (:class:`CovarianceSpec`; default as written)."""
     type: Literal["mixture"]
     experts: Annotated[int, Field(ge=1, le=64)] | None = None
     centres: list[list[float]] | None = None
     sigma: Positive = 0.5
     eta: NonNegative = 0.01
     rule: Literal["gradient", "recursive"] = "gradient"
+    covariance: CovarianceSpec | None = None
 
     @model_validator(mode="after")
     def _gates(self):
@@ -643,6 +689,12 @@ class MixtureControllerSpec(_ControllerBase):
                 raise ValueError(f"experts is {self.experts} but {len(self.centres)} centres are given")
             if not self.centres or any(len(c) != len(self.centres[0]) for c in self.centres):
                 raise ValueError("centres must be a non-empty list of configurations of equal length")
+        if self.covariance is not None:
+            if self.rule != "recursive":
+                raise ValueError("covariance applies to the recursive rule only (rule: recursive)")
+            if self.covariance.rule == "floor" and not self.covariance.floor < self.eta:
+                raise ValueError(f"covariance.floor ({self.covariance.floor:g}) must be below eta = P(0) "
+                                 f"({self.eta:g})")
         return self
 
 

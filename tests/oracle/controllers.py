@@ -249,14 +249,22 @@ class ComputedTorque(Controller):
 
 
 class SlotineLi(Controller):
+    """With the parameterization's maps K, K_g from the core (core.control.parameterization_of: a compile-time
+    quantity, tested on its own in test_control_parameters.py), Y_p = Y_in K + Y_g K_g from the NumPy regressor,
+    and Γ formed here from the spec."""
+
     def __init__(self, spec, model, dofs, qidx):
+        from core.control import parameterization_of
         super().__init__(spec, model, dofs, qidx)
         self.eta = float(spec.eta)
         self.model_gravity = bool(spec.model_gravity)
-        self.n_state = 10 * model.n_links
+        self.p = parameterization_of(model, spec)
+        self.n_state = self.p.size
+        G = np.eye(self.n_state) if spec.gamma is None else np.asarray(spec.gamma, dtype=float)
+        self.gamma = G * np.eye(self.n_state) if G.ndim == 0 else np.diag(G) if G.ndim == 1 else G
         init = spec.initial_parameters
-        self._a0 = (np.zeros(self.n_state) if init == "zero" else inertial_parameters(model) if init == "model"
-                    else np.asarray(init, dtype=float))
+        self._a0 = (np.zeros(self.n_state) if init == "zero" else self.p.C @ inertial_parameters(model)
+                    if init == "model" else np.asarray(init, dtype=float))
         self._g = np.asarray(model.gravity, dtype=float) if self.model_gravity else np.zeros(3)
 
     def initial_state(self):
@@ -269,8 +277,12 @@ class SlotineLi(Controller):
         from core.control.regressor import regressor_reference    # the NumPy regressor (stable public piece)
         qd_r, qdd_r = np.zeros(self.nv), np.zeros(self.nv)
         qd_r[self.dofs], qdd_r[self.dofs] = tr["qd_r"], tr["qdd_r"]
-        Y = regressor_reference(self.model, inp.q, inp.qd, qd_r, qdd_r, self._g)[self.dofs]
-        return -self.kd * tr["s"] + Y @ z, -self.eta * (Y.T @ tr["s"])              # eq. 3.17, 3.21
+        zero = np.zeros(self.nv)
+        Y_in = regressor_reference(self.model, inp.q, inp.qd, qd_r, qdd_r, np.zeros(3))[self.dofs]
+        Y_g = regressor_reference(self.model, inp.q, zero, zero, zero, self._g)[self.dofs]
+        Y = Y_in @ self.p.K + Y_g @ self.p.K_gravity
+        return (-self.kd * tr["s"] + Y @ z,
+                -self.eta * self.gamma @ (Y.T @ tr["s"]))                  # eq. 3.17, 3.21 with Γ
 
 
 class Mixture(Controller):
@@ -282,6 +294,7 @@ class Mixture(Controller):
             low, high = self.trajectory.region()
             self.centres = grid_centres(low, high, spec.experts)
         self.sigma, self.eta, self.rule = float(spec.sigma), float(spec.eta), spec.rule
+        self.covariance = spec.covariance
         self.n_features = 2 * self.n * self.centres.shape[0]                      # 2nN
         self.n_state = self.n * self.n_features + (self.n_features ** 2 if self.rule == "recursive" else 0)
 
@@ -304,8 +317,16 @@ class Mixture(Controller):
             return tau, (-self.eta * np.outer(tr["s"], Phi)).reshape(-1)          # eq. 3.26
         P = z[m:].reshape(self.n_features, self.n_features)
         PPhi = P @ Phi
+        cov = self.covariance
+        if cov is not None and cov.rule == "floor":                                # Q = P − p_min 1, Q̇ = −QΦΦᵀQ
+            QPhi = PPhi - cov.floor * Phi
+            Pdot = -np.outer(QPhi, QPhi)
+        else:
+            rho = (cov.forgetting_factor * (1.0 - np.trace(P) / (self.eta * self.n_features))
+                   if cov is not None and cov.rule == "forgetting" else 0.0)
+            Pdot = -np.outer(PPhi, PPhi) + rho * P                                # eq. 3.28 (+ forgetting)
         return tau, np.concatenate([(-np.outer(tr["s"], PPhi)).reshape(-1),       # eq. 3.27
-                                    (-np.outer(PPhi, PPhi)).reshape(-1)])        # eq. 3.28
+                                    Pdot.reshape(-1)])
 
 
 def _projector(J, tolerance=1e-9):
