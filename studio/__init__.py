@@ -19,7 +19,11 @@ patterns: Qt-free models, a worker that owns the simulation, immutable messages 
   of the core's kernels, in a child process), :mod:`studio.main_window`;
 - :mod:`studio.__main__` — ``python -m studio [SCENE]``.
 """
+import os as _os
 from pathlib import Path
+
+for _var in ("OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):      # (as core/__init__.py: before pyqtgraph loads numpy)
+    _os.environ.setdefault(_var, "1")
 
 #: Where the example scenes live (the repository root's ``scenes/``).
 SCENES_DIR = Path(__file__).resolve().parent.parent / "scenes"
