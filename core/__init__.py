@@ -58,8 +58,11 @@ def save_scene(scene: Scene | Model, path: str | Path) -> Path:
     return save_spec(spec, path)
 
 
-def load_urdf(path: str | Path, floating_base: bool = False) -> Model:
-    """Build a Model from a URDF robot (see :mod:`core.urdf`)."""
+def load_urdf(path: str | Path, floating_base: bool = False, inertia: str = "refuse", q0: dict | None = None,
+              base_pose=None) -> Model:
+    """Build a Model from a URDF robot (see :mod:`core.urdf`; ``inertia`` is the policy for unphysical link
+    inertias, ``"refuse"`` or ``"repair"``; ``q0`` the initial joint coordinates by name; ``base_pose`` the root
+    link's ``[x, y, z, qw, qx, qy, qz]``)."""
     from .urdf import urdf_to_spec
-    spec = urdf_to_spec(path, floating_base=floating_base)
+    spec = urdf_to_spec(path, floating_base=floating_base, inertia=inertia, q0=q0, base_pose=base_pose)
     return compile_scene(spec, str(path))

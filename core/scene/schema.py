@@ -35,7 +35,10 @@ FORMAT_VERSION = 1
 
 Vec3 = tuple[float, float, float]
 Quat = tuple[float, float, float, float]
-Name = Annotated[str, Field(min_length=1, max_length=128, pattern=r"^[A-Za-z_][A-Za-z0-9_\-]*$")]
+Name = Annotated[str, Field(min_length=1, max_length=128, pattern=r"^[A-Za-z_][A-Za-z0-9_\-./:]*$")]
+"""A name: a letter or ``_``, then letters, digits and ``_ - . / :`` (URDF link and joint names such as
+``joint_8.0`` or ``iris__/imu_link`` are names; a joint-space expression can read only joints whose name is also
+a Python identifier)."""
 Positive = Annotated[float, Field(gt=0)]
 NonNegative = Annotated[float, Field(ge=0)]
 Colour = Union[tuple[float, float, float], tuple[float, float, float, float]]
@@ -134,16 +137,12 @@ class Inertial(Strict):
     @classmethod
     def _physical(cls, v):
         import numpy as np
+
+        from ..inertia import inertia_problem
         Ixx, Iyy, Izz, Ixy, Ixz, Iyz = v
-        I = np.array([[Ixx, Ixy, Ixz], [Ixy, Iyy, Iyz], [Ixz, Iyz, Izz]])
-        eig = np.linalg.eigvalsh(I)
-        scale = max(1.0, float(abs(eig).max()))
-        if eig.min() < -1e-12 * scale:
-            raise ValueError(f"inertia must be positive semi-definite; its principal moments are {eig.round(12).tolist()}")
-        a, b, c = eig
-        if a + b < c - 1e-9 * scale:
-            raise ValueError(f"principal moments {eig.round(12).tolist()} violate the triangle inequality "
-                             "(no physical body has them)")
+        problem = inertia_problem(np.array([[Ixx, Ixy, Ixz], [Ixy, Iyy, Iyz], [Ixz, Iyz, Izz]]))
+        if problem is not None:
+            raise ValueError(problem)
         return v
 
 
@@ -670,6 +669,28 @@ class ViewSettings(Strict):
     follow: Name | None = None
 
 
+class RobotInclude(Strict):
+    """A robot description file included in the scene (:mod:`core.scene.robots`): ``file`` is a URDF file
+    (``.urdf``), relative to the scene document's folder or absolute. Its links become bodies (before the
+    document's own ``bodies``, which may hang from them), its mimic joints joint-space constraints; the document's
+    constraints, forces, controllers, contacts and programs may name its bodies and joints. Overrides: ``base``
+    (``fixed``: the root link welded to the world; ``floating``: a free joint), ``base_pose`` (the root link's
+    ``[x, y, z, qw, qx, qy, qz]`` in the world), ``q0`` (initial coordinates of hinge and slider joints by name, rad
+    or m) and ``inertia`` (``refuse`` an unphysical link inertia, or ``repair`` it to the nearest physical one)."""
+    file: Annotated[str, Field(min_length=1, max_length=4096)]
+    base: Literal["fixed", "floating"] = "fixed"
+    base_pose: tuple[float, float, float, float, float, float, float] | None = None
+    q0: Annotated[dict[Name, float], Field(max_length=10000)] = Field(default_factory=dict)
+    inertia: Literal["refuse", "repair"] = "refuse"
+
+    @field_validator("base_pose")
+    @classmethod
+    def _unit(cls, v):
+        if v is not None:
+            _unit_quaternion(v[3:])
+        return v
+
+
 class Scene(Strict):
     """A whole scene document."""
     format_version: Literal[1]
@@ -684,3 +705,4 @@ class Scene(Strict):
     contacts: list[ContactSpec] = Field(default_factory=list)
     programs: Annotated[list[ProgramEntry], Field(max_length=16)] = Field(default_factory=list)
     view: ViewSettings = Field(default_factory=ViewSettings)
+    robot: RobotInclude | None = None

@@ -1,0 +1,95 @@
+"""Scene documents that include a robot file: the ``robot`` section (:class:`core.scene.schema.RobotInclude`).
+
+A document ``{"robot": {"file": "ur5.urdf", "base": "floating", "q0": {"elbow": 0.5}}, "constraints": […]}`` is
+the robot's scene (:func:`core.scene.urdf.urdf_to_spec` with the overrides) with the document on top: the robot's
+bodies first, then the document's own bodies (which may hang from the robot's), the robot's mimic constraints
+first, then the document's constraints; forces, controllers, contacts, programs, gravity, the simulation settings
+and the view are the document's. :func:`expand` makes that flat scene (what is validated and compiled); the
+document itself keeps only the include, so saving it writes the include, not the robot's bodies.
+
+The file is resolved against the document's folder when the document is read and held as an absolute path in
+memory; saving writes it relative to the saved document's folder again (:func:`relative_file`). A robot file
+that changed on disk is read again (the cache is keyed on its path, size and modification time).
+"""
+from __future__ import annotations
+
+import os
+import re
+from functools import lru_cache
+from pathlib import Path
+
+from .io import Problem, SceneError
+from .schema import RobotInclude, Scene
+
+__all__ = ["ROBOT_SUFFIXES", "robot_scene", "expand", "resolve_file", "relative_file", "remap_path"]
+
+ROBOT_SUFFIXES = (".urdf",)
+
+
+def resolve_file(file: str, folder: str | os.PathLike | None) -> str:
+    """``file`` as an absolute path: as it is if absolute, else relative to ``folder`` (default: the current
+    folder)."""
+    p = Path(file).expanduser()
+    if not p.is_absolute():
+        p = Path(folder if folder is not None else Path.cwd()) / p
+    return str(Path(os.path.normpath(p.absolute())))
+
+
+def relative_file(file: str, folder: str | os.PathLike) -> str:
+    """``file`` relative to ``folder`` when it can be written so (same drive), else as it is."""
+    try:
+        return Path(os.path.relpath(file, folder)).as_posix()
+    except ValueError:
+        return file
+
+
+def robot_scene(include: RobotInclude) -> Scene:
+    """The robot's own scene with the include's overrides (raises :class:`SceneError` naming the robot file's
+    elements, with the robot file as its source)."""
+    path = Path(include.file)
+    if path.suffix.lower() not in ROBOT_SUFFIXES:
+        raise SceneError([Problem("robot", f"not a robot file this program reads ({', '.join(ROBOT_SUFFIXES)})",
+                                  path.name, True)], str(path))
+    try:
+        st = path.stat()
+    except OSError as exc:
+        raise SceneError([Problem("robot", f"cannot read the file: {exc.strerror or exc}")], str(path)) from None
+    except ValueError as exc:                            # e.g. a NUL byte in the name
+        raise SceneError([Problem("robot", f"cannot read the file: {exc}")], str(path)) from None
+    key = (str(path), st.st_size, st.st_mtime_ns, include.base, include.inertia,
+           tuple(sorted(include.q0.items())), include.base_pose)
+    return _read(key)
+
+
+@lru_cache(maxsize=8)
+def _read(key) -> Scene:
+    from .urdf import urdf_to_spec
+    file, _, _, base, inertia, q0, base_pose = key
+    return urdf_to_spec(file, floating_base=base == "floating", inertia=inertia, q0=dict(q0), base_pose=base_pose)
+
+
+def expand(spec: Scene) -> Scene:
+    """The flat scene of a document with a ``robot`` include (the document itself if it has none)."""
+    if spec.robot is None:
+        return spec
+    robot = robot_scene(spec.robot)
+    data = spec.model_dump(mode="python", exclude={"robot"})
+    data["bodies"] = robot.model_dump(mode="python")["bodies"] + data["bodies"]
+    data["constraints"] = robot.model_dump(mode="python")["constraints"] + data["constraints"]
+    return Scene.model_validate(data)
+
+
+_INDEX = re.compile(r"^\$\.(bodies|constraints)\[(\d+)\](.*)$")
+
+
+def remap_path(path: str, n_bodies: int, n_constraints: int) -> str:
+    """A JSON path into the flat scene of :func:`expand`, as a path into the document: items that come from the
+    robot are reported at ``$.robot``."""
+    m = _INDEX.match(path)
+    if not m:
+        return path
+    section, i, rest = m.group(1), int(m.group(2)), m.group(3)
+    n = n_bodies if section == "bodies" else n_constraints
+    if i < n:
+        return f"$.robot (the robot's {section}[{i}]{rest})"
+    return f"$.{section}[{i - n}]{rest}"
