@@ -30,6 +30,9 @@ __all__ = ["compile_scene", "rotation_z_to"]
 def _shape_size(shape) -> dict:
     if shape.type == "box":
         return {"size": tuple(shape.size)}
+    if shape.type == "mesh":
+        return {"size": tuple(shape.size), "file": shape.file, "scale": tuple(shape.scale),
+                "offset": tuple(shape.offset)}
     if shape.type == "sphere":
         return {"radius": shape.radius}
     return {"radius": shape.radius, "length": shape.length}
@@ -40,6 +43,8 @@ def _link_inertia(body: Body) -> np.ndarray:
         return inertial_to_spatial(body.inertial)
     parts = []
     for shape in body.shapes:
+        if shape.type == "mesh":                         # drawn only (a body with only meshes is refused earlier)
+            continue
         size = _shape_size(shape)
         mass = shape.mass if shape.mass is not None else shape.density * shape_volume(shape.type, size)
         R, p = _shape_pose(shape)

@@ -356,17 +356,40 @@ def _parse_spec(raw: Any, source: str, folder) -> Scene:
 _SECTIONS = ("bodies", "constraints", "forces", "controllers")
 
 
+def _mesh_files(raw: dict, folder) -> dict:
+    """The document with the ``file`` of every mesh shape made absolute (relative to ``folder``)."""
+    from .robots import resolve_file
+    bodies = raw.get("bodies")
+    if not isinstance(bodies, list):
+        return raw
+    out = []
+    for b in bodies:
+        shapes = b.get("shapes") if isinstance(b, dict) else None
+        if isinstance(shapes, list) and any(isinstance(s, dict) and s.get("type") == "mesh"
+                                            and isinstance(s.get("file"), str) and s["file"] for s in shapes):
+            try:
+                shapes = [{**s, "file": resolve_file(s["file"], folder)}
+                          if isinstance(s, dict) and s.get("type") == "mesh" and isinstance(s.get("file"), str)
+                          and s["file"] else s for s in shapes]
+            except (ValueError, OSError):
+                pass                                     # (a file name the schema or the drawing reports)
+            b = {**b, "shapes": shapes}
+        out.append(b)
+    return {**raw, "bodies": out}
+
+
 def _robot(raw: dict, source: str, folder) -> tuple[dict, Scene | None, list[Problem]]:
-    """``(raw, robot, problems)``: the document with its ``robot.file`` made absolute, the included robot's own
-    scene (None if there is none or it cannot be read) and the problems of the include."""
-    include = raw.get("robot")
-    if not isinstance(include, dict) or not isinstance(include.get("file"), str) or not include["file"]:
-        return raw, None, []                             # (an include of the wrong form is reported by the schema)
+    """``(raw, robot, problems)``: the document with its ``robot.file`` and mesh files made absolute, the included
+    robot's own scene (None if there is none or it cannot be read) and the problems of the include."""
     from .robots import resolve_file, robot_scene
     from .schema import RobotInclude
     if folder is None:
         here = Path(source)
         folder = here.parent if source != "<scene>" and here.suffix else None
+    raw = _mesh_files(raw, folder)
+    include = raw.get("robot")
+    if not isinstance(include, dict) or not isinstance(include.get("file"), str) or not include["file"]:
+        return raw, None, []                             # (an include of the wrong form is reported by the schema)
     try:
         raw = {**raw, "robot": {**include, "file": resolve_file(include["file"], folder)}}
         checked = RobotInclude.model_validate(raw["robot"])
@@ -521,8 +544,14 @@ def save_spec(spec: Scene, path: str | os.PathLike) -> Path:
 
 def relocated(spec: Scene, folder: str | os.PathLike | None) -> Scene:
     """``spec`` with the files it refers to written relative to ``folder`` (as they are if ``folder`` is None)."""
-    if folder is None or spec.robot is None:
+    if folder is None:
         return spec
     from .robots import relative_file
-    return spec.model_copy(update={"robot": spec.robot.model_copy(
-        update={"file": relative_file(spec.robot.file, folder)})})
+    update = {}
+    if spec.robot is not None:
+        update["robot"] = spec.robot.model_copy(update={"file": relative_file(spec.robot.file, folder)})
+    if any(s.type == "mesh" for b in spec.bodies for s in b.shapes):
+        update["bodies"] = [b.model_copy(update={"shapes": [
+            s.model_copy(update={"file": relative_file(s.file, folder)}) if s.type == "mesh" else s
+            for s in b.shapes]}) for b in spec.bodies]
+    return spec.model_copy(update=update) if update else spec

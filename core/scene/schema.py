@@ -122,7 +122,28 @@ class Capsule(_ShapeBase):
     length: Positive
 
 
-Shape = Annotated[Union[Box, Sphere, Cylinder, Capsule], Field(discriminator="type")]
+class Mesh(_ShapeBase):
+    """A triangle mesh from ``file`` (STL, OBJ, DAE, glTF/GLB, PLY, OFF; relative to the scene document's folder or
+    absolute), drawn only: it carries no mass (the body needs an ``inertial``). Its frame, like a box's, is at the
+    centre of the box bounding the mesh, whose full edge lengths are ``size``; the mesh file's own origin lies at
+    ``offset`` in that frame, and its vertices are multiplied by ``scale`` (per axis) first. Picking, framing and
+    default contact points use the bounding box; a file that cannot be read is drawn as that box."""
+    type: Literal["mesh"]
+    file: Annotated[str, Field(min_length=1, max_length=4096)]
+    size: tuple[Positive, Positive, Positive]
+    scale: Vec3 = (1.0, 1.0, 1.0)
+    offset: Vec3 = (0.0, 0.0, 0.0)
+
+    @model_validator(mode="after")
+    def _drawn_only(self):
+        if self.mass is not None or self.density is not None:
+            raise ValueError("a mesh is drawn only and carries no mass; give the body an inertial")
+        if self.axis is not None:
+            raise ValueError("axis applies to cylinders and capsules; orient a mesh with orientation")
+        return self
+
+
+Shape = Annotated[Union[Box, Sphere, Cylinder, Capsule, Mesh], Field(discriminator="type")]
 
 
 # ---------------------------------------------------------------------------------------------- inertia
@@ -240,10 +261,10 @@ class Body(Strict):
                 raise ValueError(f"shapes {bad} give mass or density, but the body has an explicit inertial; "
                                  "remove one of them")
         else:
-            bad = [i for i, s in enumerate(self.shapes) if s.mass is None and s.density is None]
+            bad = [i for i, s in enumerate(self.shapes) if s.mass is None and s.density is None and s.type != "mesh"]
             if bad:
                 raise ValueError(f"shapes {bad} give neither mass nor density, and the body has no inertial")
-            if not self.shapes:
+            if all(s.type == "mesh" for s in self.shapes):
                 raise ValueError("a body needs shapes with mass or density, or an explicit inertial")
         return self
 

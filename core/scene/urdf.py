@@ -53,7 +53,6 @@ from __future__ import annotations
 
 import math
 import re
-import struct
 import warnings
 import xml.etree.ElementTree as ET
 from pathlib import Path
@@ -62,6 +61,7 @@ from typing import Any
 import numpy as np
 
 from ..inertia import inertia_problem, nearest_physical_inertia
+from ..meshfile import MeshError, read_mesh
 from .io import Problem, SceneError, parse_spec
 from .schema import Scene
 
@@ -106,45 +106,12 @@ def rpy_to_quaternion(rpy) -> tuple[float, float, float, float]:
     return tuple(c * s for c in q)
 
 
-# ---------------------------------------------------------------------------------------------- STL
+
 def stl_bounds(path: str | Path) -> tuple[np.ndarray, np.ndarray]:
     """``(lower, upper)`` corners of the axis-aligned box bounding the vertices of a binary or ASCII STL file.
 
-    Raises ``ValueError`` if the file is neither or holds no finite vertex."""
-    data = Path(path).read_bytes()
-    vertices = None
-    n = struct.unpack_from("<I", data, 80)[0] if len(data) >= 84 else -1
-    looks_ascii = data.lstrip()[:5].lower() == b"solid" and b"vertex" in data[:4096]
-    if n > 0 and len(data) == 84 + 50 * n and not (looks_ascii and b"endsolid" in data[-512:]):
-        vertices = _binary_stl_vertices(data, n)
-    elif looks_ascii:
-        vertices = _ascii_stl_vertices(data)
-    elif n > 0 and len(data) >= 84 + 50 * n:          # binary with trailing padding
-        vertices = _binary_stl_vertices(data, n)
-    if vertices is None or len(vertices) == 0:
-        raise ValueError("not a binary or ASCII STL file with triangles")
-    if not np.isfinite(vertices).all():
-        raise ValueError("the STL file has non-finite vertex coordinates")
-    return vertices.min(axis=0), vertices.max(axis=0)
-
-
-def _binary_stl_vertices(data: bytes, n: int) -> np.ndarray:
-    facet = np.dtype([("normal", "<f4", (3,)), ("v", "<f4", (3, 3)), ("attr", "<u2")])
-    facets = np.frombuffer(data, dtype=facet, count=n, offset=84)
-    return facets["v"].reshape(-1, 3).astype(float)
-
-
-def _ascii_stl_vertices(data: bytes) -> np.ndarray:
-    text = data.decode("ascii", errors="replace")
-    rows = []
-    for line in text.splitlines():
-        parts = line.split()
-        if len(parts) == 4 and parts[0].lower() == "vertex":
-            try:
-                rows.append([float(c) for c in parts[1:]])
-            except ValueError:
-                raise ValueError(f"bad vertex line in ASCII STL: {line.strip()!r}") from None
-    return np.array(rows, dtype=float).reshape(-1, 3)
+    Raises ``ValueError`` (:class:`core.meshfile.MeshError`) if the file is neither or holds no finite vertex."""
+    return read_mesh(path, file_type="stl").bounds()
 
 
 # ---------------------------------------------------------------------------------------------- reading
@@ -269,6 +236,9 @@ class _Reader:
             warnings.warn(f"{self.path}: {gpath} has a zero or negative size {dims}; skipped", URDFWarning,
                           stacklevel=4)
             return None
+        own = shape.pop("_mesh_rgba", None)
+        if vis.find("material") is None and own is not None:
+            colour = own                                 # no URDF material: the mesh's own colour
         shape.update(position=position.tolist(), orientation=list(rpy_to_quaternion(rpy)), color=list(colour))
         return shape
 
@@ -278,14 +248,14 @@ class _Reader:
         file = resolve_mesh(filename, self.folder) if filename else None
         reason = None
         if file is None:
-            reason = "was not found"
-        elif file.suffix.lower() != ".stl":
-            reason = f"is not an STL file ({file.suffix or 'no extension'})"
+            reason = "was not found" + (f" ({_searched(filename, self.folder)})" if filename.startswith("package://")
+                                        else "")
         else:
             try:
-                lo, hi = stl_bounds(file)
-            except (OSError, ValueError, struct.error) as exc:
-                reason = f"could not be read as STL ({exc})"
+                mesh = read_mesh(file)
+                lo, hi = mesh.bounds()
+            except MeshError as exc:
+                reason = f"could not be read ({str(exc).removeprefix(f'{file}: ')})"
         if reason is not None:
             warnings.warn(f"{self.path}: {gpath}: mesh {filename!r} {reason}; drawn as a "
                           f"{_FALLBACK_MESH_BOX} m box at the visual origin", URDFWarning, stacklevel=5)
@@ -294,7 +264,11 @@ class _Reader:
         lo, hi = np.minimum(a, b), np.maximum(a, b)
         size = np.maximum(hi - lo, _MIN_BOX_EDGE)
         centre = 0.5 * (lo + hi)
-        return {"type": "box", "size": size.tolist()}, position + R @ centre
+        shape = {"type": "mesh", "file": str(file), "size": size.tolist(), "scale": scale.tolist(),
+                 "offset": (-centre).tolist()}
+        if mesh.rgba is not None:
+            shape["_mesh_rgba"] = mesh.rgba
+        return shape, position + R @ centre
 
     def colour(self, mat: ET.Element | None, path: str, materials: dict) -> tuple:
         if mat is None:
@@ -342,6 +316,12 @@ def _quiet_rgba(text: str):
     except ValueError:
         return None
     return v if len(v) == 4 and all(math.isfinite(x) for x in v) else None
+
+
+def _searched(filename: str, folder: Path) -> str:
+    """Where a ``package://`` mesh was looked for (for the warning that it was not found)."""
+    package = filename[len("package://"):].partition("/")[0]
+    return f"searched for a folder {package!r} in {folder} and its {len(folder.parents)} parent folders"
 
 
 def resolve_mesh(filename: str, folder: Path) -> Path | None:
