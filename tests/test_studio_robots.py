@@ -1,0 +1,138 @@
+"""The studio and robot files: ``python -m studio robot.urdf`` and File ▸ Open open a URDF as an untitled scene
+that includes it (saved as JSON with the robot file's relative path); its meshes are drawn as meshes (the picture
+differs from the same model drawn as bounding boxes); mesh decimation keeps the budget and the shape."""
+from __future__ import annotations
+
+import dataclasses
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import core
+from core.model import Shape
+from studio.meshes import decimate, file_mesh, shape_mesh
+
+from test_studio import rgb_array  # noqa: E402  (shared helper)
+from test_urdf import link, write  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _torus_obj(path: Path, R=0.3, r=0.08, n=48, m=24) -> None:
+    """A torus about z: nothing like its bounding box."""
+    u, v = np.meshgrid(np.linspace(0, 2 * np.pi, n, endpoint=False), np.linspace(0, 2 * np.pi, m, endpoint=False),
+                       indexing="ij")
+    x = (R + r * np.cos(v)) * np.cos(u)
+    y = (R + r * np.cos(v)) * np.sin(u)
+    z = r * np.sin(v)
+    verts = np.column_stack([x.ravel(), y.ravel(), z.ravel()])
+    idx = np.arange(n * m).reshape(n, m)
+    faces = []
+    for i in range(n):
+        for j in range(m):
+            a, b, c, d = idx[i, j], idx[(i + 1) % n, j], idx[(i + 1) % n, (j + 1) % m], idx[i, (j + 1) % m]
+            faces += [(a, b, c), (a, c, d)]
+    path.write_text("".join(f"v {a:.6f} {b:.6f} {c:.6f}\n" for a, b, c in verts)
+                    + "".join(f"f {a + 1} {b + 1} {c + 1}\n" for a, b, c in faces))
+
+
+def _robot(tmp_path: Path) -> Path:
+    (tmp_path / "meshes").mkdir(exist_ok=True)
+    _torus_obj(tmp_path / "meshes" / "ring.obj")
+    visual = ('<visual><origin xyz="0 0 0.5" rpy="1.2 0 0"/><geometry><mesh filename="meshes/ring.obj"/>'
+              '</geometry><material name="gold"><color rgba="0.9 0.7 0.1 1"/></material></visual>')
+    return write(tmp_path, link("base") + link("ring", extra=visual)
+                 + '<joint name="spin" type="continuous"><parent link="base"/><child link="ring"/>'
+                   '<axis xyz="0 0 1"/></joint>', "ring_robot.urdf")
+
+
+def test_decimation_keeps_the_budget_and_the_shape():
+    rng = np.random.default_rng(1)
+    pts = rng.normal(size=(40000, 3))
+    pts /= np.linalg.norm(pts, axis=1)[:, None]          # points on the unit sphere
+    from scipy.spatial import ConvexHull
+    hull = ConvexHull(pts)
+    v, f = decimate(pts, hull.simplices, 5000)
+    assert 1000 < len(f) <= 5000
+    assert np.abs(np.linalg.norm(v[np.unique(f)], axis=1) - 1.0).max() < 0.05   # still the sphere
+    same_v, same_f = decimate(pts, hull.simplices[:100], 5000)
+    assert same_f.shape == (100, 3)                        # within the budget: as it is
+
+
+def test_mesh_shape_is_drawn_from_its_file(tmp_path):
+    model = core.load_urdf(_robot(tmp_path))
+    s, = model.shapes
+    assert s.kind == "mesh"
+    md = shape_mesh(s)
+    v = md.vertexes()
+    assert len(md.faces()) == 48 * 24 * 2
+    # the torus, moved into its bounding-box frame: centred, radii 0.38 and 0.22 about z
+    np.testing.assert_allclose(0.5 * (v.min(axis=0) + v.max(axis=0)), 0, atol=1e-6)
+    rho = np.hypot(v[:, 0], v[:, 1])
+    assert rho.max() == pytest.approx(0.38, abs=1e-4) and rho.min() == pytest.approx(0.22, abs=1e-3)
+    (tmp_path / "meshes" / "ring.obj").write_text("not a mesh")    # changed on disk: its bounding box instead
+    assert len(shape_mesh(s).faces()) == 12
+    with pytest.raises(ValueError, match="ring.obj"):
+        file_mesh(s.size["file"])
+
+
+def test_opening_a_urdf_document_and_saving_it_as_json(tmp_path, qapp):
+    from studio.document import SceneDocument
+    urdf = _robot(tmp_path)
+    doc = SceneDocument()
+    doc.open(urdf)
+    assert doc.path is None and doc.spec.robot.file == str(urdf.resolve())   # untitled: saving asks for a name
+    out = tmp_path / "scenes" / "ring.json"
+    out.parent.mkdir()
+    doc.save(out)
+    saved = json.loads(out.read_text())
+    assert saved["robot"] == {"file": "../ring_robot.urdf"}
+    assert core.load_scene(out).link_names == ("base", "ring")
+
+
+@pytest.mark.gui
+def test_the_studio_draws_a_urdf_with_its_meshes(tmp_path, gl_renderer):
+    """The picture of the robot differs from the same robot drawn as bounding boxes (a torus is not its box)."""
+    from studio.headless import _viewport
+    urdf = _robot(tmp_path)
+    model = core.load_urdf(urdf)
+    boxes = dataclasses.replace(model, shapes=tuple(Shape(s.link, "box", {"size": s.size["size"]}, s.R_LS, s.p_LS,
+                                                          s.rgba) for s in model.shapes))
+    pictures = []
+    for m in (model, boxes):
+        view = _viewport(m, (480, 360))
+        pictures.append(rgb_array(view.render_image((480, 360), None)).astype(int))
+        view.close()
+    mesh, box = pictures
+    gold = np.array([0.9, 0.7, 0.1]) * 255
+
+    def gold_pixels(rgb):
+        px = rgb.reshape(-1, 3).astype(float)
+        cos = px @ gold / (np.linalg.norm(px, axis=1) * np.linalg.norm(gold) + 1e-9)
+        return int(np.count_nonzero((cos > 0.99) & (px.sum(axis=1) > 120)))
+    assert gold_pixels(mesh) > 300                         # the ring is drawn, in its material's colour
+    assert gold_pixels(box) > 1.3 * gold_pixels(mesh)      # its box covers much more (the hole, the corners)
+    differ = np.count_nonzero(np.abs(mesh - box).sum(axis=2) > 30)
+    assert differ > 1000
+
+
+@pytest.mark.gui
+@pytest.mark.slow
+def test_python_m_studio_opens_a_urdf(tmp_path, gl_renderer):
+    urdf = _robot(tmp_path)
+    out = tmp_path / "shot.png"
+    result = subprocess.run([sys.executable, "-m", "studio", str(urdf), "--screenshot", str(out), "--after", "0.5",
+                             "--size", "1024x700"], cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stderr
+    assert out.stat().st_size > 10000
+    bad = tmp_path / "bad.urdf"
+    bad.write_text("<robot name='x'><link name='a'/><joint name='j' type='planar'><parent link='a'/>"
+                   "<child link='b'/></joint></robot>")
+    result = subprocess.run([sys.executable, "-m", "studio", str(bad)], cwd=ROOT, capture_output=True, text=True,
+                            timeout=600)
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert "robot/joint[@name='j']" in result.stderr
