@@ -3,7 +3,7 @@
 Pure NumPy/SciPy with compiled kernels (numba); never imports Qt. The stable scripting API::
 
     import core
-    model = core.load_scene("scenes/three_link_arm.json")      # or core.load_urdf("robot.urdf")
+    model = core.load_scene("scenes/three_link_arm.json")      # or "robot.urdf", or core.load_urdf("robot.urdf")
     state = model.initial_state()
     state, data, events = core.step(model, state)              # one step of the compiled pipeline (pure)
     data = core.evaluate(model, state)                         # everything derived at a state
@@ -43,7 +43,8 @@ __all__ = [
 
 
 def load_scene(path: str | Path) -> Model:
-    """Read, validate and compile a scene document (JSON) into a frozen :class:`Model`.
+    """Read, validate and compile a scene document (JSON), or a robot file (``.urdf``) as the scene that includes
+    it, into a frozen :class:`Model`.
 
     Raises :class:`SceneError` listing every problem (JSON path, value, what was expected).
     """

@@ -14,28 +14,47 @@ their joints, so the compiled model's ``joint_names`` (joints with coordinates) 
 ``model.q_slice(name)`` / ``model.qd_slice(name)`` to find a joint's entries.
 
 **Joints.** ``revolute`` and ``continuous`` → ``hinge``; ``prismatic`` → ``slider``; ``fixed`` → ``fixed``;
-``floating`` → ``free``; ``planar`` is refused. ``<origin xyz rpy>`` gives the joint frame in the parent link
+``floating`` → ``free``; ``planar`` is refused (that joint alone is reported; its child is not taken for a
+second root). ``<origin xyz rpy>`` gives the joint frame in the parent link
 frame (position, and orientation as a quaternion [w, x, y, z]); URDF rpy are fixed-axis angles: roll about x,
 then pitch about y, then yaw about z, i.e. ``R = Rz(yaw) Ry(pitch) Rx(roll)``. ``<axis xyz>`` (in the joint
 frame) defaults to (1, 0, 0) as in the URDF specification. A continuous joint is an ordinary hinge (one angle
-coordinate). ``<limit>``, ``<dynamics>`` (damping, friction), ``<mimic>``, ``<safety_controller>`` and
-``<calibration>`` are ignored for now, as are ``<transmission>`` and ``<gazebo>`` elements.
+coordinate). ``<mimic joint multiplier offset>`` on a revolute, continuous or prismatic joint becomes the
+joint-space constraint ``mimic_<joint>``: ``joint − (multiplier·leader + offset) = 0`` (both joints must have
+identifier names, and the leader must move and mimic no other joint), and the mimic joint starts on that
+relation; a ``<mimic>`` on a fixed joint, or following one, is ignored with a :class:`URDFWarning`.
+``<limit>``, ``<dynamics>`` (damping, friction), ``<safety_controller>`` and ``<calibration>`` are ignored for now,
+as are ``<transmission>`` and ``<gazebo>`` elements.
+
+**Names** follow URDF's rules, as far as a scene name can (a letter or ``_``, then letters, digits and
+``_ - . / :``). **Numbers** of magnitude below 1e-30 are read as 0 (round-off of zero in exported files).
+
+**Overrides** (:func:`urdf_to_spec` arguments, and a scene's ``robot`` section): ``floating_base``,
+``base_pose`` (the root link's ``[x, y, z, qw, qx, qy, qz]``), ``q0`` (initial coordinates by joint name) and the
+inertia policy ``inertia``.
 
 **Mass properties.** A link's ``<inertial>`` (``origin xyz rpy``, ``mass``, ``inertia ixx ixy ixz iyy iyz izz``)
 gives the rotational inertia about the centre of mass in the inertial frame, whose axes are rotated by rpy from
 the link frame; it is rotated into link axes, ``I_link = R I Rᵀ``, and the centre of mass is ``xyz``. A link
 without ``<inertial>`` has zero mass; that is valid as long as the compiled model's joint-space inertia is not
-singular (a joint that moves only massless links is reported by :func:`core.scene.compile_scene`).
+singular (a joint that moves only massless links is reported by :func:`core.scene.compile_scene`, naming the
+joint; ``q0`` can start the robot elsewhere). The root link of a fixed base never enters the dynamics: an
+unphysical inertia there is ignored, with a note. Any other unphysical inertia (not positive semi-definite, or
+violating the triangle inequality) is refused under the policy ``"refuse"`` (the default; the message names the
+``"repair"`` policy) and replaced under ``"repair"`` by the nearest physical one
+(:func:`core.inertia.nearest_physical_inertia`). Notes and repairs are warned (:class:`URDFWarning`) and stated
+in the scene's description, with the policy.
 
 **Visuals** (drawing only, they carry no mass: the body's mass comes from its inertial). ``box`` (full edge
 lengths), ``cylinder`` (along the visual frame's z axis) and ``sphere`` become shapes at the visual origin, with
 the colour of the visual's ``<material>``: its own ``<color rgba>``, or the colour of the material of that name
 defined at the top level (or inline elsewhere). A ``mesh`` is resolved — ``package://pkg/rest`` by searching the
 URDF's folder and its ancestors for a folder ``pkg`` (or a folder that is itself named ``pkg``), ``file://`` and
-absolute paths as they are, other paths relative to the URDF's folder — and, if it is an STL file (binary or
-ASCII), drawn as the box bounding its vertices (after the ``scale`` attribute), placed at the box's centre;
-otherwise (not found, not STL, unreadable) as a 0.05 m box at the visual origin, with a :class:`URDFWarning`
-naming the mesh. Visuals of unknown or degenerate geometry are skipped with a warning. ``<collision>`` elements
+absolute paths as they are, other paths relative to the URDF's folder — and read (:func:`core.meshfile.read_mesh`:
+STL, OBJ, DAE, glTF/GLB, PLY, OFF) into a ``mesh`` shape: the file, its ``scale``, and the box bounding its
+scaled vertices, whose centre is the shape's frame; its colour is the visual's material or, without one, the
+mesh's own. A mesh that is not found (the warning says where ``package://`` was searched), too large or
+unreadable becomes a 0.05 m box at the visual origin, with a :class:`URDFWarning` naming the mesh and why. Visuals of unknown or degenerate geometry are skipped with a warning. ``<collision>`` elements
 are ignored.
 
 **Errors.** A file that cannot be read or is not XML, a root element other than ``<robot>``, a missing or
