@@ -285,7 +285,7 @@ def test_scene_include_problems_have_json_paths(tmp_path):
     assert info.value.problems[0].path == "$.robot.file" and "cannot read the file" in str(info.value)
     wrong = tmp_path / "wrong.json"
     wrong.write_text(json.dumps({"format_version": 1, "name": "m", "robot": {"file": "scene.json"}}))
-    with pytest.raises(SceneError, match=r"not a robot file this program reads \(\.urdf\)"):
+    with pytest.raises(SceneError, match=r"not a robot file this program reads \(\.urdf, \.xml\)"):
         read_spec(wrong)
 
 

@@ -402,7 +402,7 @@ def _robot(raw: dict, source: str, folder) -> tuple[dict, Scene | None, list[Pro
         for p in exc.problems:
             if p.path.startswith("q0["):
                 where = f"$.robot.q0.{p.path[4:-2]}"
-            elif p.path in ("base_pose", "inertia"):
+            elif p.path in ("base", "base_pose", "inertia"):
                 where = f"$.robot.{p.path}"
             else:
                 where = "$.robot.file"
@@ -516,15 +516,26 @@ def read_spec(path: str | os.PathLike) -> Scene:
 
 def robot_document(path: str | os.PathLike, inertia: str | None = None) -> dict:
     """The scene document of a robot file on its own: ``{"robot": {"file": <absolute path>}}``, named after the
-    file (what ``python -m studio robot.urdf`` opens; saved, it is a JSON scene that includes the robot file);
-    ``inertia``: the include's inertia policy (default ``refuse``)."""
+    file, with the robot's gravity and time step (what ``python -m studio robot.urdf`` opens; saved, it is a JSON
+    scene that includes the robot file); ``inertia``: the include's inertia policy (default ``refuse``)."""
     import re
     from .robots import resolve_file
     name = re.sub(r"[^A-Za-z0-9_\-]", "_", Path(path).stem) or "robot"
     name = name if re.match(r"[A-Za-z_]", name) else "_" + name
-    return {"format_version": FORMAT_VERSION, "name": name[:128],
-            "description": f"The robot file {Path(path).name}",
-            "robot": {"file": resolve_file(str(path), Path.cwd()), **({"inertia": inertia} if inertia else {})}}
+    doc = {"format_version": FORMAT_VERSION, "name": name[:128],
+           "description": f"The robot file {Path(path).name}",
+           "robot": {"file": resolve_file(str(path), Path.cwd()), **({"inertia": inertia} if inertia else {})}}
+    try:                                     # the robot's own gravity and time step (an MJCF file has them)
+        from .robots import robot_scene
+        from .schema import RobotInclude
+        robot = robot_scene(RobotInclude.model_validate(doc["robot"]))
+    except (SceneError, ValidationError, ValueError):
+        return doc                           # (reported when the document is validated)
+    doc["gravity"] = list(robot.gravity)
+    settings = robot.simulation.model_dump(mode="json", exclude_defaults=True)
+    if settings:
+        doc["simulation"] = settings
+    return doc
 
 
 def spec_to_json(spec: Scene, folder: str | os.PathLike | None = None) -> str:

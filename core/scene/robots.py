@@ -1,7 +1,8 @@
 """Scene documents that include a robot file: the ``robot`` section (:class:`core.scene.schema.RobotInclude`).
 
 A document ``{"robot": {"file": "ur5.urdf", "base": "floating", "q0": {"elbow": 0.5}}, "constraints": […]}`` is
-the robot's scene (:func:`core.scene.urdf.urdf_to_spec` with the overrides) with the document on top: the robot's
+the robot's scene (:func:`core.scene.urdf.urdf_to_spec` or :func:`core.scene.mjcf.mjcf_to_spec`, with the
+overrides) with the document on top: the robot's
 bodies first, then the document's own bodies (which may hang from the robot's), the robot's mimic constraints
 first, then the document's constraints; forces, controllers, contacts, programs, gravity, the simulation settings
 and the view are the document's. :func:`expand` makes that flat scene (what is validated and compiled); the
@@ -23,7 +24,7 @@ from .schema import RobotInclude, Scene
 
 __all__ = ["ROBOT_SUFFIXES", "robot_scene", "expand", "resolve_file", "relative_file", "remap_path"]
 
-ROBOT_SUFFIXES = (".urdf",)
+ROBOT_SUFFIXES = (".urdf", ".xml")
 
 
 def resolve_file(file: str, folder: str | os.PathLike | None) -> str:
@@ -63,9 +64,41 @@ def robot_scene(include: RobotInclude) -> Scene:
 
 @lru_cache(maxsize=8)
 def _read(key) -> Scene:
-    from .urdf import urdf_to_spec
     file, _, _, base, inertia, q0, base_pose = key
+    if Path(file).suffix.lower() == ".xml":
+        return _mjcf(file, base, dict(q0), base_pose)
+    from .urdf import urdf_to_spec
     return urdf_to_spec(file, floating_base=base == "floating", inertia=inertia, q0=dict(q0), base_pose=base_pose)
+
+
+def _mjcf(file: str, base: str, q0: dict, base_pose) -> Scene:
+    """An MJCF robot (:mod:`core.scene.mjcf`): its joints are its own (``base`` and ``base_pose`` are refused;
+    MuJoCo's compiler has checked its inertias); ``q0`` sets hinge and slide coordinates."""
+    from .mjcf import mjcf_to_spec
+    problems = []
+    if base != "fixed":
+        problems.append(Problem("base", "an MJCF model has its own joints (give its root body a <freejoint/> for a "
+                                "floating base)", base, True))
+    if base_pose is not None:
+        problems.append(Problem("base_pose", "an MJCF model places its own bodies", list(base_pose), True))
+    if problems:
+        raise SceneError(problems, file)
+    spec = mjcf_to_spec(file)
+    if not q0:
+        return spec
+    data = spec.model_dump(mode="python")
+    found = set()
+    for b in data["bodies"]:
+        j = b["joint"]
+        if j["type"] in ("hinge", "slider") and j.get("name") in q0:
+            j["q0"] = float(q0[j["name"]])
+            found.add(j["name"])
+    for name in q0:
+        if name not in found:
+            problems.append(Problem(f"q0[{name!r}]", "not a hinge or slide joint of this model", name, True))
+    if problems:
+        raise SceneError(problems, file)
+    return Scene.model_validate(data)
 
 
 def expand(spec: Scene) -> Scene:

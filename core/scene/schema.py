@@ -692,7 +692,8 @@ class ViewSettings(Strict):
 
 class RobotInclude(Strict):
     """A robot description file included in the scene (:mod:`core.scene.robots`): ``file`` is a URDF file
-    (``.urdf``), relative to the scene document's folder or absolute. Its links become bodies (before the
+    (``.urdf``) or a MuJoCo model (MJCF, ``.xml``; needs the ``mjcf`` extra, and its joints are its own, so
+    ``base`` and ``base_pose`` do not apply), relative to the scene document's folder or absolute. Its links become bodies (before the
     document's own ``bodies``, which may hang from them), its mimic joints joint-space constraints; the document's
     constraints, forces, controllers, contacts and programs may name its bodies and joints. Overrides: ``base``
     (``fixed``: the root link welded to the world; ``floating``: a free joint), ``base_pose`` (the root link's
