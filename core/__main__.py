@@ -19,7 +19,7 @@
 
     python -m core warm                        compile (or load) every kernel now, so later runs start at once
 
-SCENE may also be a robot file (.urdf), run as the scene that includes it (--inertia refuse|repair: the policy
+SCENE may also be a robot file (.urdf, or MJCF .xml with the mjcf extra), run as the scene that includes it (--inertia refuse|repair: the policy
 for unphysical link inertias, default refuse); a scene document includes one with its "robot" section.
 
 Exit codes: 0 success, 2 invalid input (a bad scene or argument, an existing output without --force, a run

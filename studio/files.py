@@ -21,7 +21,8 @@ from .document import untitled_spec
 __all__ = ["FileActions", "open_settings", "MAX_RECENT"]
 
 MAX_RECENT = 8
-FILTER = "Scenes and robots (*.json *.urdf);;Scene documents (*.json);;Robot files (*.urdf);;All files (*)"
+FILTER = ("Scenes and robots (*.json *.urdf *.xml);;Scene documents (*.json);;Robot files (URDF *.urdf, MJCF *.xml)"
+          " (*.urdf *.xml);;All files (*)")
 SAVE_FILTER = "Scene documents (*.json);;All files (*)"
 
 
