@@ -306,3 +306,29 @@ def test_command_line_runs_a_urdf_and_validates_with_exit_codes(tmp_path, capsys
     (tmp_path / "junk.urdf").write_bytes(b"\x00\xff<robot")
     assert main(["validate", str(tmp_path / "junk.urdf")]) == 2
     assert "not a valid XML file" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("data", [b"", b"\x00" * 100, bytes(range(256)) * 40, b"<robot name='a'>" * 5000,
+                                  b"<?xml version='1.0'?><!DOCTYPE r [<!ENTITY a 'aaaaaaaaaa'><!ENTITY b '&a;&a;&a;"
+                                  b"&a;&a;&a;&a;&a;'><!ENTITY c '&b;&b;&b;&b;&b;&b;&b;&b;'>]><robot name='&c;'/>",
+                                  b"<robot><link name='a'/><joint name='j' type='revolute'><parent link='a'/>"
+                                  b"<child link='a'/></joint></robot>"])
+def test_hostile_urdf_bytes_are_refused_with_a_message(tmp_path, data):
+    from core.__main__ import main
+    p = tmp_path / "hostile.urdf"
+    p.write_bytes(data)
+    with pytest.raises(SceneError) as info:
+        core.load_urdf(p)
+    assert str(p) in str(info.value)
+    assert main(["validate", str(p)]) == 2
+
+
+def test_an_oversized_urdf_is_refused_before_parsing(tmp_path):
+    from core.scene.limits import MAX_DOCUMENT_BYTES
+    p = tmp_path / "huge.urdf"
+    with open(p, "wb") as f:
+        f.write(b"<robot name='big'>")
+        f.write(b" " * (MAX_DOCUMENT_BYTES + 10))
+        f.write(b"</robot>")
+    with pytest.raises(SceneError, match="larger than"):
+        core.load_urdf(p)

@@ -23,8 +23,8 @@ and contacts.
 
 **Geoms** are drawn (they carry no mass here: the compiled inertia does): ``sphere``, ``capsule``,
 ``cylinder`` and ``box`` become those shapes in the geom's ``rgba``; ``ellipsoid`` and ``mesh`` geoms their bounding
-boxes (a mesh's vertices are MuJoCo's, recentred by its compiler); planes and height fields are skipped, with a
-warning.
+boxes (a mesh's vertices are MuJoCo's, recentred by its compiler); planes and height fields on a body are skipped,
+with a warning; the world body's geoms (floors) are not drawn.
 
 **Equalities.** ``connect`` becomes a ``point_to_point`` constraint between the two bodies' anchors (to the world
 if one of them is the world; ``active`` gives ``enabled``); other equality types are skipped with a warning.

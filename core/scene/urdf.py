@@ -57,7 +57,7 @@ mesh's own. A mesh that is not found (the warning says where ``package://`` was 
 unreadable becomes a 0.05 m box at the visual origin, with a :class:`URDFWarning` naming the mesh and why. Visuals of unknown or degenerate geometry are skipped with a warning. ``<collision>`` elements
 are ignored.
 
-**Errors.** A file that cannot be read or is not XML, a root element other than ``<robot>``, a missing or
+**Errors.** A file that cannot be read, is larger than 16 MiB or is not XML, a root element other than ``<robot>``, a missing or
 duplicate link or joint name, a joint whose parent or child link does not exist, a link that is the child of two
 joints, more than one root, a loop, an unknown joint type, a planar joint, or a malformed number raises
 :class:`core.scene.SceneError` listing every such problem; each :class:`core.scene.Problem` has a path naming the
@@ -82,6 +82,7 @@ import numpy as np
 from ..inertia import inertia_problem, nearest_physical_inertia
 from ..meshfile import MeshError, read_mesh
 from .io import Problem, SceneError, parse_spec
+from .limits import MAX_DOCUMENT_BYTES
 from .schema import Scene
 
 __all__ = ["urdf_to_spec", "rpy_to_matrix", "rpy_to_quaternion", "stl_bounds", "resolve_mesh", "URDFWarning",
@@ -385,9 +386,15 @@ def urdf_to_spec(path: str | Path, floating_base: bool = False, inertia: str = "
     path = Path(path)
     source = str(path)
     try:
-        text = path.read_bytes()
+        with open(path, "rb") as f:
+            text = f.read(MAX_DOCUMENT_BYTES + 1)
     except OSError as exc:
         raise SceneError([Problem("robot", f"cannot read the file: {exc.strerror or exc}")], source) from None
+    except ValueError as exc:                            # e.g. a NUL byte in the name
+        raise SceneError([Problem("robot", f"cannot read the file: {exc}")], source) from None
+    if len(text) > MAX_DOCUMENT_BYTES:
+        raise SceneError([Problem("robot", f"the file is larger than the {MAX_DOCUMENT_BYTES} bytes a URDF file may "
+                                  "have")], source)
     try:
         robot = ET.fromstring(text)
     except ET.ParseError as exc:
