@@ -84,7 +84,8 @@ class SceneDocument(QObject):
     def __init__(self, spec=None, path: str | Path | None = None, parent=None):
         super().__init__(parent)
         self._spec = spec if spec is not None else untitled_spec()
-        self._path = Path(path) if path is not None else None
+        # a robot file is never the document's file: saving writes a JSON scene, never over the URDF
+        self._path = Path(path) if path is not None and not is_robot_file(path) else None
         self._source_text: str | None = None       # the text the document was read from (None: read it lazily)
         self._source_mode: int | None = None
         self.last_edit: tuple = (None, "")          # (changes, text) of the latest change

@@ -136,3 +136,31 @@ def test_python_m_studio_opens_a_urdf(tmp_path, gl_renderer):
                             timeout=600)
     assert result.returncode == 2 and "Traceback" not in result.stderr
     assert "robot/joint[@name='j']" in result.stderr
+
+
+def test_a_robot_file_is_never_the_documents_file(tmp_path, qapp):
+    """``python -m studio robot.urdf`` hands the URDF's path to the window: saving must not write JSON over it."""
+    from studio.document import SceneDocument
+    urdf = _robot(tmp_path)
+    before = urdf.read_bytes()
+    doc = SceneDocument(core.read_spec(urdf), urdf)
+    assert doc.path is None
+    with pytest.raises(ValueError, match="no file yet"):
+        doc.save()
+    assert urdf.read_bytes() == before
+
+
+def test_studio_inertia_option_repairs_a_robot(tmp_path):
+    from studio.__main__ import _SceneLoader
+    bad = write(tmp_path, link("a") + '<link name="b"><inertial><mass value="1"/><inertia ixx="1" ixy="0" ixz="0" '
+                'iyy="1" iyz="0" izz="5"/></inertial></link><joint name="j" type="revolute"><parent link="a"/>'
+                '<child link="b"/><axis xyz="0 0 1"/></joint>', "bad.urdf")
+    refused = _SceneLoader(bad)
+    refused.join(120)
+    assert refused.error is not None and "--inertia repair" in str(refused.error)
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        repaired = _SceneLoader(bad, "repair")
+        repaired.join(120)
+    assert repaired.error is None and repaired.model.n_links == 2

@@ -673,5 +673,6 @@ def _urdf_problem(p: Problem, origins: list[dict], mimic_paths: list[str] = ()) 
     hint = ""
     if field == "inertial" and ("inertia must be" in p.message or "triangle inequality" in p.message):
         hint = ("; to use the nearest physical inertia instead, import with the inertia policy 'repair' "
-                "(\"robot\": {\"inertia\": \"repair\"} in a scene, --inertia repair on the command line)")
+                "(\"robot\": {\"inertia\": \"repair\"} in a scene, --inertia repair on the command lines of "
+                "python -m core and python -m studio)")
     return Problem(where, f"{p.message}{hint} [scene field {p.path}]", p.value, p.has_value)
