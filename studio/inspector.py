@@ -303,7 +303,7 @@ def _type_options(path: tuple, value: str) -> list[str]:
     if len(path) == 3 and path[2] == "joint":
         return _TYPES["joint"]
     if len(path) == 4 and path[2] == "shapes":
-        return _TYPES["shape"]
+        return [value] if value == "mesh" else _TYPES["shape"]   # a mesh (drawn only) stays a mesh
     if path and path[-1] == "trajectory":
         return list(edits.TRAJECTORY_TYPES)
     return [value]

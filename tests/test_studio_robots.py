@@ -164,3 +164,27 @@ def test_studio_inertia_option_repairs_a_robot(tmp_path):
         repaired = _SceneLoader(bad, "repair")
         repaired.join(120)
     assert repaired.error is None and repaired.model.n_links == 2
+
+
+def test_a_mesh_shape_in_a_document_is_inspected_and_saved_relative(tmp_path, qtbot):
+    """A hand-written scene with a mesh shape: the inspector shows it (its type fixed), the file is resolved
+    against the document's folder and written relative to it again."""
+    from studio.inspector import _type_options
+    (tmp_path / "meshes").mkdir()
+    _torus_obj(tmp_path / "meshes" / "ring.obj")
+    doc = {"format_version": 1, "name": "ring",
+           "bodies": [{"name": "ring", "joint": {"type": "hinge"}, "inertial": {"mass": 1.0, "inertia": [1, 1, 1, 0, 0, 0]},
+                       "shapes": [{"type": "mesh", "file": "meshes/ring.obj", "size": [0.76, 0.76, 0.16]}]}]}
+    path = tmp_path / "ring.json"
+    path.write_text(json.dumps(doc))
+    spec = core.read_spec(path)
+    assert spec.bodies[0].shapes[0].file == str(tmp_path / "meshes" / "ring.obj")
+    assert _type_options(("bodies", 0, "shapes", 0), "mesh") == ["mesh"]
+    out = tmp_path / "copy.json"
+    core.save_scene(spec, out)
+    assert json.loads(out.read_text())["bodies"][0]["shapes"][0]["file"] == "meshes/ring.obj"
+    model = core.load_scene(out)
+    assert model.shapes[0].kind == "mesh" and len(shape_mesh(model.shapes[0]).faces()) == 48 * 24 * 2
+    with pytest.raises(core.SceneError, match="a mesh is drawn only"):
+        core.scene.parse_spec({**doc, "bodies": [{**doc["bodies"][0], "inertial": None,
+                                                   "shapes": [{**doc["bodies"][0]["shapes"][0], "mass": 1.0}]}]})
