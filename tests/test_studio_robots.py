@@ -155,14 +155,20 @@ def test_studio_inertia_option_repairs_a_robot(tmp_path):
     bad = write(tmp_path, link("a") + '<link name="b"><inertial><mass value="1"/><inertia ixx="1" ixy="0" ixz="0" '
                 'iyy="1" iyz="0" izz="5"/></inertial></link><joint name="j" type="revolute"><parent link="a"/>'
                 '<child link="b"/><axis xyz="0 0 1"/></joint>', "bad.urdf")
-    refused = _SceneLoader(bad)
-    refused.join(120)
-    assert refused.error is not None and "--inertia repair" in str(refused.error)
+    import gc
     import warnings
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        repaired = _SceneLoader(bad, "repair")
-        repaired.join(120)
+    gc.collect()           # the loader's thread must not collect Qt objects earlier tests left (Qt aborts)
+    gc.disable()
+    try:
+        refused = _SceneLoader(bad)
+        refused.join(120)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            repaired = _SceneLoader(bad, "repair")
+            repaired.join(120)
+    finally:
+        gc.enable()
+    assert refused.error is not None and "--inertia repair" in str(refused.error)
     assert repaired.error is None and repaired.model.n_links == 2
 
 
