@@ -184,3 +184,10 @@ def test_bad_files_are_refused_with_mujocos_message(tmp_path, text, message):
         mjcf_to_spec(path)
     from core.__main__ import main
     assert main(["validate", str(path)]) == 2
+
+
+def test_a_pipe_is_not_read(tmp_path):
+    fifo = tmp_path / "model.xml"
+    os.mkfifo(fifo)
+    with pytest.raises(SceneError, match="not a regular file"):
+        mjcf_to_spec(fifo)

@@ -336,3 +336,13 @@ def test_an_oversized_urdf_is_refused_before_parsing(tmp_path):
         f.write(b"</robot>")
     with pytest.raises(SceneError, match="larger than"):
         core.load_urdf(p)
+
+
+def test_a_pipe_or_a_folder_is_not_read(tmp_path):
+    fifo = tmp_path / "robot.urdf"
+    os.mkfifo(fifo)                                      # reading it would block for ever
+    with pytest.raises(SceneError, match="not a regular file"):
+        core.load_urdf(fifo)
+    (tmp_path / "folder.urdf").mkdir()
+    with pytest.raises(SceneError, match="not a regular file"):
+        core.load_urdf(tmp_path / "folder.urdf")

@@ -71,6 +71,8 @@ def _compile(path: Path, source: str):
     except (OSError, ValueError) as exc:
         raise SceneError([Problem("mujoco", f"cannot read the file: {getattr(exc, 'strerror', None) or exc}")],
                          source) from None
+    if not path.is_file():                               # a folder, a device or a pipe (reading one could block)
+        raise SceneError([Problem("mujoco", "not a regular file")], source)
     if size > MAX_DOCUMENT_BYTES:
         raise SceneError([Problem("mujoco", f"the file has {size} bytes, more than the {MAX_DOCUMENT_BYTES} an MJCF "
                                   "file may have")], source)

@@ -386,6 +386,8 @@ def urdf_to_spec(path: str | Path, floating_base: bool = False, inertia: str = "
     path = Path(path)
     source = str(path)
     try:
+        if path.exists() and not path.is_file():         # a folder, a device or a pipe (reading one could block)
+            raise SceneError([Problem("robot", "not a regular file")], source)
         with open(path, "rb") as f:
             text = f.read(MAX_DOCUMENT_BYTES + 1)
     except OSError as exc:
