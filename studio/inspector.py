@@ -38,6 +38,9 @@ def item_title(spec, path: tuple | None) -> str:
         return f"scene {spec.name!r}"
     if path == ("simulation",):
         return "simulation settings"
+    if path == ("robot",):
+        from pathlib import Path
+        return f"robot file {Path(spec.robot.file).name!r}"
     node = edits.resolve(spec, path)
     if len(path) == 4 and path[2] == "points":
         return f"point {path[3]!r} of {spec.bodies[path[1]].name!r}"

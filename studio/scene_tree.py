@@ -125,8 +125,8 @@ def build_tree_model(spec, model: QStandardItemModel | None = None) -> QStandard
 
 
 def _robot_group(spec) -> QStandardItem | None:
-    """The included robot file (``spec.robot``): its links, joints and constraints, listed but not edited here
-    (edit the robot file, or the include's overrides in the document)."""
+    """The included robot file (``spec.robot``), selectable (the inspector edits the include), with its links,
+    joints and constraints listed but not edited one by one (edit the robot file)."""
     if getattr(spec, "robot", None) is None:
         return None
     from pathlib import Path
@@ -137,9 +137,12 @@ def _robot_group(spec) -> QStandardItem | None:
         robot = robot_scene(spec.robot)
     except SceneError:
         return None
-    group = _group(f"Robot {Path(spec.robot.file).name}", "robot", len(robot.bodies))
-    group.setToolTip(f"{spec.robot.file}\n{robot.description}\nIncluded: its links are drawn and simulated; edit the "
-                     "robot file, or the overrides (base, base_pose, q0, inertia) in the scene document")
+    group = _item(f"Robot {Path(spec.robot.file).name}  ({len(robot.bodies)})", ("robot",),
+                  tip=f"{spec.robot.file}\n{robot.description}\nIncluded: its links are drawn and simulated; select "
+                      "this to edit the include's file, base and inertia policy (q0 in the scene document)")
+    font = group.font()
+    font.setBold(True)
+    group.setFont(font)
     for body in robot.bodies:
         j = body.joint
         item = _item(body.name, None, tip=f"{j.type} joint {j.name or body.name!r}: {body.parent} → {body.name}")

@@ -194,3 +194,24 @@ def test_a_mesh_shape_in_a_document_is_inspected_and_saved_relative(tmp_path, qt
     with pytest.raises(core.SceneError, match="a mesh is drawn only"):
         core.scene.parse_spec({**doc, "bodies": [{**doc["bodies"][0], "inertial": None,
                                                    "shapes": [{**doc["bodies"][0]["shapes"][0], "mass": 1.0}]}]})
+
+
+def test_the_included_robot_is_listed_and_its_include_is_edited(tmp_path, qtbot):
+    """The scene tree lists the robot's links under a selectable Robot item; selecting it shows the include in the
+    inspector, and an edit there (a floating base) reaches the document and compiles."""
+    from studio import edits
+    from studio.document import SceneDocument
+    from studio.inspector import item_title
+    from studio.scene_tree import PATH_ROLE, build_tree_model
+    urdf = _robot(tmp_path)
+    spec = core.read_spec(urdf)
+    tree = build_tree_model(spec)
+    robot = next(tree.item(r) for r in range(tree.rowCount()) if tree.item(r).data(PATH_ROLE) == ("robot",))
+    assert robot.text() == "Robot ring_robot.urdf  (2)"
+    assert [robot.child(r).text() for r in range(robot.rowCount())] == ["base", "ring"]
+    assert item_title(spec, ("robot",)) == "robot file 'ring_robot.urdf'"
+    doc = SceneDocument(spec)
+    doc.apply(edits.set_value(spec, ("robot", "base"), "floating"), "floating base")
+    assert core.compile_scene(doc.spec).joint_names == ["base", "spin"]       # the root's free joint first
+    doc.undo_stack.undo()
+    assert doc.spec.robot.base == "fixed"
