@@ -191,3 +191,47 @@ def test_a_pipe_is_not_read(tmp_path):
     os.mkfifo(fifo)
     with pytest.raises(SceneError, match="not a regular file"):
         mjcf_to_spec(fifo)
+
+
+def test_a_mesh_geom_is_drawn_from_its_file_where_mujoco_puts_it(tmp_path):
+    """MuJoCo moves a mesh to its centre of mass and principal axes; the drawn triangles land where MuJoCo's own
+    vertices are in the world. A file that does not match MuJoCo's vertices is drawn as the bounding box."""
+    from studio.meshes import shape_mesh
+    (tmp_path / "assets").mkdir()
+    v = np.array([[0.1, 0.2, 0.3], [0.5, 0.2, 0.3], [0.1, 0.9, 0.3], [0.1, 0.2, 1.6], [0.4, 0.6, 0.9]])
+    faces = [[1, 3, 2], [1, 2, 4], [1, 4, 3], [2, 3, 4], [2, 5, 4], [3, 5, 4]]
+    obj = "".join(f"v {a} {b} {c}\n" for a, b, c in v) + "".join(f"f {a} {b} {c}\n" for a, b, c in faces)
+    (tmp_path / "assets" / "part.obj").write_text(obj)
+    xml = tmp_path / "m.xml"
+    xml.write_text('<mujoco><compiler meshdir="assets"/><asset><mesh name="part" file="part.obj" scale="1 2 0.5"/>'
+                   '</asset><worldbody><body name="b" pos="0 0 1" euler="0.2 0.3 0"><joint type="hinge" '
+                   'pos="0.05 0 0"/><geom type="mesh" mesh="part" pos="0.1 0 0" euler="0 0 0.4"/></body>'
+                   '</worldbody></mujoco>')
+    model = core.compile_scene(mjcf_to_spec(xml))
+    s, = model.shapes
+    assert s.kind == "mesh" and s.size["scale"] == (1.0, 2.0, 0.5)
+    m = mujoco.MjModel.from_xml_path(str(xml))
+    d = mujoco.MjData(m)
+    mujoco.mj_forward(m, d)
+    theirs = d.geom_xpos[0] + m.mesh_vert[:m.mesh_vertnum[0]] @ d.geom_xmat[0].reshape(3, 3).T
+    R_WL, p_WL, _ = core.forward_kinematics(model, model.q0)
+    drawn = shape_mesh(s).vertexes().astype(float)
+    ours = p_WL[s.link] + (s.p_LS + drawn @ s.R_LS.T) @ R_WL[s.link].T
+    assert np.abs(ours[:, None, :] - theirs[None]).sum(axis=-1).min(axis=1).max() < 1e-6
+
+def test_a_mesh_file_that_does_not_match_mujocos_vertices_is_drawn_as_their_box(tmp_path, monkeypatch):
+    import core.meshfile
+    from core.meshfile import MeshFile
+    (tmp_path / "part.obj").write_text("v 0 0 0\nv 1 0 0\nv 0 1 0\nv 0 0 1\nf 1 3 2\nf 1 2 4\nf 1 4 3\nf 2 3 4\n")
+    xml = tmp_path / "m.xml"
+    xml.write_text('<mujoco><asset><mesh name="p" file="part.obj"/></asset><worldbody><body name="b">'
+                   '<joint type="hinge"/><geom type="mesh" mesh="p"/></body></worldbody></mujoco>')
+    other = MeshFile(np.array([[0, 0, 0], [2.0, 0, 0], [0, 1, 0], [0, 0, 1]]), np.array([[0, 2, 1]]), None)
+    monkeypatch.setattr(core.meshfile, "read_mesh", lambda path, file_type=None: other)   # not what MuJoCo read
+    with pytest.warns(MJCFWarning, match="could not be matched"):
+        spec = mjcf_to_spec(xml)
+    box = spec.bodies[0].shapes[0]
+    assert box.type == "box"
+    m = mujoco.MjModel.from_xml_path(str(xml))
+    v = m.mesh_vert[:m.mesh_vertnum[0]]
+    np.testing.assert_allclose(box.size, np.ptp(v, axis=0), rtol=1e-6)

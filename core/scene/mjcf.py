@@ -22,8 +22,10 @@ tendons are not imported (a :class:`MJCFWarning` names the joints that have them
 and contacts.
 
 **Geoms** are drawn (they carry no mass here: the compiled inertia does): ``sphere``, ``capsule``,
-``cylinder`` and ``box`` become those shapes in the geom's ``rgba``; ``ellipsoid`` and ``mesh`` geoms their bounding
-boxes (a mesh's vertices are MuJoCo's, recentred by its compiler); planes and height fields on a body are skipped,
+``cylinder`` and ``box`` become those shapes in the geom's ``rgba``; a ``mesh`` geom becomes a ``mesh`` shape drawn from
+its file, placed where MuJoCo's compiler put the mesh (it moves a mesh to its centre of mass and principal axes;
+the file is used only if its vertices, moved the same way, span MuJoCo's), else its bounding box; an
+``ellipsoid`` its bounding box; planes and height fields on a body are skipped,
 with a warning; the world body's geoms (floors) are not drawn.
 
 **Equalities.** ``connect`` becomes a ``point_to_point`` constraint between the two bodies' anchors (to the world
@@ -41,7 +43,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..spatial import quat_to_rotation
+from ..spatial import quat_to_rotation, rotation_to_quat
 from .io import Problem, SceneError, parse_spec
 from .limits import MAX_DOCUMENT_BYTES
 from .schema import Scene
@@ -223,12 +225,16 @@ def _shapes(mujoco, m, b: int, anchor: np.ndarray, body: str, source: str) -> li
         elif kind == G.mjGEOM_MESH:
             mid = int(m.geom_dataid[g])
             v = np.array(m.mesh_vert[m.mesh_vertadr[mid]:m.mesh_vertadr[mid] + m.mesh_vertnum[mid]], dtype=float)
-            lo, hi = v.min(axis=0), v.max(axis=0)
             R = quat_to_rotation(np.array(quat))
-            pos = pos + R @ (0.5 * (lo + hi))
-            shape = {"type": "box", "size": np.maximum(hi - lo, 1e-3).tolist()}
-            warnings.warn(f"{source}: a mesh geom of body {body!r} is drawn as its bounding box", MJCFWarning,
-                          stacklevel=3)
+            shape, placed = _mesh_shape(m, mid, v, R, pos, source)
+            if shape is not None:
+                pos, quat = placed
+            else:
+                lo, hi = v.min(axis=0), v.max(axis=0)
+                pos = pos + R @ (0.5 * (lo + hi))
+                shape = {"type": "box", "size": np.maximum(hi - lo, 1e-3).tolist()}
+                warnings.warn(f"{source}: a mesh geom of body {body!r} is drawn as its bounding box (its file could "
+                              "not be matched to MuJoCo's vertices)", MJCFWarning, stacklevel=3)
         else:
             warnings.warn(f"{source}: a {G(kind).name.removeprefix('mjGEOM_').lower()} geom of body {body!r} is "
                           "not drawn", MJCFWarning, stacklevel=3)
@@ -239,6 +245,40 @@ def _shapes(mujoco, m, b: int, anchor: np.ndarray, body: str, source: str) -> li
         shape.update(position=pos.tolist(), orientation=quat, color=rgba)
         out.append(shape)
     return out
+
+
+def _mesh_shape(m, mid: int, compiled: np.ndarray, R_geom: np.ndarray, p_geom: np.ndarray, source: str):
+    """``(mesh shape, (position, orientation))`` of a mesh geom drawn from its file, or ``(None, None)``.
+
+    MuJoCo's compiler moves a mesh's vertices to its centre of mass and principal axes,
+    ``v = R(mesh_quat)ᵀ (scale ∘ v_file − mesh_pos)``, and composes the geom's pose with that move; the file's own
+    frame is therefore at ``p_geom − R_geom Rᵀ mesh_pos`` turned by ``R_geom Rᵀ``. The file is used only if its
+    vertices, moved so, span the box MuJoCo's do (within 1e-5 of its size)."""
+    from ..meshfile import MeshError, read_mesh
+    path = bytes(m.paths[int(m.mesh_pathadr[mid]):]).split(b"\0")[0].decode("utf-8", "replace") \
+        if int(m.mesh_pathadr[mid]) >= 0 else ""
+    if not path:
+        return None, None
+    file = Path(path) if Path(path).is_absolute() else Path(source).parent / path
+    try:
+        mesh = read_mesh(file)
+    except MeshError:
+        return None, None
+    scale = np.array(m.mesh_scale[mid], dtype=float)
+    R_m = quat_to_rotation(np.array(m.mesh_quat[mid], dtype=float))
+    p_m = np.array(m.mesh_pos[mid], dtype=float)
+    moved = (mesh.vertices * scale - p_m) @ R_m
+    extent = max(float(np.ptp(compiled, axis=0).max()), 1e-9)
+    if np.abs(moved.min(axis=0) - compiled.min(axis=0)).max() > 1e-5 * extent or \
+            np.abs(moved.max(axis=0) - compiled.max(axis=0)).max() > 1e-5 * extent:
+        return None, None
+    R_file = R_geom @ R_m.T
+    p_file = p_geom - R_file @ p_m
+    lo, hi = mesh.bounds(scale)
+    centre = 0.5 * (lo + hi)
+    shape = {"type": "mesh", "file": str(file.absolute()), "size": np.maximum(hi - lo, 1e-3).tolist(),
+             "scale": scale.tolist(), "offset": (-centre).tolist()}
+    return shape, (p_file + R_file @ centre, [float(x) for x in rotation_to_quat(R_file)])
 
 
 def _equalities(mujoco, m, body_name: dict, shift: dict, names: _Names, source: str) -> list[dict]:
