@@ -5,7 +5,6 @@ held as joint-space constraints in a simulation; the inertia policy; a singular 
 from __future__ import annotations
 
 import json
-import math
 import os
 import warnings
 from pathlib import Path

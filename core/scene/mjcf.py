@@ -36,7 +36,6 @@ a model over 10 000 bodies — raise :class:`core.scene.SceneError` naming the f
 """
 from __future__ import annotations
 
-import math
 import re
 import warnings
 from pathlib import Path
@@ -124,8 +123,8 @@ def mjcf_to_spec(path: str | Path) -> Scene:
     shift = {0: np.zeros(3)}                             # MuJoCo body frame → our link frame: minus this offset
     bodies: list[dict] = []
     passive = []
-    FREE, BALL, SLIDE, HINGE = (int(mujoco.mjtJoint.mjJNT_FREE), int(mujoco.mjtJoint.mjJNT_BALL),
-                                int(mujoco.mjtJoint.mjJNT_SLIDE), int(mujoco.mjtJoint.mjJNT_HINGE))
+    FREE, BALL, HINGE = (int(mujoco.mjtJoint.mjJNT_FREE), int(mujoco.mjtJoint.mjJNT_BALL),
+                         int(mujoco.mjtJoint.mjJNT_HINGE))            # (any other: slide)
     for b in range(1, m.nbody):
         name = names(mujoco.mj_id2name(m, obj.mjOBJ_BODY, b) or "", f"body{b}")
         body_name[b] = name
