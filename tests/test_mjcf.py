@@ -50,7 +50,7 @@ MODEL = """
     </body>
   </worldbody>
   <equality>
-    <connect name="tether" body1="bob" body2="world" anchor="0 0 0.5"/>
+    <connect name="tether" body1="bob" body2="world" anchor="0.02 0 0"/>
   </equality>
 </mujoco>
 """
@@ -155,7 +155,11 @@ def test_connect_equality_is_a_point_to_point_constraint_at_mujocos_anchors(file
     sim = core.Simulation(model, dt=1e-3)
     sim.run(0.5)
     np.testing.assert_allclose(core.point_position(model, sim.state.q, "bob", tuple(con.point_a)), con.point_b,
-                               atol=1e-6)                      # held through a simulation
+                               atol=1e-6)                      # held through a simulation…
+    free = core.compile_scene(flat.model_copy(update={"constraints": []}))
+    loose = core.Simulation(free, dt=1e-3)
+    loose.run(0.5)                                             # …where gravity's x component swings it without
+    assert np.linalg.norm(core.point_position(free, loose.state.q, "bob", tuple(con.point_a)) - con.point_b) > 1e-3
 
 
 def test_a_scene_includes_an_mjcf_model_with_q0(files, tmp_path):
