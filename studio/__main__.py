@@ -170,15 +170,8 @@ class _SceneLoader:
         self._thread.start()
 
     def _load(self, path: Path) -> None:
-        import core
-        from core.scene.io import parse_spec, robot_document
-
-        from .document import is_robot_file
         try:
-            if is_robot_file(path):             # a robot file opens as an untitled scene that includes it
-                model = core.compile_scene(parse_spec(robot_document(path, self._inertia), str(path)), str(path))
-            else:
-                model = core.load_scene(path)
+            model = load_model(path, self._inertia)
         except Exception as exc:              # noqa: BLE001 — reported before any window appears, never a traceback
             self.error = exc
             return
@@ -227,6 +220,18 @@ class _SceneLoader:
 
 
 SPLASH_MESSAGE = "Reading the scene and preparing the physics kernels…"
+
+
+def load_model(path: Path, inertia: str | None = None):
+    """The compiled model of a scene document, or of a robot file (URDF, MJCF) opened as an untitled scene that
+    includes it with the inertia policy ``inertia`` (default refuse); raises ``core.SceneError``."""
+    import core
+    from core.scene.io import parse_spec, robot_document
+
+    from .document import is_robot_file
+    if is_robot_file(path):
+        return core.compile_scene(parse_spec(robot_document(path, inertia), str(path)), str(path))
+    return core.load_scene(path)
 
 
 def warm_gui_kernels(model) -> None:

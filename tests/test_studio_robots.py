@@ -11,6 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import shiboken6
 
 import core
 from core.model import Shape
@@ -90,12 +91,13 @@ def test_opening_a_urdf_document_and_saving_it_as_json(tmp_path, qapp):
     out.parent.mkdir()
     doc.save(out)
     saved = json.loads(out.read_text())
+    shiboken6.delete(doc)           # now, on this thread (never by a later garbage collection on another one)
     assert saved["robot"] == {"file": "../ring_robot.urdf"}
     assert core.load_scene(out).link_names == ("base", "ring")
 
 
 @pytest.mark.gui
-def test_the_studio_draws_a_urdf_with_its_meshes(tmp_path, gl_renderer):
+def test_the_studio_draws_a_urdf_with_its_meshes(tmp_path, gl_renderer, qtbot):
     """The picture of the robot differs from the same robot drawn as bounding boxes (a torus is not its box)."""
     from studio.headless import _viewport
     urdf = _robot(tmp_path)
@@ -105,8 +107,8 @@ def test_the_studio_draws_a_urdf_with_its_meshes(tmp_path, gl_renderer):
     pictures = []
     for m in (model, boxes):
         view = _viewport(m, (480, 360))
+        qtbot.addWidget(view)                              # closed and deleted by pytest-qt, on this thread
         pictures.append(rgb_array(view.render_image((480, 360), None)).astype(int))
-        view.close()
     mesh, box = pictures
     gold = np.array([0.9, 0.7, 0.1]) * 255
 
@@ -147,29 +149,24 @@ def test_a_robot_file_is_never_the_documents_file(tmp_path, qapp):
     assert doc.path is None
     with pytest.raises(ValueError, match="no file yet"):
         doc.save()
+    shiboken6.delete(doc)
     assert urdf.read_bytes() == before
 
 
 def test_studio_inertia_option_repairs_a_robot(tmp_path):
-    from studio.__main__ import _SceneLoader
+    """What the studio's loader runs (on its thread) for ``python -m studio bad.urdf [--inertia repair]``."""
+    import warnings
+
+    from studio.__main__ import load_model
     bad = write(tmp_path, link("a") + '<link name="b"><inertial><mass value="1"/><inertia ixx="1" ixy="0" ixz="0" '
                 'iyy="1" iyz="0" izz="5"/></inertial></link><joint name="j" type="revolute"><parent link="a"/>'
                 '<child link="b"/><axis xyz="0 0 1"/></joint>', "bad.urdf")
-    import gc
-    import warnings
-    gc.collect()           # the loader's thread must not collect Qt objects earlier tests left (Qt aborts)
-    gc.disable()
-    try:
-        refused = _SceneLoader(bad)
-        refused.join(120)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            repaired = _SceneLoader(bad, "repair")
-            repaired.join(120)
-    finally:
-        gc.enable()
-    assert refused.error is not None and "--inertia repair" in str(refused.error)
-    assert repaired.error is None and repaired.model.n_links == 2
+    with pytest.raises(core.SceneError, match="--inertia repair"):
+        load_model(bad)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = load_model(bad, "repair")
+    assert model.n_links == 2 and model.spec.robot.inertia == "repair"
 
 
 def test_a_mesh_shape_in_a_document_is_inspected_and_saved_relative(tmp_path, qtbot):
@@ -215,3 +212,4 @@ def test_the_included_robot_is_listed_and_its_include_is_edited(tmp_path, qtbot)
     assert core.compile_scene(doc.spec).joint_names == ["base", "spin"]       # the root's free joint first
     doc.undo_stack.undo()
     assert doc.spec.robot.base == "fixed"
+    shiboken6.delete(doc)
