@@ -311,6 +311,8 @@ def main(argv: list[str] | None = None) -> int:
     k = sub.add_parser("warm", help="compile every kernel now (the first run of a version on a machine)")
     k.add_argument("--quiet", action="store_true")
     args = parser.parse_args(argv)
+    from .scene.robots import plain_import_warnings
+    plain_import_warnings("python -m core")
     np.seterr(all="ignore")           # divergence is detected and reported by the simulation itself
     if args.command not in ("validate", "warm") or (args.command == "warm" and not args.quiet):
         from .jit import kernels_cached

@@ -76,6 +76,8 @@ def main(argv=None) -> int:
         from .headless import main as headless
         return headless(argv)
     args = _parse_args(argv)
+    from core.scene.robots import plain_import_warnings
+    plain_import_warnings("limbstudio")
 
     import core  # after parsing, so that --help is quick
     from PySide6.QtCore import QCoreApplication, QSettings, Qt, QTimer

@@ -345,3 +345,16 @@ def test_a_pipe_or_a_folder_is_not_read(tmp_path):
     (tmp_path / "folder.urdf").mkdir()
     with pytest.raises(SceneError, match="not a regular file"):
         core.load_urdf(tmp_path / "folder.urdf")
+
+
+def test_the_command_line_prints_import_notes_on_one_line(tmp_path):
+    import subprocess
+    import sys
+    p = write(tmp_path, link("a") + '<link name="b"><visual><geometry><mesh filename="gone.stl"/></geometry>'
+              '</visual><inertial><mass value="1"/><inertia ixx="1" ixy="0" ixz="0" iyy="1" iyz="0" izz="1"/>'
+              '</inertial></link>' + joint("j", "a", "b"))
+    out = subprocess.run([sys.executable, "-m", "core", "validate", str(p)], capture_output=True, text=True,
+                         cwd=Path(__file__).resolve().parents[1], timeout=300)
+    assert out.returncode == 0 and "ok (2 bodies)" in out.stdout
+    assert out.stderr.startswith("python -m core: warning: ") and "mesh 'gone.stl' was not found" in out.stderr
+    assert "URDFWarning" not in out.stderr and len(out.stderr.strip().splitlines()) == 1

@@ -22,7 +22,8 @@ from pathlib import Path
 from .io import Problem, SceneError
 from .schema import RobotInclude, Scene
 
-__all__ = ["ROBOT_SUFFIXES", "robot_scene", "expand", "resolve_file", "relative_file", "remap_path"]
+__all__ = ["ROBOT_SUFFIXES", "robot_scene", "expand", "resolve_file", "relative_file", "remap_path",
+           "plain_import_warnings"]
 
 ROBOT_SUFFIXES = (".urdf", ".xml")
 
@@ -126,3 +127,21 @@ def remap_path(path: str, n_bodies: int, n_constraints: int) -> str:
     if i < n:
         return f"$.robot (the robot's {section}[{i}]{rest})"
     return f"$.{section}[{i - n}]{rest}"
+
+
+def plain_import_warnings(prefix: str) -> None:
+    """Show the importers' notes (``URDFWarning``, ``MJCFWarning``) on stderr as one line each,
+    ``<prefix>: warning: <message>``, instead of Python's form with a source line (for the command lines)."""
+    import sys
+    import warnings
+    shown = warnings.showwarning
+    if getattr(shown, "plain_prefix", None) == prefix:
+        return                                           # installed already (a second call in one process)
+
+    def show(message, category, filename, lineno, file=None, line=None):
+        if category.__name__ in ("URDFWarning", "MJCFWarning"):
+            print(f"{prefix}: warning: {message}", file=sys.stderr if file is None else file)
+        else:
+            shown(message, category, filename, lineno, file, line)
+    show.plain_prefix = prefix
+    warnings.showwarning = show
