@@ -3,7 +3,7 @@
 Pure NumPy/SciPy with compiled kernels (numba); never imports Qt. The stable scripting API::
 
     import core
-    model = core.load_scene("scenes/three_link_arm.json")      # or core.load_urdf("robot.urdf")
+    model = core.load_scene("scenes/three_link_arm.json")      # or "robot.urdf", or core.load_urdf("robot.urdf")
     state = model.initial_state()
     state, data, events = core.step(model, state)              # one step of the compiled pipeline (pure)
     data = core.evaluate(model, state)                         # everything derived at a state
@@ -53,7 +53,8 @@ __all__ = [
 
 
 def load_scene(path: str | Path) -> Model:
-    """Read, validate and compile a scene document (JSON) into a frozen :class:`Model`.
+    """Read, validate and compile a scene document (JSON), or a robot file (``.urdf``) as the scene that includes
+    it, into a frozen :class:`Model`.
 
     Raises :class:`SceneError` listing every problem (JSON path, value, what was expected).
     """
@@ -68,8 +69,11 @@ def save_scene(scene: Scene | Model, path: str | Path) -> Path:
     return save_spec(spec, path)
 
 
-def load_urdf(path: str | Path, floating_base: bool = False) -> Model:
-    """Build a Model from a URDF robot (see :mod:`core.urdf`)."""
+def load_urdf(path: str | Path, floating_base: bool = False, inertia: str = "refuse", q0: dict | None = None,
+              base_pose=None) -> Model:
+    """Build a Model from a URDF robot (see :mod:`core.urdf`; ``inertia`` is the policy for unphysical link
+    inertias, ``"refuse"`` or ``"repair"``; ``q0`` the initial joint coordinates by name; ``base_pose`` the root
+    link's ``[x, y, z, qw, qx, qy, qz]``)."""
     from .urdf import urdf_to_spec
-    spec = urdf_to_spec(path, floating_base=floating_base)
+    spec = urdf_to_spec(path, floating_base=floating_base, inertia=inertia, q0=q0, base_pose=base_pose)
     return compile_scene(spec, str(path))

@@ -1,6 +1,8 @@
 """Headless command line of the core.
 
-    python -m core validate FILE...            check scene documents; prints every problem; exit 2 if any
+    python -m core validate FILE... [--inertia refuse|repair]
+                                               check scene documents and robot files (.urdf); prints every
+                                               problem; exit 2 if any
     python -m core run SCENE --duration T [--dt DT] [--integrator NAME] --out DIR [--force] [--max-steps N]
                                                run a scene; write DIR/timeseries.npz, DIR/timeseries.csv and
                                                DIR/summary.json, streamed while it runs into a hidden folder
@@ -21,6 +23,9 @@
                                                values on this arm, Γ, and the arm's base parameters
     python -m core warm                        compile (or load) every kernel now, so later runs start at once
 
+SCENE may also be a robot file (.urdf, or MJCF .xml with the mjcf extra), run as the scene that includes it (--inertia refuse|repair: the policy
+for unphysical link inertias, default refuse); a scene document includes one with its "robot" section.
+
 Exit codes: 0 success, 2 invalid input (a bad scene or argument, an existing output without --force, a run
 longer than --max-steps), 3 the simulation diverged (run: the records up to the last good state are written and
 summary.json says so; compare: every formulation diverged, one that diverges is a result, reported in the table).
@@ -36,17 +41,26 @@ from pathlib import Path
 import numpy as np
 
 from .output import RunWriter
-from .scene import SceneError, compile_scene, read_spec
+from .scene import SceneError, compile_scene, parse_spec, read_spec
+from .scene.io import robot_document
+from .scene.robots import ROBOT_SUFFIXES
 from .simulation import INTEGRATOR_NAMES, DivergenceError, Simulation
 from .step import record_layout
+
+
+def _read(name: str, args):
+    """The spec of a scene document, or of a robot file (``.urdf``) on its own with ``--inertia``."""
+    if Path(name).suffix.lower() in ROBOT_SUFFIXES:
+        return parse_spec(robot_document(name, getattr(args, "inertia", None)), name)
+    return read_spec(name)
 
 
 def _validate(args) -> int:
     bad = 0
     for name in args.files:
         try:
-            spec = read_spec(name)
-            compile_scene(spec, name)
+            spec = _read(name, args)
+            model = compile_scene(spec, name)
         except SceneError as exc:
             bad += 1
             print(f"{name}: INVALID, {len(exc.problems) + exc.omitted} problem(s)")
@@ -55,7 +69,7 @@ def _validate(args) -> int:
             if exc.omitted:
                 print(f"  and {exc.omitted} more problem(s)")
             continue
-        print(f"{name}: ok ({len(spec.bodies)} bodies)")
+        print(f"{name}: ok ({model.n_links} bodies)")
     return 2 if bad else 0
 
 
@@ -67,7 +81,7 @@ MAX_EVENT_LINES = 10
 
 def _run(args) -> int:
     try:
-        model = compile_scene(read_spec(args.scene), args.scene)
+        model = compile_scene(_read(args.scene, args), args.scene)
     except SceneError as exc:
         print(exc, file=sys.stderr)
         return 2
@@ -213,7 +227,7 @@ def _compare(args) -> int:
     from .compare import run_formulations, write_comparison
     from .formulations import FORMULATIONS
     try:
-        model = compile_scene(read_spec(args.scene), args.scene)
+        model = compile_scene(_read(args.scene, args), args.scene)
     except SceneError as exc:
         print(exc, file=sys.stderr)
         return 2
@@ -288,8 +302,12 @@ def main(argv: list[str] | None = None) -> int:
     sub = parser.add_subparsers(dest="command", required=True)
     v = sub.add_parser("validate", help="check scene documents and print every problem")
     v.add_argument("files", nargs="+", metavar="FILE")
+    inertia_help = ("for a robot file (.urdf) given directly: refuse an unphysical link inertia (default) or repair "
+                    "it to the nearest physical one")
+    v.add_argument("--inertia", choices=("refuse", "repair"), default=None, help=inertia_help)
     r = sub.add_parser("run", help="run a scene headless and write its time series")
-    r.add_argument("scene", metavar="SCENE")
+    r.add_argument("scene", metavar="SCENE", help="scene document (JSON) or robot file (.urdf)")
+    r.add_argument("--inertia", choices=("refuse", "repair"), default=None, help=inertia_help)
     r.add_argument("--duration", type=float, default=None, help="simulated seconds (default: the scene's)")
     r.add_argument("--dt", type=float, default=None, help="time step in s (default: the scene's)")
     r.add_argument("--integrator", choices=INTEGRATOR_NAMES, default=None)
@@ -307,7 +325,8 @@ def main(argv: list[str] | None = None) -> int:
                    help="run on a Dask cluster, e.g. tcp://scheduler:8786 (needs dask.distributed)")
     w.add_argument("--quiet", action="store_true")
     c = sub.add_parser("compare", help="run a scene under every formulation and compare them")
-    c.add_argument("scene", metavar="SCENE")
+    c.add_argument("scene", metavar="SCENE", help="scene document (JSON) or robot file (.urdf)")
+    c.add_argument("--inertia", choices=("refuse", "repair"), default=None, help=inertia_help)
     c.add_argument("--duration", type=float, default=None, help="simulated seconds (default: the scene's)")
     c.add_argument("--dt", type=float, default=None, help="time step in s (default: the scene's)")
     c.add_argument("--integrator", choices=INTEGRATOR_NAMES, default=None)
@@ -322,6 +341,8 @@ def main(argv: list[str] | None = None) -> int:
     k = sub.add_parser("warm", help="compile every kernel now (the first run of a version on a machine)")
     k.add_argument("--quiet", action="store_true")
     args = parser.parse_args(argv)
+    from .scene.robots import plain_import_warnings
+    plain_import_warnings("python -m core")
     np.seterr(all="ignore")           # divergence is detected and reported by the simulation itself
     if args.command not in ("validate", "warm", "parameters") or (args.command == "warm" and not args.quiet):
         from .jit import kernels_cached

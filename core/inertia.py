@@ -9,7 +9,8 @@ import numpy as np
 
 from .spatial import spatial_inertia, transform_inertia
 
-__all__ = ["shape_volume", "unit_density_inertia", "shape_spatial_inertia", "composite_inertia"]
+__all__ = ["shape_volume", "unit_density_inertia", "shape_spatial_inertia", "composite_inertia", "inertia_problem",
+           "nearest_physical_inertia"]
 
 
 def shape_volume(kind: str, size: dict) -> float:
@@ -67,3 +68,34 @@ def composite_inertia(parts) -> np.ndarray:
     for M_S, R_LS, p_LS in parts:
         M_L += transform_inertia(M_S, R_LS, p_LS)
     return M_L
+
+
+def inertia_problem(I: np.ndarray) -> str | None:
+    """Why the symmetric 3×3 rotational inertia ``I`` (about the centre of mass) belongs to no physical body, or
+    None if it does: its principal moments must be non-negative and satisfy the triangle inequality
+    a + b ≥ c (tolerances relative to the largest moment)."""
+    eig = np.linalg.eigvalsh(0.5 * (I + I.T))
+    scale = max(1.0, float(abs(eig).max()))
+    if eig.min() < -1e-12 * scale:
+        return f"inertia must be positive semi-definite; its principal moments are {eig.round(12).tolist()}"
+    a, b, c = eig
+    if a + b < c - 1e-9 * scale:
+        return (f"principal moments {eig.round(12).tolist()} violate the triangle inequality "
+                "(no physical body has them)")
+    return None
+
+
+def nearest_physical_inertia(I: np.ndarray) -> np.ndarray:
+    """The physical rotational inertia nearest to the symmetric ``I`` in the principal axes of ``I``: negative
+    principal moments are raised to zero, then, if the triangle inequality a + b ≥ c fails, the moments are moved
+    the least distance (Euclidean, in moment space) onto the plane a + b = c: a and b up and c down by
+    (c − a − b)/3. The principal axes are kept."""
+    S = 0.5 * (I + I.T)
+    eig, V = np.linalg.eigh(S)
+    m = np.maximum(eig, 0.0)
+    a, b, c = m
+    gap = c - a - b
+    if gap > 0.0:
+        m = np.array([a + gap / 3.0, b + gap / 3.0, c - gap / 3.0])
+    out = V @ np.diag(m) @ V.T
+    return 0.5 * (out + out.T)

@@ -71,8 +71,9 @@ class Tree(NamedTuple):
 
 @dataclass(frozen=True)
 class Shape:
-    """A drawable solid attached to a link: ``kind`` in box/cylinder/sphere/capsule, ``size`` (m) as in the scene
-    (``size`` for boxes, ``radius``/``length`` otherwise), pose in the link frame, RGBA colour in [0, 1]."""
+    """A drawable solid attached to a link: ``kind`` in box/cylinder/sphere/capsule/mesh, ``size`` (m) as in the
+    scene (``size`` for boxes and meshes, whose bounding box it is, with their ``file``, ``scale`` and ``offset``;
+    ``radius``/``length`` otherwise), pose in the link frame, RGBA colour in [0, 1]."""
     link: int
     kind: str
     size: dict

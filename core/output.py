@@ -252,6 +252,7 @@ class RunWriter:
             summary = {
                 "scene": model.name,
                 "scene_file": scene_path,
+                "robot": _robot_record(model),
                 "status": "diverged" if diverged else "complete",
                 "diverged": None if not diverged else {
                     "message": diverged,
@@ -283,3 +284,15 @@ class RunWriter:
                 "csv_units": column_units(model, {name: np.zeros((1,) + shape) for name, shape in self.columns}),
             }
         return summary
+
+
+def _robot_record(model) -> dict | None:
+    """What the summary says of an included robot file: the file, the overrides and what its import noted (the
+    inertia policy, repaired inertias, an ignored root inertia)."""
+    spec = getattr(model, "spec", None)
+    if spec is None or getattr(spec, "robot", None) is None:
+        return None
+    from .scene.robots import robot_scene
+    include = spec.robot
+    return {"file": include.file, "base": include.base, "inertia_policy": include.inertia,
+            "q0": dict(include.q0), "import": robot_scene(include).description}

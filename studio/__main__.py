@@ -1,5 +1,7 @@
 """``python -m studio [SCENE]`` (also installed as ``limbstudio``): open a scene in the studio (default:
-scenes/arm_nail_singular.json, the nailed arm of thesis fig. 2.9) and play it (``--paused``: don't).
+scenes/arm_nail_singular.json, the nailed arm of thesis fig. 2.9) and play it (``--paused``: don't). SCENE may be a
+robot file (URDF ``.urdf``, MJCF ``.xml``): it opens as an untitled scene that includes it (``--inertia repair``:
+unphysical link inertias repaired, :mod:`core.scene.urdf`); saving asks for a JSON file.
 
 ``python -m studio render|screenshot|plots SCENE …`` make the studio's pictures without its window (videos on
 simulated time, a picture of the viewport, the plots and the run's CSV; :mod:`studio.headless`); they start their
@@ -40,7 +42,10 @@ def _parse_args(argv):
                "limbstudio screenshot SCENE --time T --out shot.png; "
                "limbstudio plots SCENE --duration T --out DIR (each with --help).")
     parser.add_argument("scene", nargs="?", type=Path, default=DEFAULT_SCENE,
-                        help=f"scene document (JSON); default: {DEFAULT_SCENE}")
+                        help=f"scene document (JSON) or robot file (URDF .urdf, MJCF .xml); default: {DEFAULT_SCENE}")
+    parser.add_argument("--inertia", choices=("refuse", "repair"),
+                        help="for a robot file: refuse an unphysical link inertia (default) or repair it to the "
+                             "nearest physical one")
     parser.add_argument("--screenshot", type=Path, metavar="PATH",
                         help="play, save a PNG of the window to PATH and quit")
     parser.add_argument("--after", type=float, metavar="SECONDS",
@@ -71,6 +76,8 @@ def main(argv=None) -> int:
         from .headless import main as headless
         return headless(argv)
     args = _parse_args(argv)
+    from core.scene.robots import plain_import_warnings
+    plain_import_warnings("limbstudio")
 
     import core  # after parsing, so that --help is quick
     from PySide6.QtCore import QCoreApplication, QSettings, Qt, QTimer
@@ -82,7 +89,7 @@ def main(argv=None) -> int:
     started = time.monotonic()
     cold = kernels_needed()
     warm = WarmProcess(started=started) if cold and compile_alongside() else None
-    loader = _SceneLoader(args.scene)
+    loader = _SceneLoader(args.scene, args.inertia)
     loader.join(SPLASH_AFTER)              # a missing or invalid file is reported before any window appears
     if loader.done and loader.error is not None:
         if warm is not None:
@@ -157,16 +164,16 @@ class _SceneLoader:
     """Reads and compiles a scene on a helper thread, then calls the kernels the GUI thread will call (forward
     kinematics, point Jacobians), so that none of them compiles on the GUI thread. Plain Python; no Qt objects."""
 
-    def __init__(self, path: Path):
+    def __init__(self, path: Path, inertia: str | None = None):
         self.model = self.error = None
+        self._inertia = inertia
         self._thread = threading.Thread(target=self._load, args=(path,), name="limbstudio scene loader",
                                         daemon=True)
         self._thread.start()
 
     def _load(self, path: Path) -> None:
-        import core
         try:
-            model = core.load_scene(path)
+            model = load_model(path, self._inertia)
         except Exception as exc:              # noqa: BLE001 — reported before any window appears, never a traceback
             self.error = exc
             return
@@ -215,6 +222,18 @@ class _SceneLoader:
 
 
 SPLASH_MESSAGE = "Reading the scene and preparing the physics kernels…"
+
+
+def load_model(path: Path, inertia: str | None = None):
+    """The compiled model of a scene document, or of a robot file (URDF, MJCF) opened as an untitled scene that
+    includes it with the inertia policy ``inertia`` (default refuse); raises ``core.SceneError``."""
+    import core
+    from core.scene.io import parse_spec, robot_document
+
+    from .document import is_robot_file
+    if is_robot_file(path):
+        return core.compile_scene(parse_spec(robot_document(path, inertia), str(path)), str(path))
+    return core.load_scene(path)
 
 
 def warm_gui_kernels(model) -> None:

@@ -15,7 +15,13 @@ from PySide6.QtCore import QObject, Signal, Slot
 from PySide6.QtGui import QUndoCommand, QUndoStack
 from .jsontext import save_document
 
-__all__ = ["SceneDocument", "SpecCommand", "untitled_spec"]
+__all__ = ["SceneDocument", "SpecCommand", "untitled_spec", "is_robot_file"]
+
+
+def is_robot_file(path) -> bool:
+    """Whether ``path`` names a robot description (``.urdf``) rather than a scene document."""
+    from core.scene.robots import ROBOT_SUFFIXES
+    return Path(path).suffix.lower() in ROBOT_SUFFIXES
 
 
 def untitled_spec():
@@ -78,7 +84,8 @@ class SceneDocument(QObject):
     def __init__(self, spec=None, path: str | Path | None = None, parent=None):
         super().__init__(parent)
         self._spec = spec if spec is not None else untitled_spec()
-        self._path = Path(path) if path is not None else None
+        # a robot file is never the document's file: saving writes a JSON scene, never over the URDF
+        self._path = Path(path) if path is not None and not is_robot_file(path) else None
         self._source_text: str | None = None       # the text the document was read from (None: read it lazily)
         self._source_mode: int | None = None
         self.last_edit: tuple = (None, "")          # (changes, text) of the latest change
@@ -134,9 +141,14 @@ class SceneDocument(QObject):
         self.loaded.emit(spec)
 
     def open(self, path: str | Path) -> None:
-        """Read, validate and show ``path`` (raises ``core.SceneError`` and leaves the document as it was)."""
+        """Read, validate and show ``path`` (raises ``core.SceneError`` and leaves the document as it was). A robot
+        file (``.urdf``) opens as a new scene that includes it: untitled, so that saving asks for a JSON file
+        (which refers to the robot file by its path relative to the saved document)."""
         spec = core.read_spec(path)
         core.compile_scene(spec, str(path))
+        if is_robot_file(path):
+            self.replace(spec, None)
+            return
         self.replace(spec, path)
         self._read_source()
 

@@ -21,7 +21,9 @@ from .document import untitled_spec
 __all__ = ["FileActions", "open_settings", "MAX_RECENT"]
 
 MAX_RECENT = 8
-FILTER = "Scene documents (*.json);;All files (*)"
+FILTER = ("Scenes and robots (*.json *.urdf *.xml);;Scene documents (*.json);;Robot files (URDF *.urdf, MJCF *.xml)"
+          " (*.urdf *.xml);;All files (*)")
+SAVE_FILTER = "Scene documents (*.json);;All files (*)"
 
 
 def open_settings() -> QSettings:
@@ -140,7 +142,7 @@ class FileActions(QObject):
 
     def save_as_dialog(self) -> bool:
         start = str(self._document.path or Path.cwd() / f"{self._document.spec.name}.json")
-        name, _ = QFileDialog.getSaveFileName(self._widget, "Save scene as", start, FILTER)
+        name, _ = QFileDialog.getSaveFileName(self._widget, "Save scene as", start, SAVE_FILTER)
         if not name:
             return False
         path = Path(name)

@@ -31,7 +31,7 @@ PLANAR_TILT = (15.0, 12.0)  # (azimuth, elevation) offsets from face-on, so a pl
 def shape_half_extents(shape) -> np.ndarray:
     """Half edge lengths (3,) of the shape's bounding box in its own frame."""
     size = shape.size
-    if shape.kind == "box":
+    if shape.kind in ("box", "mesh"):                   # a mesh: its bounding box, centred on the shape frame
         return 0.5 * np.asarray(size["size"], dtype=float)
     r = float(size["radius"])
     if shape.kind == "sphere":

@@ -79,6 +79,9 @@ def item_title(spec, path: tuple | None) -> str:
         return f"scene {spec.name!r}"
     if path == ("simulation",):
         return "simulation settings"
+    if path == ("robot",):
+        from pathlib import Path
+        return f"robot file {Path(spec.robot.file).name!r}"
     node = edits.resolve(spec, path)
     if len(path) == 4 and path[2] == "points":
         return f"point {path[3]!r} of {spec.bodies[path[1]].name!r}"
@@ -357,7 +360,7 @@ def _type_options(path: tuple, value: str) -> list[str]:
     if len(path) == 3 and path[2] == "joint":
         return _TYPES["joint"]
     if len(path) == 4 and path[2] == "shapes":
-        return _TYPES["shape"]
+        return [value] if value == "mesh" else _TYPES["shape"]   # a mesh (drawn only) stays a mesh
     if path and path[-1] == "trajectory":
         return list(edits.TRAJECTORY_TYPES)
     return [value]

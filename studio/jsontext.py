@@ -247,10 +247,14 @@ def _dumps(spec) -> tuple[dict, dict]:
     return minimal, full
 
 
-def document_text(spec, base: str | None = None) -> str:
+def document_text(spec, base: str | None = None, folder=None) -> str:
     """The text of scene ``spec``: ``base`` (the text it was read from) with only what changed rewritten, or the
     core's own form (``core.scene.spec_to_json``: defaults left out, two-space indents) in UTF-8 (non-ASCII text
-    as itself, not ``\\u2013``) without one (or when ``base`` cannot be rewritten)."""
+    as itself, not ``\\u2013``) without one (or when ``base`` cannot be rewritten). An included robot file is
+    written relative to ``folder`` (the document's folder), :func:`core.scene.io.relocated`."""
+    from core.scene.io import relocated
+    spec = relocated(spec, folder)
+
     def spec_to_json(spec) -> str:
         return json.dumps(_dumps(spec)[0], indent=2, ensure_ascii=False) + "\n"
 
@@ -259,7 +263,7 @@ def document_text(spec, base: str | None = None) -> str:
     from core.scene import parse_spec
     minimal, full = _dumps(spec)
     try:
-        old = _dumps(parse_spec(json.loads(base)))[1]
+        old = _dumps(relocated(parse_spec(json.loads(base), folder=folder), folder))[1]
     except Exception:                 # a text the core cannot read as a scene: no knowledge of its defaults
         old = None
     try:
@@ -273,4 +277,5 @@ def save_document(spec, path: str | os.PathLike, base: str | None = None, mode: 
     ``base``. The file keeps its own mode when it exists; a new file gets ``mode`` (the original's, for "save
     as"), else the usual mode for new files (0666 less the umask). A symbolic link is written through: its
     target gets the new text and the link stays (:func:`core.fileio.atomic_write_bytes`)."""
-    return atomic_write_bytes(path, document_text(spec, base).encode("utf-8"), mode)
+    folder = Path(os.path.abspath(path)).parent
+    return atomic_write_bytes(path, document_text(spec, base, folder).encode("utf-8"), mode)

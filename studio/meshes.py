@@ -10,12 +10,17 @@ its own vertices, so smooth shading keeps box edges and cylinder rims sharp.
 """
 from __future__ import annotations
 
+from functools import lru_cache
+
 import numpy as np
 from pyqtgraph.opengl import MeshData
 
 from .framing import shape_half_extents
 
-__all__ = ["shape_mesh", "shape_half_extents", "box_mesh", "sphere_mesh", "cylinder_mesh", "capsule_mesh"]
+__all__ = ["shape_mesh", "shape_half_extents", "box_mesh", "sphere_mesh", "cylinder_mesh", "capsule_mesh",
+           "file_mesh", "decimate", "MAX_VIEW_TRIANGLES"]
+
+MAX_VIEW_TRIANGLES = 20_000   # a mesh file with more is decimated for the viewport (vertex clustering)
 
 COLS = 40          # segments around a round shape's axis
 ROWS_SPHERE = 20   # latitude bands of a sphere
@@ -33,7 +38,74 @@ def shape_mesh(shape) -> MeshData:
         return cylinder_mesh(size["radius"], size["length"])
     if shape.kind == "capsule":
         return capsule_mesh(size["radius"], size["length"])
-    raise ValueError(f"cannot draw a shape of kind {shape.kind!r} (box, sphere, cylinder or capsule)")
+    if shape.kind == "mesh":
+        try:
+            return file_mesh(size["file"], tuple(size["scale"]), tuple(size["offset"]))
+        except ValueError as exc:                        # gone or changed since the import: its bounding box
+            _warn_once(str(exc))
+            return box_mesh(size["size"])
+    raise ValueError(f"cannot draw a shape of kind {shape.kind!r} (box, sphere, cylinder, capsule or mesh)")
+
+
+_warned: set = set()
+
+
+def _warn_once(message: str) -> None:
+    if message not in _warned:
+        _warned.add(message)
+        import sys
+        print(f"limbstudio: {message}; drawn as its bounding box", file=sys.stderr)
+
+
+@lru_cache(maxsize=512)
+def _file_mesh(key, scale: tuple, offset: tuple) -> MeshData:
+    from core.meshfile import read_mesh
+    mesh = read_mesh(key[0])
+    v = mesh.vertices * np.asarray(scale, dtype=float) + np.asarray(offset, dtype=float)
+    f = mesh.faces
+    if np.linalg.det(np.diag(scale)) < 0:            # a mirroring scale turns the faces inside out: turn them back
+        f = f[:, ::-1]
+    v, f = decimate(v, f, MAX_VIEW_TRIANGLES)
+    corners = v[f].reshape(-1, 3)                    # own vertices per face: flat shading keeps CAD edges sharp
+    return MeshData(vertexes=corners.astype(np.float32), faces=np.arange(len(corners), dtype=np.uint32).reshape(-1, 3))
+
+
+def file_mesh(path: str, scale=(1.0, 1.0, 1.0), offset=(0.0, 0.0, 0.0)) -> MeshData:
+    """The triangles of mesh file ``path`` (:func:`core.meshfile.read_mesh`), scaled then moved by ``offset`` into
+    the shape frame, decimated to at most :data:`MAX_VIEW_TRIANGLES`; built once per file version. Raises
+    ``ValueError`` (``core.meshfile.MeshError``) naming the file if it cannot be read."""
+    import os
+    try:
+        st = os.stat(path)
+    except OSError as exc:
+        raise ValueError(f"{path}: cannot read the mesh: {exc.strerror or exc}") from None
+    return _file_mesh((str(path), st.st_size, st.st_mtime_ns), tuple(map(float, scale)), tuple(map(float, offset)))
+
+
+def decimate(vertices: np.ndarray, faces: np.ndarray, max_faces: int) -> tuple[np.ndarray, np.ndarray]:
+    """At most ``max_faces`` triangles approximating the mesh, by vertex clustering: vertices in one cell of a
+    grid over the bounding box merge into their mean, triangles that collapse are dropped (and duplicates once);
+    the grid is coarsened until the budget holds. A mesh within the budget is returned as it is."""
+    faces = np.asarray(faces, dtype=np.int64)
+    if len(faces) <= max_faces:
+        return vertices, faces
+    lo = vertices.min(axis=0)
+    extent = float((vertices.max(axis=0) - lo).max()) or 1.0
+    cells = 512
+    while True:
+        key = np.floor((vertices - lo) / (extent / cells)).astype(np.int64)
+        _, cluster = np.unique(key, axis=0, return_inverse=True)
+        cluster = cluster.ravel()
+        f = cluster[faces]
+        f = f[(f[:, 0] != f[:, 1]) & (f[:, 1] != f[:, 2]) & (f[:, 0] != f[:, 2])]
+        _, first = np.unique(np.sort(f, axis=1), axis=0, return_index=True)
+        f = f[np.sort(first)]
+        if len(f) <= max_faces or cells <= 2:
+            counts = np.bincount(cluster)
+            v = np.zeros((len(counts), 3))
+            np.add.at(v, cluster, vertices)
+            return v / np.maximum(counts, 1)[:, None], f[:max_faces]
+        cells //= 2
 
 
 def box_mesh(size) -> MeshData:

@@ -74,7 +74,7 @@ def hit_shape(origin, direction, kind: str, size: dict, X_WS: np.ndarray):
     """Distance along the ray to the shape (posed by ``X_WS``), or None."""
     R, p = X_WS[:3, :3], X_WS[:3, 3]
     o, d = R.T @ (np.asarray(origin, float) - p), R.T @ np.asarray(direction, float)
-    if kind == "box":
+    if kind in ("box", "mesh"):                          # a mesh is picked by its bounding box
         return _hit_box(o, d, 0.5 * np.asarray(size["size"], float))
     if kind == "sphere":
         return hit_sphere(o, d, np.zeros(3), float(size["radius"]))

@@ -92,6 +92,8 @@ class ViewportPresenter(QObject):
         path = None
         if what is not None and what[0] == "body":
             path = next((("bodies", i) for i, b in enumerate(spec.bodies) if b.name == what[1]), None)
+            if path is None and getattr(spec, "robot", None) is not None:
+                path = ("robot",)                        # a link of the included robot file: its include
         elif what is not None and what[0] == "force":
             path = next((("forces", i) for i, f in enumerate(spec.forces) if f.name == what[1]), None)
         elif what is not None:

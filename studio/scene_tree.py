@@ -87,6 +87,9 @@ def build_tree_model(spec, model: QStandardItemModel | None = None) -> QStandard
     root.appendRow(_item("Simulation settings", ("simulation",),
                          tip=f"dt = {spec.simulation.dt:g} s, {spec.simulation.integrator}, "
                              f"{spec.simulation.formulation}"))
+    robot = _robot_group(spec)
+    if robot is not None:
+        root.appendRow(robot)
     bodies = _group("Bodies", "bodies", len(spec.bodies))
     joints = _group("Joints", "joints", len(spec.bodies))
     for i, body in enumerate(spec.bodies):
@@ -121,6 +124,39 @@ def build_tree_model(spec, model: QStandardItemModel | None = None) -> QStandard
                                   tip=f"{c.body} against {against}: e = {c.restitution:g}, μ = {c.friction:g}"))
         root.appendRow(group)
     return model
+
+
+def _robot_group(spec) -> QStandardItem | None:
+    """The included robot file (``spec.robot``), selectable (the inspector edits the include), with its links,
+    joints and constraints listed but not edited one by one (edit the robot file)."""
+    if getattr(spec, "robot", None) is None:
+        return None
+    from pathlib import Path
+
+    from core.scene import SceneError
+    from core.scene.robots import robot_scene
+    try:
+        robot = robot_scene(spec.robot)
+    except SceneError:
+        return None
+    group = _item(f"Robot {Path(spec.robot.file).name}  ({len(robot.bodies)})", ("robot",),
+                  tip=f"{spec.robot.file}\n{robot.description}\nIncluded: its links are drawn and simulated; select "
+                      "this to edit the include's file, base and inertia policy (q0 in the scene document)")
+    font = group.font()
+    font.setBold(True)
+    group.setFont(font)
+    for body in robot.bodies:
+        j = body.joint
+        item = _item(body.name, None, tip=f"{j.type} joint {j.name or body.name!r}: {body.parent} → {body.name}")
+        item.setSelectable(False)
+        if body.shapes:
+            item.setIcon(_swatch(body.shapes[0].color))
+        group.appendRow(item)
+    for c in robot.constraints:
+        item = _item(c.name, None, tip=f"{c.type}: {getattr(c, 'expression', '')}")
+        item.setSelectable(False)
+        group.appendRow(item)
+    return group
 
 
 def _rows_of(model, label: str) -> list[str]:

@@ -375,3 +375,13 @@ def test_the_headless_commands_render_videos_pictures_and_plots(tmp_path, gl_ren
     bad = subprocess.run(run + ["render", str(ARM), "--duration", "1", "--out", str(tmp_path / "x.avi")],
                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
     assert bad.returncode == 2 and ".mp4" in bad.stderr and not (tmp_path / "x.avi").exists()
+
+
+def test_clicking_a_link_of_an_included_robot_selects_the_include(window, qtbot):
+    """The robot's links are not the document's bodies: a click on one selects the Robot item (its include), and
+    a click on nothing clears the selection."""
+    win = window(SCENES_DIR / "robot_arm_computed_torque.json")
+    win.viewport.picked.emit(("body", "link3"))
+    qtbot.waitUntil(lambda: win.selection.path == ("robot",))
+    win.viewport.picked.emit(None)
+    qtbot.waitUntil(lambda: win.selection.path is None)

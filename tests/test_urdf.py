@@ -193,8 +193,10 @@ def test_primitive_visuals_and_colours():
 def test_stl_mesh_visual_through_package_path():
     head, = _shapes(load(TORSO), "head")
     # the STL's vertices span x [-60, 70], y [-55, 65], z [0, 160] mm; scale 0.001; visual yawed by 90° at z 0.02
-    assert head.kind == "box"
-    np.testing.assert_allclose(head.size["size"], [0.13, 0.12, 0.16], rtol=1e-6)
+    assert head.kind == "mesh" and head.size["file"] == str(ROOT / "assets" / "urdf" / "meshes" / "head.stl")
+    np.testing.assert_allclose(head.size["size"], [0.13, 0.12, 0.16], rtol=1e-6)   # its bounding box
+    np.testing.assert_allclose(head.size["scale"], [0.001] * 3)
+    np.testing.assert_allclose(head.size["offset"], [-0.005, -0.005, -0.08], rtol=1e-6)   # the file's origin
     np.testing.assert_allclose(head.R_LS, rot_z(math.pi / 2), atol=1e-15)
     np.testing.assert_allclose(head.p_LS, [0, 0, 0.02] + rot_z(math.pi / 2) @ [0.005, 0.005, 0.08], atol=1e-9)
     assert head.rgba == (0.95, 0.8, 0.65, 1.0)
@@ -245,8 +247,8 @@ def test_mesh_package_path_searched_upward(tmp_path):
 
 
 @pytest.mark.parametrize("filename, reason", [("meshes/missing.stl", "not found"),
-                                              ("package://nowhere/meshes/a.stl", "not found"),
-                                              ("part.dae", "not an STL")])
+                                              ("package://nowhere/meshes/a.stl", "searched for a folder 'nowhere'"),
+                                              ("part.dae", "could not be read")])
 def test_mesh_fallback_small_box_with_warning(tmp_path, filename, reason):
     (tmp_path / "part.dae").write_text("<COLLADA/>")
     with pytest.warns(URDFWarning, match=reason) as record:
@@ -511,3 +513,34 @@ def test_point_jacobians_match_pinocchio(path, floating_base):
             J = pinocchio.computeFrameJacobian(pm, pd, pq, fid, world_aligned)[:3]
             assert_close_rel(core.point_jacobian(model, q, body, point), mp.back(J), f"point Jacobian of {body}")
             assert_close_rel(core.point_velocity(model, q, qd, body, point), J @ pv, f"point velocity of {body}")
+
+
+# ---------------------------------------------------------------------------------------------- mesh files
+def test_obj_mesh_with_its_own_colour_and_bounds(tmp_path):
+    (tmp_path / "part.obj").write_text("mtllib part.mtl\nv 0 0 0\nv 1 0 0\nv 0 2 0\nv 0 0 3\nusemtl red\n"
+                                       "f 1 2 3\nf 1 2 4\nf 1 3 4\nf 2 3 4\n")
+    (tmp_path / "part.mtl").write_text("newmtl red\nKd 0.8 0.1 0.1\n")
+    m = core.load_urdf(write(tmp_path, _mesh_link("part.obj", origin='<origin xyz="1 0 0"/>')))
+    s, = m.shapes
+    assert s.kind == "mesh"
+    np.testing.assert_allclose(s.size["size"], [1, 2, 3])
+    np.testing.assert_allclose(s.p_LS, [1.5, 1, 1.5])
+    assert s.rgba[0] > 0.7 and s.rgba[1] < 0.2              # the material's red, as no URDF material is given
+
+
+@pytest.mark.parametrize("name, data", [
+    ("noise.stl", bytes(range(256)) * 7),
+    ("lying_count.stl", b"x" * 80 + struct.pack("<I", 10 ** 9) + b"\0" * 100),
+    ("bad.obj", b"v 1 2\nf 1 2 9\nv nan nan nan\n"),
+    ("empty.dae", b""),
+    ("xml_bomb.dae", b'<?xml version="1.0"?><!DOCTYPE l [<!ENTITY a "aaaaaaaaaa"><!ENTITY b "&a;&a;&a;&a;&a;'
+                     b'&a;&a;&a;&a;&a;"><!ENTITY c "&b;&b;&b;&b;&b;&b;&b;&b;&b;&b;">]><COLLADA>&c;</COLLADA>'),
+    ("binary.glb", b"glTF\x02\0\0\0\xff\xff\xff\x7f" + b"\0" * 64),
+])
+def test_hostile_mesh_files_are_boxes_with_a_warning(tmp_path, name, data):
+    (tmp_path / name).write_bytes(data)
+    with pytest.warns(URDFWarning, match="could not be read") as record:
+        m = core.load_urdf(write(tmp_path, _mesh_link(name)))
+    assert any(name in str(w.message) for w in record)
+    s, = m.shapes
+    assert s.kind == "box" and s.size == {"size": (0.05, 0.05, 0.05)}

@@ -20,6 +20,7 @@ from .entities import compile_constraints, compile_contacts, compile_forces, com
 from .control import with_controllers
 from .io import Problem, SceneError, internal_problem
 from .placement import rotation_z_to, shape_pose as _shape_pose
+from .robots import expand, remap_path
 from .pivots import singular_pivots
 from .schema import Body, Inertial, Scene
 
@@ -29,6 +30,9 @@ __all__ = ["compile_scene", "rotation_z_to"]
 def _shape_size(shape) -> dict:
     if shape.type == "box":
         return {"size": tuple(shape.size)}
+    if shape.type == "mesh":
+        return {"size": tuple(shape.size), "file": shape.file, "scale": tuple(shape.scale),
+                "offset": tuple(shape.offset)}
     if shape.type == "sphere":
         return {"radius": shape.radius}
     return {"radius": shape.radius, "length": shape.length}
@@ -39,6 +43,8 @@ def _link_inertia(body: Body) -> np.ndarray:
         return inertial_to_spatial(body.inertial)
     parts = []
     for shape in body.shapes:
+        if shape.type == "mesh":                         # drawn only (a body with only meshes is refused earlier)
+            continue
         size = _shape_size(shape)
         mass = shape.mass if shape.mass is not None else shape.density * shape_volume(shape.type, size)
         R, p = _shape_pose(shape)
@@ -70,12 +76,20 @@ def _order(spec: Scene) -> list[int]:
 def compile_scene(spec: Scene, source: str = "<scene>") -> Model:
     """Build the frozen :class:`Model` of a validated spec (raises :class:`SceneError` if its inertia is
     singular at the initial state, or a reference or an expression cannot be compiled — and nothing else)."""
+    flat = spec
     try:
+        if spec.robot is not None:
+            flat = expand(spec)
         with np.errstate(all="ignore"):
-            return _compile_scene(spec, source)
+            model = _compile_scene(flat, source)
+        return model if flat is spec else dataclasses.replace(model, spec=spec)
     except SceneError as exc:
-        if exc.source == "<scene>" and source != "<scene>":
-            raise SceneError(exc.problems, source, exc.omitted) from None
+        problems = exc.problems
+        if flat is not spec:                             # paths into the flat scene, as paths into the document
+            nb, nc = len(flat.bodies) - len(spec.bodies), len(flat.constraints) - len(spec.constraints)
+            problems = [Problem(remap_path(p.path, nb, nc), p.message, p.value, p.has_value) for p in problems]
+        if (exc.source == "<scene>" and source != "<scene>") or flat is not spec:
+            raise SceneError(problems, exc.source if exc.source != "<scene>" else source, exc.omitted) from None
         raise
     except Exception as exc:                             # noqa: BLE001 — reported, never a traceback
         raise SceneError([internal_problem("$", "compiling", exc)], source) from None
@@ -190,8 +204,9 @@ def _initial_joint_state(j, jt: int, R_PJ: np.ndarray) -> tuple[list[float], lis
 
 def _check_inertia(model: Model, spec: Scene, order: list[int], source: str) -> None:
     problems = [Problem(f"$.bodies[{order[k]}].joint (body {spec.bodies[order[k]].name!r})",
-                        "a degree of freedom of this joint moves no mass or inertia (the joint-space inertia matrix "
-                        "is singular): give the body or its descendants mass properties")
+                        f"a degree of freedom of joint {model.joint_link_names[k]!r} moves no mass or inertia at the "
+                        "initial state (the joint-space inertia matrix is singular): give the body or its "
+                        "descendants mass properties, or start from another pose (q0)")
                 for k in singular_pivots(model, model.q0)]
     if problems:
         raise SceneError(problems, source)

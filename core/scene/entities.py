@@ -148,7 +148,7 @@ def _shape_contact_points(body) -> list[tuple[np.ndarray, float]] | None:
     out = []
     for shape in body.shapes:
         R, p = shape_pose(shape)
-        if shape.type == "box":
+        if shape.type in ("box", "mesh"):               # a mesh: the corners of its bounding box
             h = 0.5 * np.array(shape.size, dtype=float)
             for sx in (-1, 1):
                 for sy in (-1, 1):

@@ -23,7 +23,7 @@ from .limits import MAX_DOCUMENT_BYTES, MAX_PROBLEMS, name_list
 from .schema import FORMAT_VERSION, Scene
 
 __all__ = ["Problem", "SceneError", "parse_spec", "read_document", "read_spec", "save_spec", "spec_to_json",
-           "internal_problem"]
+           "internal_problem", "relocated", "robot_document"]
 
 
 @dataclass(frozen=True)
@@ -286,12 +286,14 @@ def _expression_problems(where: str, text: str, joint_types: dict) -> list[Probl
     return problems
 
 
-def parse_spec(raw: Any, source: str = "<scene>") -> Scene:
+def parse_spec(raw: Any, source: str = "<scene>", folder: str | os.PathLike | None = None) -> Scene:
     """Validate a decoded JSON document and return the editable :class:`Scene` spec, or raise :class:`SceneError`
     listing every problem found — and nothing else, whatever ``raw`` holds (an unexpected error in a check is
-    reported as a problem of the document, naming the check's error)."""
+    reported as a problem of the document, naming the check's error). A relative ``robot.file`` is resolved
+    against ``folder`` (default: the folder of ``source`` if that is a file, else the current folder) and held as
+    an absolute path."""
     try:
-        return _parse_spec(raw, source)
+        return _parse_spec(raw, source, folder)
     except SceneError:
         raise
     except Exception as exc:                             # noqa: BLE001 — the validator never raises anything else
@@ -307,12 +309,13 @@ def internal_problem(path: str, doing: str, exc: BaseException) -> Problem:
                    "the validator should have named the problem — please report it")
 
 
-def _parse_spec(raw: Any, source: str) -> Scene:
+def _parse_spec(raw: Any, source: str, folder) -> Scene:
     limit_problems, raw = limits.check_values(raw)
     if raw is None or not isinstance(raw, dict):
         if limit_problems:
             raise SceneError([Problem(p, m, v, h) for p, m, v, h in limit_problems], source)
         raise SceneError([Problem("$", "a scene document must be a JSON object", raw, True)], source)
+    raw, robot, robot_problems = _robot(raw, source, folder)
     limit_problems = [Problem(_with_body(raw, p), m, v, h) for p, m, v, h in limit_problems]
     version = raw.get("format_version")
     if isinstance(version, int) and version > FORMAT_VERSION:
@@ -327,7 +330,8 @@ def _parse_spec(raw: Any, source: str) -> Scene:
             if err["type"] == "extra_forbidden":
                 message = "unknown field (check its spelling)"
             elif err["type"] == "string_pattern_mismatch":
-                message = "must be a name: letters, digits, '_' and '-', not starting with a digit"
+                message = ("must be a name: a letter or '_', then letters, digits and '_', '-', '.', '/', "
+                           "':'")
             has_value = err["type"] != "missing"
             problems.append(Problem(_json_path(raw, err["loc"]), message, err.get("input"), has_value))
             if err["type"].endswith("_type") or err["type"].startswith("union_tag"):
@@ -337,7 +341,19 @@ def _parse_spec(raw: Any, source: str) -> Scene:
         ancestors = {r[:k] for r in replaced for k in range(len(r)) if r[k] in ".["}
         problems = [p for p in problems if not _under(p.path, replaced)
                     and not (id(p) in type_errors and p.path.split(" (body ")[0] in ancestors)]
-    problems.extend(_reference_problems(raw))
+    if robot is None:
+        problems.extend(_reference_problems(raw))
+    else:                                                # the document's references may name the robot's parts
+        from .robots import remap_path
+        flat = robot.model_dump(mode="json")
+        nb, nc = len(flat["bodies"]), len(flat["constraints"])
+        combined = dict(raw)
+        for key in ("bodies", "constraints"):
+            if isinstance(raw.get(key, []), list):
+                combined[key] = flat[key] + list(raw.get(key, []))
+        problems.extend(Problem(remap_path(p.path, nb, nc), p.message, p.value, p.has_value)
+                        for p in _reference_problems(combined))
+    problems.extend(robot_problems)
     problems.extend(limit_problems)
     if problems:
         omitted = max(0, len(problems) - MAX_PROBLEMS) + schema_omitted
@@ -347,6 +363,63 @@ def _parse_spec(raw: Any, source: str) -> Scene:
 
 
 _SECTIONS = ("bodies", "constraints", "forces", "controllers")
+
+
+def _mesh_files(raw: dict, folder) -> dict:
+    """The document with the ``file`` of every mesh shape made absolute (relative to ``folder``)."""
+    from .robots import resolve_file
+    bodies = raw.get("bodies")
+    if not isinstance(bodies, list):
+        return raw
+    out = []
+    for b in bodies:
+        shapes = b.get("shapes") if isinstance(b, dict) else None
+        if isinstance(shapes, list) and any(isinstance(s, dict) and s.get("type") == "mesh"
+                                            and isinstance(s.get("file"), str) and s["file"] for s in shapes):
+            try:
+                shapes = [{**s, "file": resolve_file(s["file"], folder)}
+                          if isinstance(s, dict) and s.get("type") == "mesh" and isinstance(s.get("file"), str)
+                          and s["file"] else s for s in shapes]
+            except (ValueError, OSError):
+                pass                                     # (a file name the schema or the drawing reports)
+            b = {**b, "shapes": shapes}
+        out.append(b)
+    return {**raw, "bodies": out}
+
+
+def _robot(raw: dict, source: str, folder) -> tuple[dict, Scene | None, list[Problem]]:
+    """``(raw, robot, problems)``: the document with its ``robot.file`` and mesh files made absolute, the included
+    robot's own scene (None if there is none or it cannot be read) and the problems of the include."""
+    from .robots import resolve_file, robot_scene
+    from .schema import RobotInclude
+    if folder is None:
+        here = Path(source)
+        folder = here.parent if source != "<scene>" and here.suffix else None
+    raw = _mesh_files(raw, folder)
+    include = raw.get("robot")
+    if not isinstance(include, dict) or not isinstance(include.get("file"), str) or not include["file"]:
+        return raw, None, []                             # (an include of the wrong form is reported by the schema)
+    try:
+        raw = {**raw, "robot": {**include, "file": resolve_file(include["file"], folder)}}
+        checked = RobotInclude.model_validate(raw["robot"])
+    except (ValidationError, ValueError, OSError):
+        return raw, None, []                             # reported by the schema
+    try:
+        return raw, robot_scene(checked), []
+    except SceneError as exc:
+        problems = []
+        for p in exc.problems:
+            if p.path.startswith("q0["):
+                where = f"$.robot.q0.{p.path[4:-2]}"
+            elif p.path in ("base", "base_pose", "inertia"):
+                where = f"$.robot.{p.path}"
+            else:
+                where = "$.robot.file"
+                p = Problem(p.path, f"in the robot file {exc.source}: {p.path}: {p.message}", p.value, p.has_value)
+            problems.append(Problem(where, p.message, p.value, p.has_value))
+        if exc.omitted:
+            problems.append(Problem("$.robot.file", f"and {exc.omitted} more problem(s) in the robot file"))
+        return raw, None, problems
 
 
 def _validate_schema(raw: dict, want: int) -> tuple[Scene | None, list[dict], int]:
@@ -442,12 +515,42 @@ def read_document(path: str | os.PathLike) -> Any:
 
 def read_spec(path: str | os.PathLike) -> Scene:
     """Read and validate a scene file; a file that is missing, too large, not UTF-8 or not JSON is reported as a
-    :class:`SceneError`, like any problem of the document."""
-    return parse_spec(read_document(path), str(path))
+    :class:`SceneError`, like any problem of the document. A robot file (``.urdf``) is read as the scene that
+    includes it (:func:`robot_document`)."""
+    from .robots import ROBOT_SUFFIXES
+    if Path(path).suffix.lower() in ROBOT_SUFFIXES:
+        return parse_spec(robot_document(path), str(path), Path.cwd())
+    return parse_spec(read_document(path), str(path), Path(path).parent)
 
 
-def spec_to_json(spec: Scene) -> str:
-    """The document text of a spec: fields left at their defaults are omitted; floats are written exactly."""
+def robot_document(path: str | os.PathLike, inertia: str | None = None) -> dict:
+    """The scene document of a robot file on its own: ``{"robot": {"file": <absolute path>}}``, named after the
+    file, with the robot's gravity and time step (what ``python -m studio robot.urdf`` opens; saved, it is a JSON
+    scene that includes the robot file); ``inertia``: the include's inertia policy (default ``refuse``)."""
+    import re
+    from .robots import resolve_file
+    name = re.sub(r"[^A-Za-z0-9_\-]", "_", Path(path).stem) or "robot"
+    name = name if re.match(r"[A-Za-z_]", name) else "_" + name
+    doc = {"format_version": FORMAT_VERSION, "name": name[:128],
+           "description": f"The robot file {Path(path).name}",
+           "robot": {"file": resolve_file(str(path), Path.cwd()), **({"inertia": inertia} if inertia else {})}}
+    try:                                     # the robot's own gravity and time step (an MJCF file has them)
+        from .robots import robot_scene
+        from .schema import RobotInclude
+        robot = robot_scene(RobotInclude.model_validate(doc["robot"]))
+    except (SceneError, ValidationError, ValueError):
+        return doc                           # (reported when the document is validated)
+    doc["gravity"] = list(robot.gravity)
+    settings = robot.simulation.model_dump(mode="json", exclude_defaults=True)
+    if settings:
+        doc["simulation"] = settings
+    return doc
+
+
+def spec_to_json(spec: Scene, folder: str | os.PathLike | None = None) -> str:
+    """The document text of a spec: fields left at their defaults are omitted; floats are written exactly. The
+    included robot file is written relative to ``folder`` (the document's folder) when given."""
+    spec = relocated(spec, folder)
     data = spec.model_dump(mode="json", exclude_defaults=True)
     data = {"format_version": spec.format_version, **data}
     return json.dumps(data, indent=2) + "\n"
@@ -456,4 +559,19 @@ def spec_to_json(spec: Scene) -> str:
 def save_spec(spec: Scene, path: str | os.PathLike) -> Path:
     """Write ``spec`` to ``path`` atomically: a temporary file in the same folder, flushed to disk, renamed over
     the target. The previous file is untouched if anything fails."""
-    return atomic_write_text(path, spec_to_json(spec))
+    return atomic_write_text(path, spec_to_json(spec, Path(path).absolute().parent))
+
+
+def relocated(spec: Scene, folder: str | os.PathLike | None) -> Scene:
+    """``spec`` with the files it refers to written relative to ``folder`` (as they are if ``folder`` is None)."""
+    if folder is None:
+        return spec
+    from .robots import relative_file
+    update = {}
+    if spec.robot is not None:
+        update["robot"] = spec.robot.model_copy(update={"file": relative_file(spec.robot.file, folder)})
+    if any(s.type == "mesh" for b in spec.bodies for s in b.shapes):
+        update["bodies"] = [b.model_copy(update={"shapes": [
+            s.model_copy(update={"file": relative_file(s.file, folder)}) if s.type == "mesh" else s
+            for s in b.shapes]}) for b in spec.bodies]
+    return spec.model_copy(update=update) if update else spec

@@ -35,7 +35,10 @@ FORMAT_VERSION = 1
 
 Vec3 = tuple[float, float, float]
 Quat = tuple[float, float, float, float]
-Name = Annotated[str, Field(min_length=1, max_length=128, pattern=r"^[A-Za-z_][A-Za-z0-9_\-]*$")]
+Name = Annotated[str, Field(min_length=1, max_length=128, pattern=r"^[A-Za-z_][A-Za-z0-9_\-./:]*$")]
+"""A name: a letter or ``_``, then letters, digits and ``_ - . / :`` (URDF link and joint names such as
+``joint_8.0`` or ``iris__/imu_link`` are names; a joint-space expression can read only joints whose name is also
+a Python identifier)."""
 Positive = Annotated[float, Field(gt=0)]
 NonNegative = Annotated[float, Field(ge=0)]
 Colour = Union[tuple[float, float, float], tuple[float, float, float, float]]
@@ -119,7 +122,28 @@ class Capsule(_ShapeBase):
     length: Positive
 
 
-Shape = Annotated[Union[Box, Sphere, Cylinder, Capsule], Field(discriminator="type")]
+class Mesh(_ShapeBase):
+    """A triangle mesh from ``file`` (STL, OBJ, DAE, glTF/GLB, PLY, OFF; relative to the scene document's folder or
+    absolute), drawn only: it carries no mass (the body needs an ``inertial``). Its frame, like a box's, is at the
+    centre of the box bounding the mesh, whose full edge lengths are ``size``; the mesh file's own origin lies at
+    ``offset`` in that frame, and its vertices are multiplied by ``scale`` (per axis) first. Picking, framing and
+    default contact points use the bounding box; a file that cannot be read is drawn as that box."""
+    type: Literal["mesh"]
+    file: Annotated[str, Field(min_length=1, max_length=4096)]
+    size: tuple[Positive, Positive, Positive]
+    scale: Vec3 = (1.0, 1.0, 1.0)
+    offset: Vec3 = (0.0, 0.0, 0.0)
+
+    @model_validator(mode="after")
+    def _drawn_only(self):
+        if self.mass is not None or self.density is not None:
+            raise ValueError("a mesh is drawn only and carries no mass; give the body an inertial")
+        if self.axis is not None:
+            raise ValueError("axis applies to cylinders and capsules; orient a mesh with orientation")
+        return self
+
+
+Shape = Annotated[Union[Box, Sphere, Cylinder, Capsule, Mesh], Field(discriminator="type")]
 
 
 # ---------------------------------------------------------------------------------------------- inertia
@@ -134,16 +158,12 @@ class Inertial(Strict):
     @classmethod
     def _physical(cls, v):
         import numpy as np
+
+        from ..inertia import inertia_problem
         Ixx, Iyy, Izz, Ixy, Ixz, Iyz = v
-        I = np.array([[Ixx, Ixy, Ixz], [Ixy, Iyy, Iyz], [Ixz, Iyz, Izz]])
-        eig = np.linalg.eigvalsh(I)
-        scale = max(1.0, float(abs(eig).max()))
-        if eig.min() < -1e-12 * scale:
-            raise ValueError(f"inertia must be positive semi-definite; its principal moments are {eig.round(12).tolist()}")
-        a, b, c = eig
-        if a + b < c - 1e-9 * scale:
-            raise ValueError(f"principal moments {eig.round(12).tolist()} violate the triangle inequality "
-                             "(no physical body has them)")
+        problem = inertia_problem(np.array([[Ixx, Ixy, Ixz], [Ixy, Iyy, Iyz], [Ixz, Iyz, Izz]]))
+        if problem is not None:
+            raise ValueError(problem)
         return v
 
 
@@ -241,10 +261,10 @@ class Body(Strict):
                 raise ValueError(f"shapes {bad} give mass or density, but the body has an explicit inertial; "
                                  "remove one of them")
         else:
-            bad = [i for i, s in enumerate(self.shapes) if s.mass is None and s.density is None]
+            bad = [i for i, s in enumerate(self.shapes) if s.mass is None and s.density is None and s.type != "mesh"]
             if bad:
                 raise ValueError(f"shapes {bad} give neither mass nor density, and the body has no inertial")
-            if not self.shapes:
+            if all(s.type == "mesh" for s in self.shapes):
                 raise ValueError("a body needs shapes with mass or density, or an explicit inertial")
         return self
 
@@ -737,6 +757,29 @@ class ViewSettings(Strict):
     follow: Name | None = None
 
 
+class RobotInclude(Strict):
+    """A robot description file included in the scene (:mod:`core.scene.robots`): ``file`` is a URDF file
+    (``.urdf``) or a MuJoCo model (MJCF, ``.xml``; needs the ``mjcf`` extra, and its joints are its own, so
+    ``base`` and ``base_pose`` do not apply), relative to the scene document's folder or absolute. Its links become bodies (before the
+    document's own ``bodies``, which may hang from them), its mimic joints joint-space constraints; the document's
+    constraints, forces, controllers, contacts and programs may name its bodies and joints. Overrides: ``base``
+    (``fixed``: the root link welded to the world; ``floating``: a free joint), ``base_pose`` (the root link's
+    ``[x, y, z, qw, qx, qy, qz]`` in the world), ``q0`` (initial coordinates of hinge and slider joints by name, rad
+    or m) and ``inertia`` (``refuse`` an unphysical link inertia, or ``repair`` it to the nearest physical one)."""
+    file: Annotated[str, Field(min_length=1, max_length=4096)]
+    base: Literal["fixed", "floating"] = "fixed"
+    base_pose: tuple[float, float, float, float, float, float, float] | None = None
+    q0: Annotated[dict[Name, float], Field(max_length=10000)] = Field(default_factory=dict)
+    inertia: Literal["refuse", "repair"] = "refuse"
+
+    @field_validator("base_pose")
+    @classmethod
+    def _unit(cls, v):
+        if v is not None:
+            _unit_quaternion(v[3:])
+        return v
+
+
 class Scene(Strict):
     """A whole scene document."""
     format_version: Literal[1]
@@ -751,3 +794,4 @@ class Scene(Strict):
     contacts: list[ContactSpec] = Field(default_factory=list)
     programs: Annotated[list[ProgramEntry], Field(max_length=16)] = Field(default_factory=list)
     view: ViewSettings = Field(default_factory=ViewSettings)
+    robot: RobotInclude | None = None

@@ -1,0 +1,147 @@
+"""Scene documents that include a robot file: the ``robot`` section (:class:`core.scene.schema.RobotInclude`).
+
+A document ``{"robot": {"file": "ur5.urdf", "base": "floating", "q0": {"elbow": 0.5}}, "constraints": […]}`` is
+the robot's scene (:func:`core.scene.urdf.urdf_to_spec` or :func:`core.scene.mjcf.mjcf_to_spec`, with the
+overrides) with the document on top: the robot's
+bodies first, then the document's own bodies (which may hang from the robot's), the robot's mimic constraints
+first, then the document's constraints; forces, controllers, contacts, programs, gravity, the simulation settings
+and the view are the document's. :func:`expand` makes that flat scene (what is validated and compiled); the
+document itself keeps only the include, so saving it writes the include, not the robot's bodies.
+
+The file is resolved against the document's folder when the document is read and held as an absolute path in
+memory; saving writes it relative to the saved document's folder again (:func:`relative_file`). A robot file
+that changed on disk is read again (the cache is keyed on its path, size and modification time).
+"""
+from __future__ import annotations
+
+import os
+import re
+from functools import lru_cache
+from pathlib import Path
+
+from .io import Problem, SceneError
+from .schema import RobotInclude, Scene
+
+__all__ = ["ROBOT_SUFFIXES", "robot_scene", "expand", "resolve_file", "relative_file", "remap_path",
+           "plain_import_warnings"]
+
+ROBOT_SUFFIXES = (".urdf", ".xml")
+
+
+def resolve_file(file: str, folder: str | os.PathLike | None) -> str:
+    """``file`` as an absolute path: as it is if absolute, else relative to ``folder`` (default: the current
+    folder)."""
+    p = Path(file).expanduser()
+    if not p.is_absolute():
+        p = Path(folder if folder is not None else Path.cwd()) / p
+    return str(Path(os.path.normpath(p.absolute())))
+
+
+def relative_file(file: str, folder: str | os.PathLike) -> str:
+    """``file`` relative to ``folder`` when it can be written so (same drive), else as it is."""
+    try:
+        return Path(os.path.relpath(file, folder)).as_posix()
+    except ValueError:
+        return file
+
+
+def robot_scene(include: RobotInclude) -> Scene:
+    """The robot's own scene with the include's overrides (raises :class:`SceneError` naming the robot file's
+    elements, with the robot file as its source)."""
+    path = Path(include.file)
+    if path.suffix.lower() not in ROBOT_SUFFIXES:
+        raise SceneError([Problem("robot", f"not a robot file this program reads ({', '.join(ROBOT_SUFFIXES)})",
+                                  path.name, True)], str(path))
+    try:
+        st = path.stat()
+    except OSError as exc:
+        raise SceneError([Problem("robot", f"cannot read the file: {exc.strerror or exc}")], str(path)) from None
+    except ValueError as exc:                            # e.g. a NUL byte in the name
+        raise SceneError([Problem("robot", f"cannot read the file: {exc}")], str(path)) from None
+    key = (str(path), st.st_size, st.st_mtime_ns, include.base, include.inertia,
+           tuple(sorted(include.q0.items())), include.base_pose)
+    return _read(key)
+
+
+@lru_cache(maxsize=8)
+def _read(key) -> Scene:
+    file, _, _, base, inertia, q0, base_pose = key
+    if Path(file).suffix.lower() == ".xml":
+        return _mjcf(file, base, dict(q0), base_pose)
+    from .urdf import urdf_to_spec
+    return urdf_to_spec(file, floating_base=base == "floating", inertia=inertia, q0=dict(q0), base_pose=base_pose)
+
+
+def _mjcf(file: str, base: str, q0: dict, base_pose) -> Scene:
+    """An MJCF robot (:mod:`core.scene.mjcf`): its joints are its own (``base`` and ``base_pose`` are refused;
+    MuJoCo's compiler has checked its inertias); ``q0`` sets hinge and slide coordinates."""
+    from .mjcf import mjcf_to_spec
+    problems = []
+    if base != "fixed":
+        problems.append(Problem("base", "an MJCF model has its own joints (give its root body a <freejoint/> for a "
+                                "floating base)", base, True))
+    if base_pose is not None:
+        problems.append(Problem("base_pose", "an MJCF model places its own bodies", list(base_pose), True))
+    if problems:
+        raise SceneError(problems, file)
+    spec = mjcf_to_spec(file)
+    if not q0:
+        return spec
+    data = spec.model_dump(mode="python")
+    found = set()
+    for b in data["bodies"]:
+        j = b["joint"]
+        if j["type"] in ("hinge", "slider") and j.get("name") in q0:
+            j["q0"] = float(q0[j["name"]])
+            found.add(j["name"])
+    for name in q0:
+        if name not in found:
+            problems.append(Problem(f"q0[{name!r}]", "not a hinge or slide joint of this model", name, True))
+    if problems:
+        raise SceneError(problems, file)
+    return Scene.model_validate(data)
+
+
+def expand(spec: Scene) -> Scene:
+    """The flat scene of a document with a ``robot`` include (the document itself if it has none)."""
+    if spec.robot is None:
+        return spec
+    robot = robot_scene(spec.robot)
+    data = spec.model_dump(mode="python", exclude={"robot"})
+    data["bodies"] = robot.model_dump(mode="python")["bodies"] + data["bodies"]
+    data["constraints"] = robot.model_dump(mode="python")["constraints"] + data["constraints"]
+    return Scene.model_validate(data)
+
+
+_INDEX = re.compile(r"^\$\.(bodies|constraints)\[(\d+)\](.*)$")
+
+
+def remap_path(path: str, n_bodies: int, n_constraints: int) -> str:
+    """A JSON path into the flat scene of :func:`expand`, as a path into the document: items that come from the
+    robot are reported at ``$.robot``."""
+    m = _INDEX.match(path)
+    if not m:
+        return path
+    section, i, rest = m.group(1), int(m.group(2)), m.group(3)
+    n = n_bodies if section == "bodies" else n_constraints
+    if i < n:
+        return f"$.robot (the robot's {section}[{i}]{rest})"
+    return f"$.{section}[{i - n}]{rest}"
+
+
+def plain_import_warnings(prefix: str) -> None:
+    """Show the importers' notes (``URDFWarning``, ``MJCFWarning``) on stderr as one line each,
+    ``<prefix>: warning: <message>``, instead of Python's form with a source line (for the command lines)."""
+    import sys
+    import warnings
+    shown = warnings.showwarning
+    if getattr(shown, "plain_prefix", None) == prefix:
+        return                                           # installed already (a second call in one process)
+
+    def show(message, category, filename, lineno, file=None, line=None):
+        if category.__name__ in ("URDFWarning", "MJCFWarning"):
+            print(f"{prefix}: warning: {message}", file=sys.stderr if file is None else file)
+        else:
+            shown(message, category, filename, lineno, file, line)
+    show.plain_prefix = prefix
+    warnings.showwarning = show

@@ -1,0 +1,88 @@
+"""ABA on real robots against Pinocchio, in one process and one run (ratios, not absolute times).
+
+    .venv/bin/pip install -e ".[test]"            # pin (Pinocchio) and example-robot-data
+    .venv/bin/python tests/benchmarks/bench_robots.py [--repeats 7] [--calls 300]
+
+For Talos (talos_reduced), Panda, Go2 and Solo12 of ``example-robot-data``, fixed and floating base: the same URDF
+loaded by ``core.load_urdf`` and by ``pinocchio.buildModelFromUrdf``, one random state (q, q̇, τ), and the time of
+``core.forward_dynamics`` against ``pinocchio.aba`` (their results are compared too). Also printed: our links
+(fixed links included: they are not merged into their parents) against Pinocchio's bodies, which are.
+
+Timings are the minimum over repeats of a timed loop, interleaved between the engines, so a busy machine affects
+both alike. Not a test: nothing here asserts a time.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+import warnings
+from pathlib import Path
+
+import numpy as np
+
+import core
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from test_robots import ROBOTS  # noqa: E402  (the installed example-robot-data)
+from test_urdf import PinocchioMap, random_state  # noqa: E402
+
+ROBOT_FILES = {"talos": "talos_data/robots/talos_reduced.urdf", "panda": "panda_description/urdf/panda.urdf",
+               "go2": "go2_description/urdf/go2.urdf", "solo12": "solo_description/robots/solo12.urdf"}
+
+
+def best_of(fn, calls: int, repeats: int) -> float:
+    best = np.inf
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        for _ in range(calls):
+            fn()
+        best = min(best, (time.perf_counter() - t0) / calls)
+    return best
+
+
+def bench(name: str, floating: bool, calls: int, repeats: int) -> dict:
+    import pinocchio
+    path = str(ROBOTS / ROBOT_FILES[name])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = core.load_urdf(path, floating_base=floating)
+    pm = pinocchio.buildModelFromUrdf(path, pinocchio.JointModelFreeFlyer()) if floating else \
+        pinocchio.buildModelFromUrdf(path)
+    pm.gravity.linear = np.array(model.gravity)
+    pd = pm.createData()
+    mp = PinocchioMap(model, pm, floating)
+    q, qd, _, tau = random_state(model, np.random.default_rng(0))
+    pq, pv, pt = mp.q(q), mp.v(qd), mp.v(tau)
+    ours = core.forward_dynamics(model, q, qd, tau)
+    ref = mp.back(pinocchio.aba(pm, pd, pq, pv, pt))
+    times = {"ours": np.inf, "pinocchio": np.inf}
+    for _ in range(repeats):                               # interleaved
+        times["ours"] = min(times["ours"], best_of(lambda: core.forward_dynamics(model, q, qd, tau), calls, 1))
+        times["pinocchio"] = min(times["pinocchio"], best_of(lambda: pinocchio.aba(pm, pd, pq, pv, pt), calls, 1))
+    return {"robot": name, "base": "floating" if floating else "fixed", "links": model.n_links,
+            "pinocchio_bodies": pm.nbodies - 1, "nv": model.nv, "ours_us": 1e6 * times["ours"],
+            "pinocchio_us": 1e6 * times["pinocchio"], "ratio": times["ours"] / times["pinocchio"],
+            "max_rel_diff": float(np.abs(ours - ref).max() / np.abs(ref).max())}
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--repeats", type=int, default=7)
+    parser.add_argument("--calls", type=int, default=300)
+    args = parser.parse_args(argv)
+    if ROBOTS is None:
+        print("example-robot-data is not installed (pip install -e '.[test]')", file=sys.stderr)
+        return 2
+    print(f"{'robot':>7} {'base':>8} {'links':>5} {'pin bodies':>10} {'nv':>3} {'ours µs':>8} {'pin µs':>7} "
+          f"{'ratio':>5} {'max rel diff':>12}")
+    for name in ROBOT_FILES:
+        for floating in (False, True):
+            r = bench(name, floating, args.calls, args.repeats)
+            print(f"{r['robot']:>7} {r['base']:>8} {r['links']:>5} {r['pinocchio_bodies']:>10} {r['nv']:>3} "
+                  f"{r['ours_us']:>8.1f} {r['pinocchio_us']:>7.1f} {r['ratio']:>5.2f} {r['max_rel_diff']:>12.1e}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,241 @@
+"""MJCF import through MuJoCo's compiler (core/scene/mjcf.py): the joint-space inertia and the accelerations
+agree with MuJoCo's own ``mj_fullM`` and ``qacc`` at random states (free, hinge, slide and ball joints, several
+joints in one body, anchors off the body origin); ``connect`` equalities become point-to-point constraints at
+MuJoCo's anchors; bad files are refused with MuJoCo's message."""
+from __future__ import annotations
+
+import os
+import warnings
+
+import numpy as np
+import pytest
+
+import core
+from core.scene import SceneError, read_spec
+
+if os.environ.get("CI") is None:
+    mujoco = pytest.importorskip("mujoco")
+else:                                   # on CI a missing reference is a failure, not a skip
+    import mujoco
+
+from core.scene.mjcf import MJCFWarning, mjcf_to_spec  # noqa: E402
+
+MODEL = """
+<mujoco model="test">
+  <option gravity="0.3 -0.2 -9.81" timestep="0.002"/>
+  <worldbody>
+    <geom type="plane" size="5 5 0.1"/>
+    <body name="torso" pos="0.1 0.2 1.0" quat="0.9 0.1 0.3 0.2">
+      <freejoint name="root"/>
+      <geom type="box" size="0.2 0.1 0.05" pos="0.02 0 0" rgba="0.8 0.2 0.2 1"/>
+      <geom type="sphere" size="0.07" pos="0 0.1 0.1"/>
+      <body name="upper" pos="0.25 0 0" euler="0.3 0.1 0">
+        <joint name="shoulder" type="hinge" axis="0 1 0.3" pos="-0.05 0.01 0"/>
+        <geom type="capsule" fromto="0 0 0 0.3 0 0" size="0.04"/>
+        <body name="lower" pos="0.3 0 0">
+          <joint name="elbow" type="hinge" axis="0 0 1" pos="0.02 0 0.01"/>
+          <joint name="telescope" type="slide" axis="1 0 0" pos="0.1 0 0"/>
+          <geom type="cylinder" size="0.03 0.12" pos="0.12 0 0" euler="0 1.5708 0"/>
+          <body name="hand" pos="0.25 0 0">
+            <joint name="wrist" type="ball" pos="0.01 0.02 0"/>
+            <geom type="ellipsoid" size="0.05 0.03 0.02" pos="0.04 0 0"/>
+          </body>
+        </body>
+      </body>
+      <body name="sensor" pos="0 0 0.12"><geom type="box" size="0.02 0.02 0.02" mass="0.05"/></body>
+    </body>
+    <body name="bob" pos="1 0 1">
+      <joint name="swing" type="hinge" axis="0 1 0" pos="0 0 0.5"/>
+      <geom type="sphere" size="0.1"/>
+    </body>
+  </worldbody>
+  <equality>
+    <connect name="tether" body1="bob" body2="world" anchor="0.02 0 0"/>
+  </equality>
+</mujoco>
+"""
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("mjcf")
+    path = folder / "test.xml"
+    path.write_text(MODEL)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", MJCFWarning)
+        model = core.load_scene(path)
+    return path, model, mujoco.MjModel.from_xml_path(str(path))
+
+
+def _maps(model, m, q, qd):
+    """MuJoCo's qpos and qvel of our (q, qd), the matrix T with qvel = T qd, and Ṫ qd."""
+    qpos, T, Tdot_qd = m.qpos0.copy(), np.zeros((m.nv, model.nv)), np.zeros(m.nv)
+    for j in range(m.njnt):
+        name = mujoco.mj_id2name(m, mujoco.mjtObj.mjOBJ_JOINT, j)
+        qs, vs = model.q_slice(name), model.qd_slice(name)
+        ia, iv = m.jnt_qposadr[j], m.jnt_dofadr[j]
+        jt = m.jnt_type[j]
+        if jt == mujoco.mjtJoint.mjJNT_FREE:
+            qpos[ia:ia + 7] = q[qs]
+            w, v = qd[vs][:3], qd[vs][3:]
+            R = core.spatial.quat_to_rotation(q[qs][3:])
+            T[iv:iv + 3, vs.start + 3:vs.stop] = R                  # MuJoCo: v in world coordinates, then ω local
+            T[iv + 3:iv + 6, vs.start:vs.start + 3] = np.eye(3)
+            Tdot_qd[iv:iv + 3] = R @ np.cross(w, v)
+        elif jt == mujoco.mjtJoint.mjJNT_BALL:
+            qpos[ia:ia + 4] = q[qs]
+            T[iv:iv + 3, vs] = np.eye(3)
+        else:
+            qpos[ia] = q[qs][0] + m.qpos0[ia]
+            T[iv, vs] = 1.0
+    return qpos, T @ qd, T, Tdot_qd
+
+
+def test_structure(files):
+    _, model, m = files
+    assert model.joint_names == ["root", "shoulder", "elbow", "telescope", "wrist", "swing"]
+    assert "lower__elbow" in model.link_names                 # the massless link of lower's extra joint
+    assert model.nv == m.nv == 6 + 1 + 1 + 1 + 3 + 1
+    assert model.constraint_names == ["tether"]
+    assert model.settings["dt"] == 0.002
+    np.testing.assert_allclose(model.gravity, [0.3, -0.2, -9.81])
+    kinds = sorted(s.kind for s in model.shapes)
+    assert kinds == ["box", "box", "box", "capsule", "cylinder", "sphere", "sphere"]   # the ellipsoid as a box
+    assert sum(model.mass) == pytest.approx(sum(m.body_mass))
+
+
+def test_inertia_and_accelerations_agree_with_mujoco(files):
+    _, model, m = files
+    m.opt.disableflags |= mujoco.mjtDisableBit.mjDSBL_CONSTRAINT   # unconstrained dynamics, as core's ABA
+    d = mujoco.MjData(m)
+    rng = np.random.default_rng(7)
+    for _ in range(5):
+        q = np.array(model.q0, dtype=float)
+        for name in model.joint_names:
+            qs = model.q_slice(name)
+            if qs.stop - qs.start == 1:
+                q[qs] = rng.uniform(-1.5, 1.5) if name != "telescope" else rng.uniform(-0.2, 0.2)
+            elif qs.stop - qs.start == 4:
+                u = rng.normal(size=4)
+                q[qs] = u / np.linalg.norm(u)
+            else:
+                u = rng.normal(size=4)
+                q[qs] = np.concatenate([rng.uniform(-1, 1, 3), u / np.linalg.norm(u)])
+        qd = rng.normal(size=model.nv)
+        qpos, qvel, T, Tdot_qd = _maps(model, m, q, qd)
+        d.qpos[:], d.qvel[:] = qpos, qvel
+        tau_mj = rng.normal(size=m.nv) * 5.0
+        d.qfrc_applied[:] = tau_mj
+        mujoco.mj_forward(m, d)
+        M_mj = np.zeros((m.nv, m.nv))
+        try:
+            mujoco.mj_fullM(m, d, M_mj)                         # MuJoCo 4
+        except TypeError:
+            mujoco.mj_fullM(m, M_mj, d.qM)                      # MuJoCo 3
+        M = core.mass_matrix(model, q)
+        np.testing.assert_allclose(M, T.T @ M_mj @ T, atol=1e-12 * np.abs(M).max())
+        qdd = core.forward_dynamics(model, q, qd, T.T @ tau_mj)
+        np.testing.assert_allclose(T @ qdd + Tdot_qd, d.qacc, atol=1e-9 * np.abs(d.qacc).max())
+
+
+def test_connect_equality_is_a_point_to_point_constraint_at_mujocos_anchors(files):
+    _, model, m = files
+    d = mujoco.MjData(m)
+    mujoco.mj_forward(m, d)
+    c, = model.constraints
+    spec = model.spec
+    flat = core.scene.robots.expand(spec) if spec.robot is not None else spec
+    con, = flat.constraints
+    assert (con.type, con.body_a, con.body_b) == ("point_to_point", "bob", "world")
+    q = np.array(model.q0, dtype=float)
+    p = core.point_position(model, q, "bob", tuple(con.point_a))
+    bob = mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_BODY, "bob")
+    np.testing.assert_allclose(p, d.xpos[bob] + d.xmat[bob].reshape(3, 3) @ m.eq_data[0][:3], atol=1e-12)
+    np.testing.assert_allclose(p, con.point_b, atol=1e-12)    # the world anchor where the bob's anchor starts
+    sim = core.Simulation(model, dt=1e-3)
+    sim.run(0.5)
+    np.testing.assert_allclose(core.point_position(model, sim.state.q, "bob", tuple(con.point_a)), con.point_b,
+                               atol=1e-6)                      # held through a simulation…
+    free = core.compile_scene(flat.model_copy(update={"constraints": []}))
+    loose = core.Simulation(free, dt=1e-3)
+    loose.run(0.5)                                             # …where gravity's x component swings it without
+    assert np.linalg.norm(core.point_position(free, loose.state.q, "bob", tuple(con.point_a)) - con.point_b) > 1e-3
+
+
+def test_a_scene_includes_an_mjcf_model_with_q0(files, tmp_path):
+    path, _, _ = files
+    doc = tmp_path / "scene.json"
+    doc.write_text('{"format_version": 1, "name": "s", "robot": {"file": "%s", "q0": {"shoulder": 0.4}}}' % path)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", MJCFWarning)
+        model = core.load_scene(doc)
+        assert model.q0[model.q_slice("shoulder")][0] == 0.4
+        doc.write_text('{"format_version": 1, "name": "s", "robot": {"file": "%s", "base": "floating"}}' % path)
+        with pytest.raises(SceneError) as info:
+            read_spec(doc)
+    assert info.value.problems[0].path == "$.robot.base"
+
+
+@pytest.mark.parametrize("text, message", [
+    ("garbage", "MuJoCo's compiler refused the file"),
+    ("<mujoco><worldbody><body><joint type='hinge'/></body></worldbody></mujoco>", "MuJoCo's compiler refused"),
+    ("<mujoco><worldbody><body name='a'><geom size='-1'/></body></worldbody></mujoco>", "MuJoCo's compiler refused"),
+])
+def test_bad_files_are_refused_with_mujocos_message(tmp_path, text, message):
+    path = tmp_path / "bad.xml"
+    path.write_text(text)
+    with pytest.raises(SceneError, match=message):
+        mjcf_to_spec(path)
+    from core.__main__ import main
+    assert main(["validate", str(path)]) == 2
+
+
+def test_a_pipe_is_not_read(tmp_path):
+    fifo = tmp_path / "model.xml"
+    os.mkfifo(fifo)
+    with pytest.raises(SceneError, match="not a regular file"):
+        mjcf_to_spec(fifo)
+
+
+def test_a_mesh_geom_is_drawn_from_its_file_where_mujoco_puts_it(tmp_path):
+    """MuJoCo moves a mesh to its centre of mass and principal axes; the drawn triangles land where MuJoCo's own
+    vertices are in the world. A file that does not match MuJoCo's vertices is drawn as the bounding box."""
+    from studio.meshes import shape_mesh
+    (tmp_path / "assets").mkdir()
+    v = np.array([[0.1, 0.2, 0.3], [0.5, 0.2, 0.3], [0.1, 0.9, 0.3], [0.1, 0.2, 1.6], [0.4, 0.6, 0.9]])
+    faces = [[1, 3, 2], [1, 2, 4], [1, 4, 3], [2, 3, 4], [2, 5, 4], [3, 5, 4]]
+    obj = "".join(f"v {a} {b} {c}\n" for a, b, c in v) + "".join(f"f {a} {b} {c}\n" for a, b, c in faces)
+    (tmp_path / "assets" / "part.obj").write_text(obj)
+    xml = tmp_path / "m.xml"
+    xml.write_text('<mujoco><compiler meshdir="assets"/><asset><mesh name="part" file="part.obj" scale="1 2 0.5"/>'
+                   '</asset><worldbody><body name="b" pos="0 0 1" euler="0.2 0.3 0"><joint type="hinge" '
+                   'pos="0.05 0 0"/><geom type="mesh" mesh="part" pos="0.1 0 0" euler="0 0 0.4"/></body>'
+                   '</worldbody></mujoco>')
+    model = core.compile_scene(mjcf_to_spec(xml))
+    s, = model.shapes
+    assert s.kind == "mesh" and s.size["scale"] == (1.0, 2.0, 0.5)
+    m = mujoco.MjModel.from_xml_path(str(xml))
+    d = mujoco.MjData(m)
+    mujoco.mj_forward(m, d)
+    theirs = d.geom_xpos[0] + m.mesh_vert[:m.mesh_vertnum[0]] @ d.geom_xmat[0].reshape(3, 3).T
+    R_WL, p_WL, _ = core.forward_kinematics(model, model.q0)
+    drawn = shape_mesh(s).vertexes().astype(float)
+    ours = p_WL[s.link] + (s.p_LS + drawn @ s.R_LS.T) @ R_WL[s.link].T
+    assert np.abs(ours[:, None, :] - theirs[None]).sum(axis=-1).min(axis=1).max() < 1e-6
+
+def test_a_mesh_file_that_does_not_match_mujocos_vertices_is_drawn_as_their_box(tmp_path, monkeypatch):
+    import core.meshfile
+    from core.meshfile import MeshFile
+    (tmp_path / "part.obj").write_text("v 0 0 0\nv 1 0 0\nv 0 1 0\nv 0 0 1\nf 1 3 2\nf 1 2 4\nf 1 4 3\nf 2 3 4\n")
+    xml = tmp_path / "m.xml"
+    xml.write_text('<mujoco><asset><mesh name="p" file="part.obj"/></asset><worldbody><body name="b">'
+                   '<joint type="hinge"/><geom type="mesh" mesh="p"/></body></worldbody></mujoco>')
+    other = MeshFile(np.array([[0, 0, 0], [2.0, 0, 0], [0, 1, 0], [0, 0, 1]]), np.array([[0, 2, 1]]), None)
+    monkeypatch.setattr(core.meshfile, "read_mesh", lambda path, file_type=None: other)   # not what MuJoCo read
+    with pytest.warns(MJCFWarning, match="could not be matched"):
+        spec = mjcf_to_spec(xml)
+    box = spec.bodies[0].shapes[0]
+    assert box.type == "box"
+    m = mujoco.MjModel.from_xml_path(str(xml))
+    v = m.mesh_vert[:m.mesh_vertnum[0]]
+    np.testing.assert_allclose(box.size, np.ptp(v, axis=0), rtol=1e-6)
