@@ -18,7 +18,7 @@ from pyqtgraph.opengl import MeshData
 from .framing import shape_half_extents
 
 __all__ = ["shape_mesh", "shape_half_extents", "box_mesh", "sphere_mesh", "cylinder_mesh", "capsule_mesh",
-           "file_mesh", "decimate", "MAX_VIEW_TRIANGLES"]
+           "file_mesh", "decimate", "MAX_VIEW_TRIANGLES", "vertex_normals"]
 
 MAX_VIEW_TRIANGLES = 20_000   # a mesh file with more is decimated for the viewport (vertex clustering)
 
@@ -194,3 +194,15 @@ def _outward(verts, faces) -> MeshData:
     inward = np.einsum("ij,ij->i", np.cross(b - a, c - a), a + b + c) < 0
     faces[inward] = faces[inward][:, ::-1]
     return MeshData(vertexes=verts, faces=faces.astype(np.uint32))
+
+
+def vertex_normals(verts: np.ndarray, faces: np.ndarray) -> np.ndarray:
+    """Smooth vertex normals (V, 3): the normalized sum of the area-weighted normals of the faces around each
+    vertex (what :meth:`pyqtgraph.opengl.MeshData.vertexNormals` computes, vectorized)."""
+    tri = verts[faces].astype(np.float64)
+    n = np.cross(tri[:, 1] - tri[:, 0], tri[:, 2] - tri[:, 0])
+    acc = np.zeros(verts.shape, dtype=np.float64)
+    for k in range(3):
+        np.add.at(acc, faces[:, k], n)
+    acc /= np.maximum(np.linalg.norm(acc, axis=1), 1e-30)[:, None]
+    return acc.astype(np.float32)

@@ -23,6 +23,7 @@ import pyqtgraph.opengl as gl
 from OpenGL import GL
 
 from . import glyphs
+from .meshes import vertex_normals
 from .framing import nice_step
 from .kinds import constraint_kinds, force_kinds
 
@@ -292,16 +293,6 @@ def _set_mesh(item, verts, faces, colours) -> None:
     item.setVisible(True)
 
 
-def vertex_normals(verts: np.ndarray, faces: np.ndarray) -> np.ndarray:
-    """Smooth vertex normals (V, 3): the normalized sum of the area-weighted normals of the faces around each
-    vertex (what :meth:`pyqtgraph.opengl.MeshData.vertexNormals` computes, vectorized)."""
-    tri = verts[faces].astype(np.float64)
-    n = np.cross(tri[:, 1] - tri[:, 0], tri[:, 2] - tri[:, 0])
-    acc = np.zeros(verts.shape, dtype=np.float64)
-    for k in range(3):
-        np.add.at(acc, faces[:, k], n)
-    acc /= np.maximum(np.linalg.norm(acc, axis=1), 1e-30)[:, None]
-    return acc.astype(np.float32)
 
 
 def _set_lines(item, pos, colour=None) -> None:

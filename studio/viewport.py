@@ -39,7 +39,7 @@ from PySide6.QtWidgets import QLabel
 import core
 
 from .framing import display_rotation, frame_scene
-from .meshes import shape_half_extents, shape_mesh
+from .meshes import shape_half_extents, shape_mesh, vertex_normals
 from .overlays import Overlays
 from .picking import hit_sphere, pick_shape, ray_plane, ray_through
 from core.drawing import shape_poses
@@ -193,7 +193,8 @@ class Viewport(gl.GLViewWidget):
                 meshes = []
                 for k in chunk:
                     md = shape_mesh(model.shapes[k])
-                    meshes.append((md.vertexes(), md.faces(), md.vertexNormals(), tuple(model.shapes[k].rgba)))
+                    meshes.append((md.vertexes(), md.faces(), vertex_normals(md.vertexes(), md.faces()),
+                                   tuple(model.shapes[k].rgba)))
                 item = ShapesItem(meshes, parentItem=self._world, glOptions="opaque" if opaque else "translucent")
                 self._items.append((item, chunk))
         self._hovered = None

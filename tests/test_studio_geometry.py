@@ -130,13 +130,13 @@ def test_nice_step(x, step):
 
 
 def test_overlay_vertex_normals_are_pyqtgraphs_smooth_normals():
-    """The overlays give their glyph meshes smooth normals computed at once (studio.overlays.vertex_normals),
+    """The overlays give their glyph meshes smooth normals computed at once (studio.meshes.vertex_normals),
     the normalized sum of the area-weighted face normals around each vertex, as MeshData.vertexNormals does in
     a Python loop."""
     import pyqtgraph.opengl as gl
 
     from studio import glyphs
-    from studio.overlays import vertex_normals
+    from studio.meshes import vertex_normals
     verts, faces, _ = glyphs.arrow_mesh(np.array([[0.0, 0.0, 0.0], [1.0, 2.0, 0.5]]),
                                         np.array([[0.3, 0.1, 0.9], [-0.5, 0.2, 0.1]]), 0.02, [(1, 1, 1, 1)] * 2)
     verts, faces = np.asarray(verts, np.float32), np.asarray(faces, np.uint32)
