@@ -653,7 +653,7 @@ class SlotineLiControllerSpec(_ControllerBase):
     """Slotine–Li adaptive control (thesis eq. 3.17, 3.21): ``τ = −kd s + Y_p â``, ``â̇ = −eta Γ Y_pᵀ s``. Needs
     every joint controlled. ``parameters`` chooses what is adapted: ``"base"`` (the default: the arm's
     identifiable base parameters, found numerically), ``"standard"`` (ten per link: m, hx, hy, hz, Ixx, Iyy,
-    Izz, Ixy, Ixz, Iyz) or ``{"type": "custom", …}`` (:class:`CustomParameters`; Slotine & Li's a1…a4 in the two
+    Izz, Ixy, Ixz, Iyz) or ``{"type": "custom", …}`` (linear expressions of those; Slotine & Li's a1…a4 in the two
     arm scenes); ``python -m core parameters SCENE`` prints them. ``gamma``: the shape Γ of the adaptation gain
     (default the identity, so the gain is eta·1 as in the thesis). The parameters start at zero
     (``initial_parameters: "zero"``), at the arm's true values mapped to the parameterization (``"model"``), or
