@@ -52,7 +52,7 @@ def _parse_args(argv):
                         help="with --screenshot: wall-clock seconds to play before the picture (default 1)")
     parser.add_argument("--size", default="1600x1000", metavar="WxH", help="window size (default 1600x1000)")
     parser.add_argument("--select", metavar="NAME",
-                        help="select this body, constraint, force, contact or controller")
+                        help="select this body, constraint, force, contact, controller or program")
     parser.add_argument("--speed", type=float, metavar="FACTOR", help="real-time factor to ask for (default 1)")
     parser.add_argument("--paused", action="store_true", help="open the scene paused instead of playing it")
     args = parser.parse_args(argv)
@@ -271,12 +271,12 @@ def _show_uncaught_exceptions(window) -> None:
 
 def _select(window, name: str) -> None:
     spec = window.document.spec
-    for section in ("bodies", "constraints", "forces", "contacts", "controllers"):
+    for section in ("bodies", "constraints", "forces", "contacts", "controllers", "programs"):
         for i, item in enumerate(getattr(spec, section, None) or ()):
             if item.name == name:
                 window.selection.set((section, i))
                 return
-    print(f"limbstudio: --select: no body, constraint, force, contact or controller named {name!r}",
+    print(f"limbstudio: --select: no body, constraint, force, contact, controller or program named {name!r}",
           file=sys.stderr)
 
 

@@ -97,9 +97,7 @@ def field_kind(annotation) -> tuple[str, dict]:
         if item is str:
             return "names", {}
         return "json", {}
-    if origin is dict:
-        return "skip", {}
-    return "json", {}
+    return "json", {}                                       # (a dict too: a robot's q0, a program's parameters)
 
 
 class FieldEditor(QWidget):

@@ -106,13 +106,15 @@ def build_tree_model(spec, model: QStandardItemModel | None = None) -> QStandard
                                tip=f"{body.joint.type} joint: {body.parent} → {body.name}"))
     root.appendRow(bodies)
     root.appendRow(joints)
-    for section, title in (("constraints", "Constraints"), ("forces", "Forces"), ("controllers", "Controllers")):
+    for section, title in (("constraints", "Constraints"), ("forces", "Forces"), ("controllers", "Controllers"),
+                           ("programs", "Programs")):
         items = getattr(spec, section, None)
-        if items is None or (section == "controllers" and not items):
+        if items is None or (section in ("controllers", "programs") and not items):
             continue
         group = _group(title, section, len(items))
         for k, entity in enumerate(items):
-            group.appendRow(_item(entity.name, (section, k), editable=True, tip=getattr(entity, "type", "")))
+            tip = getattr(entity, "type", None) or getattr(entity, "program", "")
+            group.appendRow(_item(entity.name, (section, k), editable=True, tip=tip))
         root.appendRow(group)
     contacts = getattr(spec, "contacts", None) or []
     if contacts:

@@ -635,3 +635,23 @@ def test_the_plot_grid_is_drawn_in_opaque_colours_of_the_same_shade(window):
         c, a = translucent.color(), translucent.color().alphaF()
         blended = [a * x + (1 - a) * b for x, b in zip((c.red(), c.green(), c.blue()), BACKGROUND)]
         assert np.allclose([pen.color().red(), pen.color().green(), pen.color().blue()], blended, atol=1)
+
+
+def test_a_programs_parameters_are_edited_in_the_inspector_and_reach_the_simulation(window, qtbot):
+    """The scene tree lists the programs; the inspector edits a program's parameters (a JSON object) with undo,
+    and the simulation runs the program with them; a parameter the program refuses stays at its field."""
+    win = window(SCENES_DIR / "anthropomorphic_hopper.json")
+    win.selection.set(("programs", 0))
+    editor = win.inspector.editor("parameters")
+    params = dict(win.document.spec.programs[0].parameters)
+    editor.edit.setText(json.dumps({**params, "speed": 0.2}))
+    editor.edit.editingFinished.emit()
+    assert win.document.spec.programs[0].parameters["speed"] == 0.2
+    qtbot.waitUntil(lambda: _latest(win).model.programs[0].parameters["speed"] == 0.2, timeout=20_000)
+    win.undo_action.trigger()
+    assert win.document.spec.programs[0].parameters["speed"] == params["speed"]
+    editor = win.inspector.editor("parameters")
+    editor.edit.setText(json.dumps({**params, "stance_control": "telepathy"}))
+    editor.edit.editingFinished.emit()
+    assert "'virtual_leg' or 'contact_force'" in editor.error_label.text()
+    assert win.document.spec.programs[0].parameters["stance_control"] == "contact_force"
