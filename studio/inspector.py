@@ -11,7 +11,7 @@ import inspect
 
 from pydantic import BaseModel
 from PySide6.QtCore import Slot
-from PySide6.QtWidgets import (QBoxLayout, QCheckBox, QFormLayout, QGridLayout, QGroupBox, QHBoxLayout, QLabel,
+from PySide6.QtWidgets import (QBoxLayout, QCheckBox, QFormLayout, QGridLayout, QGroupBox, QLabel,
                                QScrollArea, QVBoxLayout, QWidget)
 
 from core.scene import SceneError

@@ -250,7 +250,6 @@ class Controls:
             for a in e.actuators:
                 if a not in limits:
                     raise ProgramError(f"program {self.program.name!r}: no actuator {a!r}")
-        state = sim.state
 
         def read(d) -> list:
             out = []

@@ -1,4 +1,5 @@
 """Scene documents: schema, validation with JSON paths, atomic save, compilation to a frozen Model."""
+from . import robots  # noqa: F401  (registers the robot reader the documents' includes use)
 from .compile import compile_scene
 from .io import Problem, SceneError, parse_spec, read_spec, save_spec, spec_to_json
 from .schema import FORMAT_VERSION, Scene

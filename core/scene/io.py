@@ -20,10 +20,26 @@ from pydantic import ValidationError
 from ..fileio import atomic_write_text
 from . import limits
 from .limits import MAX_DOCUMENT_BYTES, MAX_PROBLEMS, name_list
+from .paths import ROBOT_SUFFIXES, relative_file, remap_path, resolve_file
 from .schema import FORMAT_VERSION, Scene
 
 __all__ = ["Problem", "SceneError", "parse_spec", "read_document", "read_spec", "save_spec", "spec_to_json",
-           "internal_problem", "relocated", "robot_document"]
+           "internal_problem", "relocated", "robot_document", "use_robot_reader"]
+
+_ROBOT_READER: list = []
+
+
+def use_robot_reader(read) -> None:
+    """Set how an included robot file is read (``read(include) -> Scene``): :mod:`core.scene.robots` does so when
+    it is imported (``import core.scene`` imports it). The robot readers build on this module (its problems and
+    :func:`parse_spec`), so this module is handed their entry point instead of importing them."""
+    _ROBOT_READER[:] = [read]
+
+
+def _robot_reader():
+    if not _ROBOT_READER:
+        raise RuntimeError("no robot reader: import core.scene (core.scene.robots registers it)")
+    return _ROBOT_READER[0]
 
 
 @dataclass(frozen=True)
@@ -344,7 +360,6 @@ def _parse_spec(raw: Any, source: str, folder) -> Scene:
     if robot is None:
         problems.extend(_reference_problems(raw))
     else:                                                # the document's references may name the robot's parts
-        from .robots import remap_path
         flat = robot.model_dump(mode="json")
         nb, nc = len(flat["bodies"]), len(flat["constraints"])
         combined = dict(raw)
@@ -367,7 +382,6 @@ _SECTIONS = ("bodies", "constraints", "forces", "controllers")
 
 def _mesh_files(raw: dict, folder) -> dict:
     """The document with the ``file`` of every mesh shape made absolute (relative to ``folder``)."""
-    from .robots import resolve_file
     bodies = raw.get("bodies")
     if not isinstance(bodies, list):
         return raw
@@ -390,8 +404,8 @@ def _mesh_files(raw: dict, folder) -> dict:
 def _robot(raw: dict, source: str, folder) -> tuple[dict, Scene | None, list[Problem]]:
     """``(raw, robot, problems)``: the document with its ``robot.file`` and mesh files made absolute, the included
     robot's own scene (None if there is none or it cannot be read) and the problems of the include."""
-    from .robots import resolve_file, robot_scene
     from .schema import RobotInclude
+    robot_scene = _robot_reader()
     if folder is None:
         here = Path(source)
         folder = here.parent if source != "<scene>" and here.suffix else None
@@ -517,7 +531,6 @@ def read_spec(path: str | os.PathLike) -> Scene:
     """Read and validate a scene file; a file that is missing, too large, not UTF-8 or not JSON is reported as a
     :class:`SceneError`, like any problem of the document. A robot file (``.urdf``) is read as the scene that
     includes it (:func:`robot_document`)."""
-    from .robots import ROBOT_SUFFIXES
     if Path(path).suffix.lower() in ROBOT_SUFFIXES:
         return parse_spec(robot_document(path), str(path), Path.cwd())
     return parse_spec(read_document(path), str(path), Path(path).parent)
@@ -528,16 +541,14 @@ def robot_document(path: str | os.PathLike, inertia: str | None = None) -> dict:
     file, with the robot's gravity and time step (what ``python -m studio robot.urdf`` opens; saved, it is a JSON
     scene that includes the robot file); ``inertia``: the include's inertia policy (default ``refuse``)."""
     import re
-    from .robots import resolve_file
     name = re.sub(r"[^A-Za-z0-9_\-]", "_", Path(path).stem) or "robot"
     name = name if re.match(r"[A-Za-z_]", name) else "_" + name
     doc = {"format_version": FORMAT_VERSION, "name": name[:128],
            "description": f"The robot file {Path(path).name}",
            "robot": {"file": resolve_file(str(path), Path.cwd()), **({"inertia": inertia} if inertia else {})}}
     try:                                     # the robot's own gravity and time step (an MJCF file has them)
-        from .robots import robot_scene
         from .schema import RobotInclude
-        robot = robot_scene(RobotInclude.model_validate(doc["robot"]))
+        robot = _robot_reader()(RobotInclude.model_validate(doc["robot"]))
     except (SceneError, ValidationError, ValueError):
         return doc                           # (reported when the document is validated)
     doc["gravity"] = list(robot.gravity)
@@ -566,7 +577,6 @@ def relocated(spec: Scene, folder: str | os.PathLike | None) -> Scene:
     """``spec`` with the files it refers to written relative to ``folder`` (as they are if ``folder`` is None)."""
     if folder is None:
         return spec
-    from .robots import relative_file
     update = {}
     if spec.robot is not None:
         update["robot"] = spec.robot.model_copy(update={"file": relative_file(spec.robot.file, folder)})

@@ -14,36 +14,16 @@ that changed on disk is read again (the cache is keyed on its path, size and mod
 """
 from __future__ import annotations
 
-import os
-import re
 from functools import lru_cache
 from pathlib import Path
 
+from . import io
 from .io import Problem, SceneError
+from .paths import ROBOT_SUFFIXES, relative_file, remap_path, resolve_file
 from .schema import RobotInclude, Scene
 
 __all__ = ["ROBOT_SUFFIXES", "robot_scene", "expand", "resolve_file", "relative_file", "remap_path",
            "plain_import_warnings"]
-
-ROBOT_SUFFIXES = (".urdf", ".xml")
-
-
-def resolve_file(file: str, folder: str | os.PathLike | None) -> str:
-    """``file`` as an absolute path: as it is if absolute, else relative to ``folder`` (default: the current
-    folder)."""
-    p = Path(file).expanduser()
-    if not p.is_absolute():
-        p = Path(folder if folder is not None else Path.cwd()) / p
-    return str(Path(os.path.normpath(p.absolute())))
-
-
-def relative_file(file: str, folder: str | os.PathLike) -> str:
-    """``file`` relative to ``folder`` when it can be written so (same drive), else as it is."""
-    try:
-        return Path(os.path.relpath(file, folder)).as_posix()
-    except ValueError:
-        return file
-
 
 def robot_scene(include: RobotInclude) -> Scene:
     """The robot's own scene with the include's overrides (raises :class:`SceneError` naming the robot file's
@@ -113,22 +93,6 @@ def expand(spec: Scene) -> Scene:
     return Scene.model_validate(data)
 
 
-_INDEX = re.compile(r"^\$\.(bodies|constraints)\[(\d+)\](.*)$")
-
-
-def remap_path(path: str, n_bodies: int, n_constraints: int) -> str:
-    """A JSON path into the flat scene of :func:`expand`, as a path into the document: items that come from the
-    robot are reported at ``$.robot``."""
-    m = _INDEX.match(path)
-    if not m:
-        return path
-    section, i, rest = m.group(1), int(m.group(2)), m.group(3)
-    n = n_bodies if section == "bodies" else n_constraints
-    if i < n:
-        return f"$.robot (the robot's {section}[{i}]{rest})"
-    return f"$.{section}[{i - n}]{rest}"
-
-
 def plain_import_warnings(prefix: str) -> None:
     """Show the importers' notes (``URDFWarning``, ``MJCFWarning``) on stderr as one line each,
     ``<prefix>: warning: <message>``, instead of Python's form with a source line (for the command lines)."""
@@ -145,3 +109,6 @@ def plain_import_warnings(prefix: str) -> None:
             shown(message, category, filename, lineno, file, line)
     show.plain_prefix = prefix
     warnings.showwarning = show
+
+
+io.use_robot_reader(robot_scene)       # (the document layer reads includes through this module, not by importing it)
