@@ -460,7 +460,10 @@ def impact(model, state, touching: list, contact_rows: set, limits: list = ()) -
     touching points: normal rows with v_n⁺ = −e v_n⁻ (0 for a
     resting point) and P_n ≥ 0, tangential rows with v_t⁺ = 0 while ‖P_t‖ ≤ μ P_n, else a sliding impact with
     P_t = −μ P_n t̂ (t̂ the pre-impact slip direction). Points whose P_n would be negative separate and are
-    dropped, one at a time (an active-set solution of the complementarity conditions). ``limits``: (joint limit,
+    dropped, one at a time, and a dropped point that the others' impulses leave moving into the plane is taken
+    back (an active-set solution of the complementarity conditions: without friction no touching point leaves
+    the impact moving into its plane; with friction a sliding point can still, in about one multi-point impact
+    in ten of random states — the friction is not solved as a complementarity problem). ``limits``: (joint limit,
     bound) pairs at their bounds, solved alike with the rows ±e_j (their info keyed by the bound's label).
     ``info["energy_change"]``
     is the kinetic energy the impact changes (≤ 0 but for e = 1, where it is zero).""" 
@@ -496,7 +499,7 @@ def impact(model, state, touching: list, contact_rows: set, limits: list = ()) -
         pts.append({"c": c, "p": p, "Jn": Jn, "Jt": Jt, "Et": Et, "vn": vn, "vt": vt, "target": target,
                     "sliding": False, "in": True})
     Minv = np.linalg.inv(M)
-    for _ in range(4 * len(pts) + 4):
+    for _ in range(8 * len(pts) + 8):
         rows, cols, rhs, kinds = [Jb], [Jb], [np.zeros(Jb.shape[0])], []
         for k, d in enumerate(pts):
             if not d["in"]:
@@ -534,6 +537,15 @@ def impact(model, state, touching: list, contact_rows: set, limits: list = ()) -
         if over:
             for k in over:
                 pts[k]["sliding"] = True                         # outside the friction cone: a sliding impact
+            continue
+        # a point dropped earlier that the others' impulses leave moving into the plane takes part again (the
+        # active set grows as well as shrinks; each point comes back at most four times, so the search ends)
+        after = v + Minv @ (C.T @ P) if len(P) else v
+        back = [(float(d["Jn"] @ after), k) for k, d in enumerate(pts)
+                if not d["in"] and d.get("back", 0) < 4 and float(d["Jn"] @ after) < -1e-9 * (1.0 + abs(d["vn"]))]
+        if back:
+            k = min(back)[1]
+            pts[k]["in"], pts[k]["back"] = True, pts[k].get("back", 0) + 1
             continue
         break
     qd = v + Minv @ (C.T @ P) if len(P) else v.copy()
