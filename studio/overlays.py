@@ -133,9 +133,13 @@ class Overlays:
         def sw(rgb):
             return "#%02x%02x%02x" % tuple(round(255 * c) for c in rgb[:3])
         contacts = True if model is None else bool(getattr(model, "contacts", ()))
-        rows = 0 if model is None else sum(1 for c in model.contacts for p in c.points
-                                           for i in (p.normal, p.stick) if i >= 0) if contacts else 0
-        constraints = True if model is None else len(model.constraints) > rows
+        if model is None:
+            constraints = True
+        else:                           # constraints drawn with arrows: at points, not contacts' or limits' rows
+            from core.contacts import contact_rows
+            skip = contact_rows(model)
+            constraints = any(kind != "joint_space" and i not in skip
+                              for i, kind in enumerate(constraint_kinds(model)))
         friction = True if model is None else any(c.friction > 0 for c in getattr(model, "contacts", ()))
         frictionless = True if model is None else any(c.friction == 0 for c in getattr(model, "contacts", ()))
         springs = True if model is None else "spring" in force_kinds(model)

@@ -142,3 +142,18 @@ def test_overlay_vertex_normals_are_pyqtgraphs_smooth_normals():
     verts, faces = np.asarray(verts, np.float32), np.asarray(faces, np.uint32)
     expected = gl.MeshData(vertexes=verts, faces=faces).vertexNormals()
     assert np.abs(vertex_normals(verts, faces) - expected).max() < 1e-5
+
+
+def test_the_legend_names_only_the_arrows_a_scene_draws():
+    """Joint-space constraints (a mimic joint, a crank's closure) and contact rows have no arrows of their own:
+    the viewport's legend speaks of constraint forces only for constraints at points."""
+    from studio.overlays import Overlays
+    overlays = SimpleNamespace(arrow_reference=0.2, force_reference=10.0)
+
+    def legend(name):
+        return Overlays.legend(overlays, core.load_scene(SCENES_DIR / f"{name}.json"))
+
+    assert "constraint force" in legend("arm_nail_singular")
+    assert "constraint force" not in legend("slider_crank_joint_space")
+    ball = legend("bouncing_ball")
+    assert "contact points" in ball and "constraint force" not in ball
