@@ -212,4 +212,19 @@ def test_the_included_robot_is_listed_and_its_include_is_edited(tmp_path, qtbot)
     assert core.compile_scene(doc.spec).joint_names == ["base", "spin"]       # the root's free joint first
     doc.undo_stack.undo()
     assert doc.spec.robot.base == "fixed"
+    # the include's q0 (a dict of joint values) is edited as JSON in the inspector, with undo
+    from studio.inspector import Inspector
+    from studio.selection import Selection
+    selection = Selection()
+    inspector = Inspector(doc, selection)
+    qtbot.addWidget(inspector)
+    selection.set(("robot",))
+    editor = inspector.editor("q0")
+    editor.edit.setText('{"spin": 0.3}')
+    editor.edit.editingFinished.emit()
+    assert doc.spec.robot.q0 == {"spin": 0.3}
+    model = core.compile_scene(doc.spec)
+    assert model.q0[model.q_slice("spin")][0] == pytest.approx(0.3)
+    doc.undo_stack.undo()
+    assert doc.spec.robot.q0 == {}
     shiboken6.delete(doc)
