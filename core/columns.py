@@ -10,15 +10,8 @@ from __future__ import annotations
 import numpy as np
 
 from .constraints import KIND_NAMES
-from .model import JOINT_TYPES
 
 __all__ = ["SERIES", "series_unit", "column_units", "header"]
-
-_JOINT_NAMES = {code: name for name, code in JOINT_TYPES.items()}
-
-
-def _joint_kinds(model) -> list[str]:
-    return [_JOINT_NAMES[int(k)] for k in model.joint_type]
 
 
 def _constraint_kinds(model) -> list[str]:
@@ -81,7 +74,7 @@ def series_unit(key: str) -> str:
 
 def _coordinates(model, velocity: bool) -> list[str]:
     out = []
-    for kind in _joint_kinds(model):
+    for kind in model.joint_kinds:
         out += list(_COORD_UNITS[kind][1 if velocity else 0])
     return out
 

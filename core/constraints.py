@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .jit import njit
+from .jit import inline, njit
 from .joint_constraints import JOINT_SPACE, TAPE, JointSpaceConstraint, tape_jet
 from .points import jacobian_columns, point_bias, point_state
 
@@ -252,6 +252,16 @@ def _share_tree(cons, variables, root, c, d):
         i += 1
 
 
+@inline
+def _set_row(con, r, d, dr, D, D_rate, stab):
+    """Row r's deviation D, its rate Ḋ and its stabilization term: 2κḊ + κ²D (eq. 2.21), κD for a velocity
+    constraint (first order)."""
+    lam = con.stabilization
+    D[r] = d
+    D_rate[r] = dr
+    stab[r] = lam * d if con.kind == POINT_VELOCITY else 2.0 * lam * dr + lam * lam * d
+
+
 @njit
 def rows_kernel(parent, S, v_start, nv_j, R_WL, p_WL, v, a_vp, cons, tape, variables, row_of, t, q, qd,
                 J, gamma, D, D_rate, stab, deviation, deviation_rate, point_a, point_b, velocity_a, P3, regs):
@@ -283,9 +293,8 @@ def rows_kernel(parent, S, v_start, nv_j, R_WL, p_WL, v, a_vp, cons, tape, varia
                 point_b[c, a] = 0.0
                 velocity_a[c, a] = 0.0
             if row >= 0:
-                D[row], D_rate[row], gamma[row] = d, phi_dot, phi_ddot
-                lam = con.stabilization
-                stab[row] = 2.0 * lam * phi_dot + lam * lam * d
+                gamma[row] = phi_ddot
+                _set_row(con, row, d, phi_dot, D, D_rate, stab)
                 last = con.tape_length - 1
                 for j in range(con.n_vars):
                     J[row, variables[con.var_start + j].v_index] += grad[last, j]
@@ -318,10 +327,7 @@ def rows_kernel(parent, S, v_start, nv_j, R_WL, p_WL, v, a_vp, cons, tape, varia
             d2s += d * d
             dr2 += dr * dr
             if row >= 0:
-                D[row + b] = d
-                D_rate[row + b] = dr
-                lam = con.stabilization
-                stab[row + b] = lam * d if con.kind == POINT_VELOCITY else 2.0 * lam * dr + lam * lam * d
+                _set_row(con, row + b, d, dr, D, D_rate, stab)
         deviation[c] = np.sqrt(d2s)
         deviation_rate[c] = np.sqrt(dr2)
         if row < 0:
@@ -362,7 +368,6 @@ def _body_basis_rows(parent, S, v_start, nv_j, R_WL, p_WL, v, a_vp, con, c, row,
         velocity_a[c, a] = w[a]
     d2s = 0.0
     dr2 = 0.0
-    lam = con.stabilization
     for b in range(m):
         rel = E[0, b] * w[0] + E[1, b] * w[1] + E[2, b] * w[2]
         if con.kind == POINT_VELOCITY:
@@ -373,9 +378,7 @@ def _body_basis_rows(parent, S, v_start, nv_j, R_WL, p_WL, v, a_vp, con, c, row,
         d2s += d * d
         dr2 += dr * dr
         if row >= 0:
-            D[row + b] = d
-            D_rate[row + b] = dr
-            stab[row + b] = lam * d if con.kind == POINT_VELOCITY else 2.0 * lam * dr + lam * lam * d
+            _set_row(con, row + b, d, dr, D, D_rate, stab)
     deviation[c] = np.sqrt(d2s)
     deviation_rate[c] = np.sqrt(dr2)
     if row < 0:

@@ -20,10 +20,12 @@ from .contacts import contact_rows, point_states
 from .forces import SPRING
 from .kinematics import forward_kinematics
 
-__all__ = ["DrawList", "ContactDraw", "draw_list", "resting_draw_list", "contact_draw", "shape_poses"]
+__all__ = ["DrawList", "ContactDraw", "draw_list", "resting_draw_list", "contact_draw", "shape_poses",
+           "frozen_copy"]
 
 
-def _frozen(a, dtype=float) -> np.ndarray:
+def frozen_copy(a, dtype=float) -> np.ndarray:
+    """A read-only copy of ``a`` (what a draw list holds, so it can cross threads)."""
     a = np.array(a, dtype=dtype, copy=True)
     a.setflags(write=False)
     return a
@@ -48,8 +50,8 @@ def contact_draw(model, state, data) -> ContactDraw | None:
     if not getattr(model, "contacts", ()):
         return None
     ps = point_states(model, state, data)
-    return ContactDraw(ps["labels"], _frozen(ps["position"]), _frozen(ps["mode"], np.int64),
-                       _frozen(ps["normal_force"]), _frozen(ps["friction_force"]))
+    return ContactDraw(ps["labels"], frozen_copy(ps["position"]), frozen_copy(ps["mode"], np.int64),
+                       frozen_copy(ps["normal_force"]), frozen_copy(ps["friction_force"]))
 
 
 @dataclass(frozen=True)
@@ -153,18 +155,18 @@ def draw_list(sim) -> DrawList:
     pull = None
     if sim.pull is not None:                  # (link, point in the link frame, world target, stiffness, damping)
         link, r, target = sim.pull[:3]
-        pull = _frozen([_at(R_WL, p_WL, link, r), target])
+        pull = frozen_copy([_at(R_WL, p_WL, link, r), target])
     active = np.asarray(sim.active, dtype=bool).copy()
     return DrawList(
-        names=tuple(model.constraint_names), link_R=_frozen(R_WL), link_p=_frozen(p_WL),
-        point_a=_frozen(a), point_b=_frozen(b), world_b=_frozen(world_b, bool),
-        force=_frozen(force), ratio=_frozen(np.linalg.norm(force, axis=1) / strength if K else np.zeros(0)),
-        velocity=_frozen(v), active=_frozen(active, bool), broken=_frozen(enabled & ~active, bool),
-        springs=_frozen(_springs(springs, R_WL, p_WL)), has_point=_frozen(has_point, bool), pull=pull,
-        shape_poses=_frozen(shape_poses(model, R_WL, p_WL)), anchor=_frozen(anchor, bool),
+        names=tuple(model.constraint_names), link_R=frozen_copy(R_WL), link_p=frozen_copy(p_WL),
+        point_a=frozen_copy(a), point_b=frozen_copy(b), world_b=frozen_copy(world_b, bool),
+        force=frozen_copy(force), ratio=frozen_copy(np.linalg.norm(force, axis=1) / strength if K else np.zeros(0)),
+        velocity=frozen_copy(v), active=frozen_copy(active, bool), broken=frozen_copy(enabled & ~active, bool),
+        springs=frozen_copy(_springs(springs, R_WL, p_WL)), has_point=frozen_copy(has_point, bool), pull=pull,
+        shape_poses=frozen_copy(shape_poses(model, R_WL, p_WL)), anchor=frozen_copy(anchor, bool),
         spring_names=tuple(f.name for f in springs),
-        spring_world_b=_frozen([f.link_b < 0 for f in springs], bool), t=float(s.t),
-        contact_row=_frozen(rows, bool), contacts=contact_draw(model, s, d))
+        spring_world_b=frozen_copy([f.link_b < 0 for f in springs], bool), t=float(s.t),
+        contact_row=frozen_copy(rows, bool), contacts=contact_draw(model, s, d))
 
 
 def resting_draw_list(model) -> DrawList:
@@ -188,12 +190,12 @@ def resting_draw_list(model) -> DrawList:
         else:                             # a world point; a moving nail where its path starts, n(0) = r + a ∘ sin φ
             b[i] = c.r_b if c.path is None else c.r_b + np.asarray(c.path[1], dtype=float) * np.sin(c.path[3])
     return DrawList(
-        names=tuple(model.constraint_names), link_R=_frozen(R_WL), link_p=_frozen(p_WL),
-        point_a=_frozen(a), point_b=_frozen(b), world_b=_frozen(world_b, bool),
-        force=_frozen(np.zeros((K, 3))), ratio=_frozen(np.zeros(K)), velocity=_frozen(np.zeros((K, 3))),
-        active=_frozen(enabled, bool), broken=_frozen(np.zeros(K), bool),
-        springs=_frozen(_springs(springs, R_WL, p_WL)), has_point=_frozen(has_point, bool),
-        shape_poses=_frozen(shape_poses(model, R_WL, p_WL)), anchor=_frozen(anchor, bool),
+        names=tuple(model.constraint_names), link_R=frozen_copy(R_WL), link_p=frozen_copy(p_WL),
+        point_a=frozen_copy(a), point_b=frozen_copy(b), world_b=frozen_copy(world_b, bool),
+        force=frozen_copy(np.zeros((K, 3))), ratio=frozen_copy(np.zeros(K)), velocity=frozen_copy(np.zeros((K, 3))),
+        active=frozen_copy(enabled, bool), broken=frozen_copy(np.zeros(K), bool),
+        springs=frozen_copy(_springs(springs, R_WL, p_WL)), has_point=frozen_copy(has_point, bool),
+        shape_poses=frozen_copy(shape_poses(model, R_WL, p_WL)), anchor=frozen_copy(anchor, bool),
         spring_names=tuple(f.name for f in springs),
-        spring_world_b=_frozen([f.link_b < 0 for f in springs], bool), t=0.0,
-        contact_row=_frozen(rows, bool), contacts=contacts)
+        spring_world_b=frozen_copy([f.link_b < 0 for f in springs], bool), t=0.0,
+        contact_row=frozen_copy(rows, bool), contacts=contacts)

@@ -30,6 +30,7 @@ import numpy as np
 
 FIXED, HINGE, SLIDER, BALL, FREE = 0, 1, 2, 3, 4
 JOINT_TYPES = {"fixed": FIXED, "hinge": HINGE, "slider": SLIDER, "ball": BALL, "free": FREE}
+_JOINT_TYPE_NAMES = {code: name for name, code in JOINT_TYPES.items()}
 JOINT_NQ = {FIXED: 0, HINGE: 1, SLIDER: 1, BALL: 4, FREE: 7}
 JOINT_NV = {FIXED: 0, HINGE: 1, SLIDER: 1, BALL: 3, FREE: 6}
 POWER_SOURCES = ("dampers", "drag", "actuators", "external")     # the energy audit's non-conservative sources
@@ -195,6 +196,11 @@ class Model:
         while link >= 0 and self.parent[link] >= 0:
             link = int(self.parent[link])
         return link
+
+    @property
+    def joint_kinds(self) -> tuple[str, ...]:
+        """The type of each link's joint by the names scene documents use: fixed, hinge, slider, ball, free."""
+        return tuple(_JOINT_TYPE_NAMES[int(t)] for t in self.joint_type)
 
     @property
     def constraint_names(self) -> list[str]:

@@ -165,19 +165,30 @@ def _plan(model: Model, inputs: Inputs) -> _Plan:
     """The plan of (model, inputs), cached. Actuator commands and constraint targets are not part of the key:
     they are written into the plan's tables (:func:`_command`), so a controller or program that commands
     actuators at every step reuses one plan."""
+    plan = _cached_plan(_PLANS, _PLANS_LOCK, 32, model, _keyed(inputs))
+    _command(model, plan, inputs)
+    return plan
+
+
+def _keyed(inputs: Inputs) -> Inputs:
+    """``inputs`` without its actuator commands and constraint targets: the key of its plan (made once)."""
     keyed = inputs.__dict__.get("_keyed")
     if keyed is None:
         keyed = replace(inputs, actuators=(), targets=()) if inputs.actuators or inputs.targets else inputs
         object.__setattr__(inputs, "_keyed", keyed)
+    return keyed
+
+
+def _cached_plan(cache: dict, lock, limit: int, model: Model, keyed: Inputs) -> _Plan:
+    """The plan of (model, keyed inputs) in ``cache``, built on a miss (at most ``limit`` kept, oldest out)."""
     key = (id(model), keyed)
-    plan = _PLANS.get(key)
+    plan = cache.get(key)
     if plan is None or plan[0] is not model:
         plan = (model, _build_plan(model, keyed))
-        with _PLANS_LOCK:
-            if len(_PLANS) > 32:
-                _PLANS.pop(next(iter(_PLANS)))
-            _PLANS[key] = plan
-    _command(model, plan[1], inputs)
+        with lock:
+            if len(cache) > limit:
+                cache.pop(next(iter(cache)))
+            cache[key] = plan
     return plan[1]
 
 
@@ -743,14 +754,7 @@ def actuator_response(model: Model, state: State, inputs: Inputs, actuators, rea
     under way (inside an event's answer) without touching the step's buffers (Kearney §4.2: "the system of
     equations is solved to determine the force required to satisfy the ... constraint")."""
     state = model.complete(state)
-    keyed = replace(inputs, actuators=(), targets=())
-    with _PROBES_LOCK:
-        probe = _PROBES.get((id(model), keyed))
-        if probe is None or probe[0] is not model:
-            if len(_PROBES) > 8:
-                _PROBES.pop(next(iter(_PROBES)))
-            probe = _PROBES[(id(model), keyed)] = (model, _build_plan(model, keyed))
-    plan = probe[1]
+    plan = _cached_plan(_PROBES, _PROBES_LOCK, 8, model, _keyed(inputs))
     names = list(actuators)
     limits = {model.forces[i].name: model.forces[i].limit for i in plan.actuator_rows}
     unknown = [n for n in names if n not in limits]

@@ -1,12 +1,10 @@
 """What kind each joint, constraint and force of a compiled model is, by the names the scene documents use
-("hinge", "nail", "spring" …), read through the core's public face: a model's arrays and its scene spec, never
+("hinge", "nail", "spring" …), read through the core's public face (``Model.joint_kinds``, its scene spec), never
 the core's internal kind numbers.
 
 Thread: any. Plain Python over a frozen ``core.Model``; results are cached per model.
 """
 from __future__ import annotations
-
-import numpy as np
 
 __all__ = ["joint_kinds", "constraint_kinds", "force_kinds", "MOVING_JOINTS"]
 
@@ -28,22 +26,8 @@ def _cached(model, key, make):
 
 
 def joint_kinds(model) -> tuple[str, ...]:
-    """The type of each link's joint: fixed, hinge, slider, ball or free (from the coordinate counts and the
-    motion subspace: a hinge turns about its axis, a slider moves along it)."""
-    def make(m):
-        out = []
-        for i in range(m.n_links):
-            nv = int(m.nv_j[i])
-            if nv == 0:
-                out.append("fixed")
-            elif nv == 6:
-                out.append("free")
-            elif nv == 3:
-                out.append("ball")
-            else:
-                out.append("hinge" if np.any(np.asarray(m.S[i])[:3, 0] != 0.0) else "slider")
-        return tuple(out)
-    return _cached(model, "joints", make)
+    """The type of each link's joint: fixed, hinge, slider, ball or free (:attr:`core.Model.joint_kinds`)."""
+    return model.joint_kinds
 
 
 def constraint_kinds(model) -> tuple[str, ...]:

@@ -18,6 +18,8 @@ from typing import Any
 
 import numpy as np
 
+from core.drawing import frozen_copy
+
 __all__ = ["CommandKind", "Command", "Snapshot", "SampleBatch", "Edit", "Marker", "frozen_copy", "frozen_records"]
 
 
@@ -129,12 +131,6 @@ class Edit:
     model: Any = None
     changes: tuple | None = None
     text: str = ""
-
-
-def frozen_copy(a, dtype=float) -> np.ndarray:
-    a = np.array(a, dtype=dtype, copy=True)
-    a.setflags(write=False)
-    return a
 
 
 def frozen_records(records: dict, start: int = 0) -> tuple:
