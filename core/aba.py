@@ -24,12 +24,13 @@ import threading
 
 import numpy as np
 
-from .jit import as_f64, carve, cross_force, cross_motion, entry, matvec6, njit
+from .jit import as_f64, entry, njit
 from .kinematics import external_forces, fk_kernel
+from .layout import Articulated, Kinematics
 from .model import Model
 
-__all__ = ["forward_dynamics", "aba_entry", "aba_forces_entry", "workspace_size", "aba_eval", "aba_workspace", "world_frame", "aba_velocities",
-           "aba_inertias", "aba_accelerations", "aba_solve"]
+__all__ = ["forward_dynamics", "aba_entry", "aba_forces_entry", "aba_work", "aba_passes", "world_frame",
+           "aba_velocities", "aba_inertias", "aba_accelerations", "aba_solve"]
 
 
 @njit
@@ -69,51 +70,57 @@ def _invert_small(D, n, out, A):
 def world_frame(S, nv_j, mass, com, inertia_com, R_WL, p_WL, Sw, I):
     """Per link, from its world pose (R, p): the motion subspace about W, s = [R S_ω; R S_v + p × R S_ω], and the
     rigid-body inertia about W, I = [[Ī + m (|c|² 1 − c cᵀ), m c^], [(m c^)ᵀ, m 1]] with c = p + R c_L the world
-    centre of mass and Ī = R Ī_c Rᵀ its rotational inertia about the centre of mass (thesis eq. 2.77)."""
+    centre of mass and Ī = R Ī_c Rᵀ its rotational inertia about the centre of mass (thesis eq. 2.77).
+
+    Here and in the passes below every array is indexed whole (``I[i, a, b]``), never through a per-link view
+    ``I[i]``: numba counts a view's references atomically, which cost more than the arithmetic."""
     for i in range(R_WL.shape[0]):
-        R, p = R_WL[i], p_WL[i]
+        r00, r01, r02 = R_WL[i, 0, 0], R_WL[i, 0, 1], R_WL[i, 0, 2]
+        r10, r11, r12 = R_WL[i, 1, 0], R_WL[i, 1, 1], R_WL[i, 1, 2]
+        r20, r21, r22 = R_WL[i, 2, 0], R_WL[i, 2, 1], R_WL[i, 2, 2]
+        p0, p1, p2 = p_WL[i, 0], p_WL[i, 1], p_WL[i, 2]
         for k in range(nv_j[i]):
-            w0 = R[0, 0] * S[i, 0, k] + R[0, 1] * S[i, 1, k] + R[0, 2] * S[i, 2, k]
-            w1 = R[1, 0] * S[i, 0, k] + R[1, 1] * S[i, 1, k] + R[1, 2] * S[i, 2, k]
-            w2 = R[2, 0] * S[i, 0, k] + R[2, 1] * S[i, 1, k] + R[2, 2] * S[i, 2, k]
+            s0, s1, s2 = S[i, 0, k], S[i, 1, k], S[i, 2, k]
+            w0 = r00 * s0 + r01 * s1 + r02 * s2
+            w1 = r10 * s0 + r11 * s1 + r12 * s2
+            w2 = r20 * s0 + r21 * s1 + r22 * s2
+            s3, s4, s5 = S[i, 3, k], S[i, 4, k], S[i, 5, k]
             Sw[i, 0, k], Sw[i, 1, k], Sw[i, 2, k] = w0, w1, w2
-            for a in range(3):
-                Sw[i, 3 + a, k] = R[a, 0] * S[i, 3, k] + R[a, 1] * S[i, 4, k] + R[a, 2] * S[i, 5, k]
-            Sw[i, 3, k] += p[1] * w2 - p[2] * w1
-            Sw[i, 4, k] += p[2] * w0 - p[0] * w2
-            Sw[i, 5, k] += p[0] * w1 - p[1] * w0
+            Sw[i, 3, k] = r00 * s3 + r01 * s4 + r02 * s5 + p1 * w2 - p2 * w1
+            Sw[i, 4, k] = r10 * s3 + r11 * s4 + r12 * s5 + p2 * w0 - p0 * w2
+            Sw[i, 5, k] = r20 * s3 + r21 * s4 + r22 * s5 + p0 * w1 - p1 * w0
         m = mass[i]
-        c0 = p[0] + R[0, 0] * com[i, 0] + R[0, 1] * com[i, 1] + R[0, 2] * com[i, 2]
-        c1 = p[1] + R[1, 0] * com[i, 0] + R[1, 1] * com[i, 1] + R[1, 2] * com[i, 2]
-        c2 = p[2] + R[2, 0] * com[i, 0] + R[2, 1] * com[i, 1] + R[2, 2] * com[i, 2]
-        Ic = inertia_com[i]
-        Ii = I[i]
+        l0, l1, l2 = com[i, 0], com[i, 1], com[i, 2]
+        c0 = p0 + r00 * l0 + r01 * l1 + r02 * l2
+        c1 = p1 + r10 * l0 + r11 * l1 + r12 * l2
+        c2 = p2 + r20 * l0 + r21 * l1 + r22 * l2
         for a in range(3):                                    # Ī = R Ī_c Rᵀ (upper triangle, mirrored)
-            t0 = Ic[0, 0] * R[a, 0] + Ic[0, 1] * R[a, 1] + Ic[0, 2] * R[a, 2]
-            t1 = Ic[1, 0] * R[a, 0] + Ic[1, 1] * R[a, 1] + Ic[1, 2] * R[a, 2]
-            t2 = Ic[2, 0] * R[a, 0] + Ic[2, 1] * R[a, 1] + Ic[2, 2] * R[a, 2]
+            ra0, ra1, ra2 = R_WL[i, a, 0], R_WL[i, a, 1], R_WL[i, a, 2]
+            t0 = inertia_com[i, 0, 0] * ra0 + inertia_com[i, 0, 1] * ra1 + inertia_com[i, 0, 2] * ra2
+            t1 = inertia_com[i, 1, 0] * ra0 + inertia_com[i, 1, 1] * ra1 + inertia_com[i, 1, 2] * ra2
+            t2 = inertia_com[i, 2, 0] * ra0 + inertia_com[i, 2, 1] * ra1 + inertia_com[i, 2, 2] * ra2
             for b in range(a, 3):
-                s = R[b, 0] * t0 + R[b, 1] * t1 + R[b, 2] * t2
-                Ii[a, b] = s
-                Ii[b, a] = s
+                v = R_WL[i, b, 0] * t0 + R_WL[i, b, 1] * t1 + R_WL[i, b, 2] * t2
+                I[i, a, b] = v
+                I[i, b, a] = v
         cc = c0 * c0 + c1 * c1 + c2 * c2                      # + m (|c|² 1 − c cᵀ)
-        Ii[0, 0] += m * (cc - c0 * c0)
-        Ii[1, 1] += m * (cc - c1 * c1)
-        Ii[2, 2] += m * (cc - c2 * c2)
-        Ii[0, 1] -= m * c0 * c1
-        Ii[1, 0] = Ii[0, 1]
-        Ii[0, 2] -= m * c0 * c2
-        Ii[2, 0] = Ii[0, 2]
-        Ii[1, 2] -= m * c1 * c2
-        Ii[2, 1] = Ii[1, 2]
+        I[i, 0, 0] += m * (cc - c0 * c0)
+        I[i, 1, 1] += m * (cc - c1 * c1)
+        I[i, 2, 2] += m * (cc - c2 * c2)
+        I[i, 0, 1] -= m * c0 * c1
+        I[i, 1, 0] = I[i, 0, 1]
+        I[i, 0, 2] -= m * c0 * c2
+        I[i, 2, 0] = I[i, 0, 2]
+        I[i, 1, 2] -= m * c1 * c2
+        I[i, 2, 1] = I[i, 1, 2]
         h0, h1, h2 = m * c0, m * c1, m * c2                   # m c^ and its transpose
-        Ii[0, 3], Ii[0, 4], Ii[0, 5] = 0.0, -h2, h1
-        Ii[1, 3], Ii[1, 4], Ii[1, 5] = h2, 0.0, -h0
-        Ii[2, 3], Ii[2, 4], Ii[2, 5] = -h1, h0, 0.0
+        I[i, 0, 3], I[i, 0, 4], I[i, 0, 5] = 0.0, -h2, h1
+        I[i, 1, 3], I[i, 1, 4], I[i, 1, 5] = h2, 0.0, -h0
+        I[i, 2, 3], I[i, 2, 4], I[i, 2, 5] = -h1, h0, 0.0
         for a in range(3):
             for b in range(3):
-                Ii[3 + b, a] = Ii[a, 3 + b]
-                Ii[3 + a, 3 + b] = m if a == b else 0.0
+                I[i, 3 + b, a] = I[i, a, 3 + b]
+                I[i, 3 + a, 3 + b] = m if a == b else 0.0
 
 
 @njit
@@ -128,43 +135,38 @@ def aba_velocities(parent, Sw, v_start, nv_j, I, qd, fx, v, c, pA, vJ, tmp):
                 s += Sw[i, a, k] * qd[vs + k]
             vJ[a] = s
             v[i, a] = s if lam < 0 else v[lam, a] + s
-        cross_motion(v[i], vJ, c[i])
-        matvec6(I[i], v[i], tmp)
-        cross_force(v[i], tmp, pA[i])
-        for a in range(6):
-            pA[i, a] -= fx[i, a]
+        v0, v1, v2, v3, v4, v5 = v[i, 0], v[i, 1], v[i, 2], v[i, 3], v[i, 4], v[i, 5]
+        m0, m1, m2, m3, m4, m5 = vJ[0], vJ[1], vJ[2], vJ[3], vJ[4], vJ[5]
+        c[i, 0] = v1 * m2 - v2 * m1                           # c = v × vJ (crm(v) vJ)
+        c[i, 1] = v2 * m0 - v0 * m2
+        c[i, 2] = v0 * m1 - v1 * m0
+        c[i, 3] = v1 * m5 - v2 * m4 + v4 * m2 - v5 * m1
+        c[i, 4] = v2 * m3 - v0 * m5 + v5 * m0 - v3 * m2
+        c[i, 5] = v0 * m4 - v1 * m3 + v3 * m1 - v4 * m0
+        for a in range(6):                                    # I v
+            s = 0.0
+            for b in range(6):
+                s += I[i, a, b] * v[i, b]
+            tmp[a] = s
+        f0, f1, f2, f3, f4, f5 = tmp[0], tmp[1], tmp[2], tmp[3], tmp[4], tmp[5]
+        pA[i, 0] = v1 * f2 - v2 * f1 + v4 * f5 - v5 * f4 - fx[i, 0]       # v ×* I v − f^x (crf(v) = −crm(v)ᵀ)
+        pA[i, 1] = v2 * f0 - v0 * f2 + v5 * f3 - v3 * f5 - fx[i, 1]
+        pA[i, 2] = v0 * f1 - v1 * f0 + v3 * f4 - v4 * f3 - fx[i, 2]
+        pA[i, 3] = v1 * f5 - v2 * f4 - fx[i, 3]
+        pA[i, 4] = v2 * f3 - v0 * f5 - fx[i, 4]
+        pA[i, 5] = v0 * f4 - v1 * f3 - fx[i, 5]
 
 
 @njit
-def workspace_size(N):
-    """Floats of :func:`aba_workspace` for N links."""
-    return 240 * N + 72 + 36 + 48
-
-
-@njit
-def aba_workspace(buf, N):
-    """The arrays of one ABA evaluation, cut from ``buf`` (at least :func:`workspace_size` floats):
-    ``(E, r, R_WL, p_WL, Sw, fx, v, c, pA, IA, U, W, Dinv, u, acc, G, D, s6)`` (see :func:`aba_eval`; the last
-    three are scratch)."""
-    E, o = carve(buf, 0, 9 * N, (N, 3, 3))
-    r, o = carve(buf, o, 3 * N, (N, 3))
-    R_WL, o = carve(buf, o, 9 * N, (N, 3, 3))
-    p_WL, o = carve(buf, o, 3 * N, (N, 3))
-    Sw, o = carve(buf, o, 36 * N, (N, 6, 6))
-    fx, o = carve(buf, o, 6 * N, (N, 6))
-    v, o = carve(buf, o, 6 * N, (N, 6))
-    c, o = carve(buf, o, 6 * N, (N, 6))
-    pA, o = carve(buf, o, 6 * N, (N, 6))
-    IA, o = carve(buf, o, 36 * N, (N, 6, 6))
-    U, o = carve(buf, o, 36 * N, (N, 6, 6))
-    W, o = carve(buf, o, 36 * N, (N, 6, 6))
-    Dinv, o = carve(buf, o, 36 * N, (N, 6, 6))
-    u, o = carve(buf, o, 6 * N, (N, 6))
-    acc, o = carve(buf, o, 6 * N, (N, 6))
-    G, o = carve(buf, o, 72, (6, 12))
-    D, o = carve(buf, o, 36, (6, 6))
-    s6, o = carve(buf, o, 48, (8, 6))
-    return E, r, R_WL, p_WL, Sw, fx, v, c, pA, IA, U, W, Dinv, u, acc, G, D, s6
+def aba_work(N):
+    """The arrays one evaluation of the algorithm works in, for N links: ``(Kinematics, Articulated)``
+    (:mod:`core.layout`), allocated once and reused (external forces zeroed)."""
+    kin = Kinematics(np.zeros((N, 3, 3)), np.zeros((N, 3)), np.zeros((N, 3, 3)), np.zeros((N, 3)),
+                     np.zeros((N, 6)), np.zeros((N, 6)), np.zeros((N, 6)))
+    aba = Articulated(np.zeros((N, 6, 6)), np.zeros((N, 6)), np.zeros((N, 6)), np.zeros((N, 6)), np.zeros((N, 6)),
+                      np.zeros((N, 6, 6)), np.zeros((N, 6, 6)), np.zeros((N, 6, 6)), np.zeros((N, 6, 6)),
+                      np.zeros((N, 6)), np.zeros((N, 6)), np.zeros((6, 12)), np.zeros((6, 6)), np.zeros((8, 6)))
+    return kin, aba
 
 
 @njit
@@ -179,14 +181,13 @@ def aba_inertias(parent, Sw, v_start, nv_j, tau, c, pA, IA, U, W, Dinv, u, G, D,
     ``G`` (6 x 12), ``D`` (6 x 6), ``pa`` (6) are scratch."""
     for i in range(parent.shape[0] - 1, -1, -1):
         vs, nv, lam = v_start[i], nv_j[i], parent[i]
-        Ii = IA[i]
         if nv == 1:                                           # hinges and sliders: D is a scalar
             su = tau[vs]
             d = 0.0
             for a in range(6):
                 s = 0.0
                 for b in range(6):
-                    s += Ii[a, b] * Sw[i, b, 0]
+                    s += IA[i, a, b] * Sw[i, b, 0]
                 U[i, a, 0] = s
                 su -= Sw[i, a, 0] * pA[i, a]
                 d += Sw[i, a, 0] * s
@@ -199,7 +200,7 @@ def aba_inertias(parent, Sw, v_start, nv_j, tau, c, pA, IA, U, W, Dinv, u, G, D,
                 for a in range(6):                            # U_i = I^A_i s_i
                     s = 0.0
                     for b in range(6):
-                        s += Ii[a, b] * Sw[i, b, k]
+                        s += IA[i, a, b] * Sw[i, b, k]
                     U[i, a, k] = s
                 s = tau[vs + k]                               # u_i = τ_i − s_iᵀ p^A_i
                 for a in range(6):
@@ -221,23 +222,33 @@ def aba_inertias(parent, Sw, v_start, nv_j, tau, c, pA, IA, U, W, Dinv, u, G, D,
                         W[i, a, k] = s
         if lam < 0:
             continue
-        P = IA[lam]
-        for a in range(6):                                    # I^a = I^A − W Uᵀ;  I^A_λ += I^a
-            for b in range(a, 6):
-                s = Ii[a, b]
+        # I^a = I^A − W Uᵀ,  p^a = p^A + I^a c + W u;  I^A_λ += I^a,  p^A_λ += p^a — in one sweep over I^a, which
+        # is never stored. For one degree of freedom W Uᵀ = U Uᵀ / d, formed as (U_a U_b)/d: exactly symmetric.
+        if nv == 1:
+            dinv, ui = Dinv[i, 0, 0], u[i, 0]
+            for a in range(6):
+                Ua = U[i, a, 0]
+                s = pA[i, a] + W[i, a, 0] * ui
+                for b in range(6):
+                    x = IA[i, a, b] - Ua * U[i, b, 0] * dinv
+                    s += x * c[i, b]
+                    IA[lam, a, b] += x
+                pA[lam, a] += s
+        else:
+            for a in range(6):
+                s = pA[i, a]
                 for k in range(nv):
-                    s -= W[i, a, k] * U[i, b, k]
-                Ii[a, b] = s
-                Ii[b, a] = s
-        for a in range(6):                                    # p^a = p^A + I^a c + W u;  p^A_λ += p^a
-            s = pA[i, a]
-            for b in range(6):
-                s += Ii[a, b] * c[i, b]
-            for k in range(nv):
-                s += W[i, a, k] * u[i, k]
-            pA[lam, a] += s
-            for b in range(6):
-                P[a, b] += Ii[a, b]
+                    s += W[i, a, k] * u[i, k]
+                for b in range(6):
+                    x = IA[i, a, b]
+                    for k in range(nv):
+                        x -= W[i, a, k] * U[i, b, k]
+                    s += x * c[i, b]
+                    if b >= a:                                # the upper triangle, mirrored: exactly symmetric
+                        IA[lam, a, b] += x
+                        if b > a:
+                            IA[lam, b, a] += x
+                pA[lam, a] += s
 
 
 @njit
@@ -246,19 +257,18 @@ def aba_accelerations(parent, Sw, v_start, nv_j, a0, c, W, Dinv, u, qdd, acc):
     acceleration, [0; −g] for gravity)."""
     for i in range(parent.shape[0]):
         vs, nv, lam = v_start[i], nv_j[i], parent[i]
-        ai = acc[i]
         for a in range(6):
-            ai[a] = (a0[a] if lam < 0 else acc[lam, a]) + c[i, a]
+            acc[i, a] = (a0[a] if lam < 0 else acc[lam, a]) + c[i, a]
         for k in range(nv):
             s = 0.0
             for m in range(nv):
                 s += Dinv[i, k, m] * u[i, m]
             for a in range(6):
-                s -= W[i, a, k] * ai[a]
+                s -= W[i, a, k] * acc[i, a]
             qdd[vs + k] = s
         for k in range(nv):
             for a in range(6):
-                ai[a] += Sw[i, a, k] * qdd[vs + k]
+                acc[i, a] += Sw[i, a, k] * qdd[vs + k]
 
 
 @njit
@@ -291,46 +301,51 @@ def aba_solve(parent, Sw, v_start, nv_j, W, Dinv, tau, x, pA, u, acc, zero6):
 
 
 @njit
-def aba_eval(tree, ws, q, qd, tau, f_ext, use_f_ext, qdd):
-    """q̈ ← H⁻¹(τ − b) by the articulated-body algorithm, in the arrays of ``ws`` (:func:`aba_workspace`).
-    ``f_ext``: world forces about the world origin (N x 6), used when ``use_f_ext``."""
-    E, r, R_WL, p_WL, Sw, fx, v, c, pA, IA, U, W, Dinv, u, acc, G, D, s6 = ws
-    fk_kernel(tree.parent, tree.joint_type, tree.axis, tree.R_tree, tree.p_tree, tree.q_start, q, E, r, R_WL, p_WL)
-    world_frame(tree.S, tree.nv_j, tree.mass, tree.com, tree.inertia_com, R_WL, p_WL, Sw, IA)
-    if use_f_ext:
-        fx[:, :] = f_ext
-    else:
-        fx[:, :] = 0.0
-    aba_velocities(tree.parent, Sw, tree.v_start, tree.nv_j, IA, qd, fx, v, c, pA, s6[0], s6[1])
-    aba_inertias(tree.parent, Sw, tree.v_start, tree.nv_j, tau, c, pA, IA, U, W, Dinv, u, G, D, s6[0])
-    a0 = s6[2]                                                # gravity as a base acceleration
+def aba_passes(tree, kin, aba, qd, tau, qdd):
+    """q̈ ← H⁻¹(τ − b) by the three passes, at the link poses ``kin.R_WL``, ``kin.p_WL`` (:func:`fk_kernel`) with
+    the external forces ``aba.fx`` (world axes about W); leaves the factorization (U, W, D⁻¹) in ``aba``."""
+    world_frame(tree.S, tree.nv_j, tree.mass, tree.com, tree.inertia_com, kin.R_WL, kin.p_WL, aba.Sw, aba.IA)
+    aba_velocities(tree.parent, aba.Sw, tree.v_start, tree.nv_j, aba.IA, qd, aba.fx, aba.v, aba.c, aba.pA,
+                   aba.s6[0], aba.s6[1])
+    aba_inertias(tree.parent, aba.Sw, tree.v_start, tree.nv_j, tau, aba.c, aba.pA, aba.IA, aba.U, aba.W,
+                 aba.Dinv, aba.u, aba.G, aba.D6, aba.s6[0])
+    a0 = aba.s6[2]                                            # gravity as a base acceleration
     a0[0], a0[1], a0[2] = 0.0, 0.0, 0.0
     a0[3], a0[4], a0[5] = -tree.gravity[0], -tree.gravity[1], -tree.gravity[2]
-    aba_accelerations(tree.parent, Sw, tree.v_start, tree.nv_j, a0, c, W, Dinv, u, qdd, acc)
+    aba_accelerations(tree.parent, aba.Sw, tree.v_start, tree.nv_j, a0, aba.c, aba.W, aba.Dinv, aba.u, qdd,
+                      aba.acc)
 
 
 @entry
-def aba_entry(tree, q, qd, tau, qdd, buf):
-    """The entry point from Python: q̈ ← H⁻¹(τ − b), in the scratch ``buf``."""
-    aba_eval(tree, aba_workspace(buf, tree.parent.shape[0]), q, qd, tau, buf[:0].reshape((0, 6)), False, qdd)
+def aba_entry(tree, kin, aba, q, qd, tau, qdd):
+    """The entry point from Python: q̈ ← H⁻¹(τ − b) in the arrays of :func:`aba_work`."""
+    fk_kernel(tree.parent, tree.joint_type, tree.axis, tree.R_tree, tree.p_tree, tree.q_start, q, kin.E, kin.r,
+              kin.R_WL, kin.p_WL)
+    aba.fx[:, :] = 0.0
+    aba_passes(tree, kin, aba, qd, tau, qdd)
 
 
 @entry
-def aba_forces_entry(tree, q, qd, tau, f_ext, qdd, buf):
-    """The entry point from Python with external forces: q̈ ← H⁻¹(τ + Σ J_iᵀ f_i − b)."""
-    aba_eval(tree, aba_workspace(buf, tree.parent.shape[0]), q, qd, tau, f_ext, True, qdd)
+def aba_forces_entry(tree, kin, aba, q, qd, tau, f_ext, qdd):
+    """The entry point from Python with external forces (world, about W): q̈ ← H⁻¹(τ + Σ J_iᵀ f_i − b)."""
+    fk_kernel(tree.parent, tree.joint_type, tree.axis, tree.R_tree, tree.p_tree, tree.q_start, q, kin.E, kin.r,
+              kin.R_WL, kin.p_WL)
+    aba.fx[:, :] = f_ext
+    aba_passes(tree, kin, aba, qd, tau, qdd)
 
 
 _scratch = threading.local()
-_WORKSPACE_PER_LINK, _WORKSPACE_FIXED = 240, 156              # workspace_size(N), without a call into numba
 
 
-def _buffer(n: int) -> np.ndarray:
-    """This thread's scratch of at least n floats (kept: a call then allocates nothing but its result)."""
-    buf = getattr(_scratch, "buf", None)
-    if buf is None or buf.size < n:
-        buf = _scratch.buf = np.empty(max(n, 2048))
-    return buf
+def _work(n_links: int):
+    """This thread's :func:`aba_work` for n links (kept: a call then allocates nothing but its result)."""
+    works = getattr(_scratch, "works", None)
+    if works is None:
+        works = _scratch.works = {}
+    work = works.get(n_links)
+    if work is None:
+        work = works[n_links] = aba_work(n_links)
+    return work
 
 
 def forward_dynamics(model: Model, q: np.ndarray, qd: np.ndarray, tau: np.ndarray,
@@ -340,10 +355,10 @@ def forward_dynamics(model: Model, q: np.ndarray, qd: np.ndarray, tau: np.ndarra
     ``f_ext`` (optional, N x 6) as in :func:`core.inverse_dynamics`: world coordinates about the world origin.
     """
     qdd = np.empty(model.nv)
-    buf = _buffer(_WORKSPACE_PER_LINK * model.n_links + _WORKSPACE_FIXED)
+    kin, aba = _work(model.n_links)
     if f_ext is None:
-        aba_entry(model.kernel_tree, as_f64(q), as_f64(qd), as_f64(tau), qdd, buf)
+        aba_entry(model.kernel_tree, kin, aba, as_f64(q), as_f64(qd), as_f64(tau), qdd)
     else:
-        aba_forces_entry(model.kernel_tree, as_f64(q), as_f64(qd), as_f64(tau), external_forces(model, f_ext)[0],
-                         qdd, buf)
+        aba_forces_entry(model.kernel_tree, kin, aba, as_f64(q), as_f64(qd), as_f64(tau),
+                         external_forces(model, f_ext)[0], qdd)
     return qdd

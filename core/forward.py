@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .aba import aba_accelerations, aba_inertias, aba_velocities, aba_workspace, workspace_size, world_frame
+from .aba import aba_passes, aba_work
 from .constraints import POINT_VELOCITY, rows_kernel
 from .control.kernels import control_stage
 from .crba import mass_matrix_kernel
@@ -31,7 +31,7 @@ from .forces import ACTUATORS, forces_kernel
 from .formulations import dynamic_constraints, jacobian_svd, minv_jt, multipliers, projection
 from .jit import njit
 from .kinematics import fk_kernel
-from .layout import (MULTIPLIERS, PROJECTION, Articulated, ControlWork, Dense, IntegratorWork, Kinematics, Plant,
+from .layout import (MULTIPLIERS, PROJECTION, ControlWork, Dense, IntegratorWork, Plant,
                      RowsWork, SolveWork, Workspace)
 from .linalg import numerical_rank
 from .points import velocity_product_kernel
@@ -109,16 +109,7 @@ def evaluate(tree, tab, ws, t, q, qd, z, m, n_groups, scale, full, out):
         jacobian_svd(rows.J, m, nv, dense)
         projection(st, rows, solve, plant, dense, m, scale, tau, out)
     else:                                                     # ABA in world axes (core.aba): q̈_free = M⁻¹(τ − b)
-        world_frame(tree.S, tree.nv_j, tree.mass, tree.com, tree.inertia_com, kin.R_WL, kin.p_WL, aba.Sw, aba.IA)
-        aba_velocities(tree.parent, aba.Sw, tree.v_start, tree.nv_j, aba.IA, qd, aba.fx, aba.v, aba.c, aba.pA,
-                       aba.s6[0], aba.s6[1])
-        aba_inertias(tree.parent, aba.Sw, tree.v_start, tree.nv_j, tau, aba.c, aba.pA, aba.IA, aba.U, aba.W,
-                     aba.Dinv, aba.u, aba.G, aba.D6, aba.s6[0])
-        a0 = aba.s6[2]                                        # gravity as a base acceleration
-        a0[0], a0[1], a0[2] = 0.0, 0.0, 0.0
-        a0[3], a0[4], a0[5] = -tree.gravity[0], -tree.gravity[1], -tree.gravity[2]
-        aba_accelerations(tree.parent, aba.Sw, tree.v_start, tree.nv_j, a0, aba.c, aba.W, aba.Dinv, aba.u,
-                          solve.qdd_free, aba.acc)
+        aba_passes(tree, kin, aba, qd, tau, solve.qdd_free)
         if m == 0:
             out.qdd[:] = solve.qdd_free
         else:
@@ -215,11 +206,7 @@ def workspace(N, nv, K, R, L, V, P, F, n):
     """A :class:`Workspace` for N links, nv velocities, K constraints of R rows, joint-space programs of at
     most L instructions over V variables, a regressor of P parameters, mixtures of F features and an integrated
     vector of n entries."""
-    E, r, R_WL, p_WL, Sw, fx, vw, cw, pA, IA, U, W, Dinv, u, acc, G, D6, s6 = aba_workspace(
-        np.empty(workspace_size(N)), N)                       # the articulated-body algorithm's arrays (core.aba)
-    kin = Kinematics(E, r, R_WL, p_WL, np.empty((N, 6)), np.empty((N, 6)), np.empty((N, 6)))
-    fx[:, :] = 0.0
-    aba = Articulated(Sw, fx, vw, cw, pA, IA, U, W, Dinv, u, acc, G, D6, s6)
+    kin, aba = aba_work(N)                                    # the articulated-body algorithm's arrays (core.aba)
     Lr, Vr = max(L, 1), max(V, 1)
     rows = RowsWork(np.zeros((R, nv)), np.zeros(R), np.zeros(R), np.zeros(R), np.zeros(R),
                     np.full(K, -1, np.int64), np.full(K, -1, np.int64), np.zeros(K, np.int64), np.zeros((16, 3)),

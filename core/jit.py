@@ -143,21 +143,16 @@ def inline(f):
     return njit(inline="always")(f)
 
 
-__all__ = ["inline", "as_f64", "kernels_cached", "njit", "Entry", "entry", "carve", "motion_x", "force_xt", "inertia_xt", "cross_motion", "cross_force", "matvec6", "quat_rot"]
+__all__ = ["inline", "as_f64", "kernels_cached", "njit", "Entry", "entry", "carve", "motion_x", "force_xt", "inertia_xt", "cross_motion", "cross_force", "matvec6", "quat_matrix"]
 
 
 @inline
-def quat_rot(w, x, y, z, R):
-    """R ← rotation matrix of the unit quaternion (w, x, y, z)."""
-    R[0, 0] = 1 - 2 * (y * y + z * z)
-    R[0, 1] = 2 * (x * y - w * z)
-    R[0, 2] = 2 * (x * z + w * y)
-    R[1, 0] = 2 * (x * y + w * z)
-    R[1, 1] = 1 - 2 * (x * x + z * z)
-    R[1, 2] = 2 * (y * z - w * x)
-    R[2, 0] = 2 * (x * z - w * y)
-    R[2, 1] = 2 * (y * z + w * x)
-    R[2, 2] = 1 - 2 * (x * x + y * y)
+def quat_matrix(w, x, y, z):
+    """The rotation matrix of the unit quaternion (w, x, y, z), row by row as nine scalars (kernels keep it in
+    registers rather than in an array)."""
+    return (1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y),
+            2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x),
+            2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y))
 
 
 @inline
