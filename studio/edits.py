@@ -25,7 +25,7 @@ from .kinds import MOVING_JOINTS, joint_kinds
 
 __all__ = ["to_data", "validate", "compiled", "get", "resolve", "set_value", "rename", "delete", "duplicate", "add",
            "json_path", "field_problems", "unique_name", "item_name", "change_type", "use_controller", "ADDABLE",
-           "SECTIONS", "CONTROLLER_TYPES", "TRAJECTORY_TYPES", "move_spring_end"]
+           "SECTIONS", "CONTROLLER_TYPES", "TRAJECTORY_TYPES", "move_spring_end", "unpack_robot"]
 
 SECTIONS = ("bodies", "constraints", "forces", "controllers", "contacts")
 _BODY_REFS = ("body", "body_a", "body_b")
@@ -470,6 +470,17 @@ def use_controller(spec, name: str | None):
     for item in data.get("controllers") or []:
         item["enabled"] = item["name"] == name
     return validate(data)
+
+
+# ---- an included robot's links, made the document's own ---------------------------------------------------------
+def unpack_robot(spec):
+    """The document with its ``robot`` include replaced by the robot's bodies and constraints, with the include's
+    overrides applied (base, base pose, q0, inertia policy): every link then is edited one by one, and the
+    document no longer follows the robot file (:func:`core.scene.robots.expand`)."""
+    if getattr(spec, "robot", None) is None:
+        raise SceneError([Problem("$.robot", "the scene includes no robot file")])
+    from core.scene.robots import expand
+    return validate(to_data(expand(spec)))
 
 
 # ---- springs dragged in the viewport --------------------------------------------------------------------------

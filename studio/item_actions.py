@@ -52,6 +52,10 @@ class ItemActions(QObject):
         self.rename_action = QAction("&Rename", self)
         self.rename_action.setShortcut(QKeySequence("F2"))
         self.rename_action.triggered.connect(lambda: self.rename_requested.emit(self._selection.path))
+        self.unpack_action = QAction("Unpack the Robot into Bodies", self)
+        self.unpack_action.setToolTip("Make the included robot's links the scene's own bodies, edited one by one "
+                                      "(the scene then no longer follows the robot file; undo restores the include)")
+        self.unpack_action.triggered.connect(self.unpack_robot)
         selection.changed.connect(lambda *_: self._update_enabled())
         self._update_enabled()
 
@@ -60,6 +64,8 @@ class ItemActions(QObject):
         menu.addMenu(self.add_menu)
         for action in (self.duplicate_action, self.rename_action, self.delete_action):
             menu.addAction(action)
+        if self.unpack_action.isEnabled():
+            menu.addAction(self.unpack_action)
         return menu
 
     def _update_enabled(self) -> None:
@@ -68,6 +74,7 @@ class ItemActions(QObject):
         self.duplicate_action.setEnabled(item and not (len(path) == 3 and path[2] == "joint"))
         self.delete_action.setEnabled(item and not (len(path) == 3 and path[2] == "joint"))
         self.rename_action.setEnabled(item and not (len(path) == 4 and path[2] == "shapes"))
+        self.unpack_action.setEnabled(path == ("robot",))
 
     def _selected_body(self) -> str | None:
         i = body_index_of(self._selection.path)
@@ -114,6 +121,16 @@ class ItemActions(QObject):
         self._document.apply(new, f"Delete {item_title(spec, path)}{also}", select=parent, select_before=path)
         if gone:
             self.message.emit(f"deleted {item_title(spec, path)} and what depended on it: {', '.join(gone)}")
+        return True
+
+    def unpack_robot(self) -> bool:
+        spec = self._document.spec
+        try:
+            new = edits.unpack_robot(spec)
+        except SceneError as exc:
+            return self._refuse("cannot unpack the robot", exc)
+        self._document.apply(new, f"Unpack {item_title(spec, ('robot',))} into {len(new.bodies)} bodies",
+                             select=("bodies", 0) if new.bodies else None, select_before=("robot",))
         return True
 
     def _refuse(self, what: str, exc: SceneError) -> bool:

@@ -273,7 +273,7 @@ class MainWindow(QMainWindow):
         self.redo_action.triggered.connect(self.status.clear_error)
         edit = bar.addMenu("&Edit")
         for item in (self.undo_action, self.redo_action, None, ia.add_menu, ia.duplicate_action, ia.rename_action,
-                     ia.delete_action):
+                     ia.delete_action, None, ia.unpack_action):
             _add(edit, item)
         view = bar.addMenu("&View")
         self.frame_action = self._action("&Frame Scene", self.viewport.frame_scene, "F",

@@ -143,7 +143,8 @@ def _robot_group(spec) -> QStandardItem | None:
         return None
     group = _item(f"Robot {Path(spec.robot.file).name}  ({len(robot.bodies)})", ("robot",),
                   tip=f"{spec.robot.file}\n{robot.description}\nIncluded: its links are drawn and simulated; select "
-                      "this to edit the include's file, base and inertia policy (q0 in the scene document)")
+                      "this to edit the include's file, base, inertia policy and q0, or Edit ▸ Unpack the Robot into "
+                      "Bodies to edit its links one by one")
     font = group.font()
     font.setBold(True)
     group.setFont(font)

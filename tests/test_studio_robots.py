@@ -228,3 +228,40 @@ def test_the_included_robot_is_listed_and_its_include_is_edited(tmp_path, qtbot)
     doc.undo_stack.undo()
     assert doc.spec.robot.q0 == {}
     shiboken6.delete(doc)
+
+
+def test_unpacking_the_robot_makes_its_links_the_documents_bodies(tmp_path, qtbot):
+    """Edit ▸ Unpack the Robot into Bodies: the include's links become the document's bodies (with its q0 and base
+    applied), one undo step; a link is then edited like any body, and the same motion is simulated."""
+    from studio.document import SceneDocument
+    from studio.item_actions import ItemActions
+    from studio.selection import Selection
+    from studio import edits
+    urdf = _robot(tmp_path)
+    spec = core.read_spec(urdf)
+    doc = SceneDocument(spec)
+    doc.apply(edits.set_value(spec, ("robot", "q0"), {"spin": 0.3}), "q0")
+    before = core.compile_scene(doc.spec)
+    selection = Selection()
+    actions = ItemActions(doc, selection)
+    assert not actions.unpack_action.isEnabled()
+    selection.set(("robot",))
+    assert actions.unpack_action.isEnabled()
+    actions.unpack_action.trigger()
+    assert doc.spec.robot is None and [b.name for b in doc.spec.bodies] == ["base", "ring"]
+    after = core.compile_scene(doc.spec)
+    np.testing.assert_array_equal(after.q0, before.q0)
+    np.testing.assert_array_equal(after.inertia, before.inertia)
+    runs = [core.Simulation(m, dt=1e-3) for m in (before, after)]
+    for sim in runs:
+        sim.run(0.05)
+    np.testing.assert_array_equal(runs[1].state.q, runs[0].state.q)
+    ring = next(i for i, b in enumerate(doc.spec.bodies) if b.name == "ring")
+    doc.apply(edits.set_value(doc.spec, ("bodies", ring, "joint", "q0"), 1.0), "ring q0")
+    assert core.compile_scene(doc.spec).q0[0] == pytest.approx(1.0)
+    doc.undo_stack.undo()
+    doc.undo_stack.undo()
+    assert doc.spec.robot is not None and doc.spec.robot.q0 == {"spin": 0.3}
+    with pytest.raises(core.SceneError, match="includes no robot"):
+        edits.unpack_robot(core.compile_scene(doc.spec).spec.model_copy(update={"robot": None}))
+    shiboken6.delete(doc)
