@@ -66,7 +66,7 @@ def _invert_small(D, n, out, A):
             out[a, b] = A[a, n + b]
 
 
-@njit
+@njit(inline='always')
 def world_frame(S, nv_j, mass, com, inertia_com, R_WL, p_WL, Sw, I):
     """Per link, from its world pose (R, p): the motion subspace about W, s = [R S_ω; R S_v + p × R S_ω], and the
     rigid-body inertia about W, I = [[Ī + m (|c|² 1 − c cᵀ), m c^], [(m c^)ᵀ, m 1]] with c = p + R c_L the world
@@ -123,7 +123,7 @@ def world_frame(S, nv_j, mass, com, inertia_com, R_WL, p_WL, Sw, I):
                 I[i, 3 + a, 3 + b] = m if a == b else 0.0
 
 
-@njit
+@njit(inline='always')
 def aba_velocities(parent, Sw, v_start, nv_j, I, qd, fx, v, c, pA, vJ, tmp):
     """Pass 1, root to leaves: v_i = v_λ + s_i q̇_i, c_i = v_i × s_i q̇_i, p^A_i = v_i ×* I_i v_i − f^x_i (world
     axes about W; ``fx``: external forces the same way; ``vJ``, ``tmp``: scratch 6)."""
@@ -169,7 +169,7 @@ def aba_work(N):
     return kin, aba
 
 
-@njit
+@njit(inline='always')
 def aba_inertias(parent, Sw, v_start, nv_j, tau, c, pA, IA, U, W, Dinv, u, G, D, pa):
     """Pass 2, leaves to root (thesis eq. 2.77; RBDA Table 7.1), in world axes about W::
 
@@ -251,7 +251,7 @@ def aba_inertias(parent, Sw, v_start, nv_j, tau, c, pA, IA, U, W, Dinv, u, G, D,
                 pA[lam, a] += s
 
 
-@njit
+@njit(inline='always')
 def aba_accelerations(parent, Sw, v_start, nv_j, a0, c, W, Dinv, u, qdd, acc):
     """Pass 3, root to leaves: a'_i = a_λ + c_i, q̈_i = D_i⁻¹u_i − W_iᵀ a'_i, a_i = a'_i + s_i q̈_i (``a0``: the base
     acceleration, [0; −g] for gravity)."""

@@ -45,7 +45,7 @@ def _joint_motion(jt, axis, i, q, qs):
     return j00, j01, j02, j10, j11, j12, j20, j21, j22, x0, x1, x2
 
 
-@njit
+@njit(inline='always')
 def fk_kernel(parent, jtype, axis, R_tree, p_tree, q_start, q, E, r, R_WL, p_WL):
     """Per link: ``E[i] = R_PCᵀ``, ``r[i] = p_PC`` (parent → child transform) and the world pose ``R_WL``, ``p_WL``.
 
