@@ -20,16 +20,14 @@ for any further τ in O(N) (the response to a unit constraint force, for A = J M
 """
 from __future__ import annotations
 
-import threading
-
 import numpy as np
 
 from .jit import as_f64, entry, njit
 from .kinematics import external_forces, fk_kernel
-from .layout import Articulated, Kinematics
+from .layout import thread_work
 from .model import Model
 
-__all__ = ["forward_dynamics", "aba_entry", "aba_forces_entry", "aba_work", "aba_passes", "world_frame",
+__all__ = ["forward_dynamics", "aba_entry", "aba_forces_entry", "aba_passes", "world_frame",
            "aba_velocities", "aba_inertias", "aba_accelerations", "aba_solve"]
 
 
@@ -155,18 +153,6 @@ def aba_velocities(parent, Sw, v_start, nv_j, I, qd, fx, v, c, pA, vJ, tmp):
         pA[i, 3] = v1 * f5 - v2 * f4 - fx[i, 3]
         pA[i, 4] = v2 * f3 - v0 * f5 - fx[i, 4]
         pA[i, 5] = v0 * f4 - v1 * f3 - fx[i, 5]
-
-
-@njit
-def aba_work(N):
-    """The arrays one evaluation of the algorithm works in, for N links: ``(Kinematics, Articulated)``
-    (:mod:`core.layout`), allocated once and reused (external forces zeroed)."""
-    kin = Kinematics(np.zeros((N, 3, 3)), np.zeros((N, 3)), np.zeros((N, 3, 3)), np.zeros((N, 3)),
-                     np.zeros((N, 6)), np.zeros((N, 6)), np.zeros((N, 6)))
-    aba = Articulated(np.zeros((N, 6, 6)), np.zeros((N, 6)), np.zeros((N, 6)), np.zeros((N, 6)), np.zeros((N, 6)),
-                      np.zeros((N, 6, 6)), np.zeros((N, 6, 6)), np.zeros((N, 6, 6)), np.zeros((N, 6, 6)),
-                      np.zeros((N, 6)), np.zeros((N, 6)), np.zeros((6, 12)), np.zeros((6, 6)), np.zeros((8, 6)))
-    return kin, aba
 
 
 @njit(inline='always')
@@ -318,7 +304,7 @@ def aba_passes(tree, kin, aba, qd, tau, qdd):
 
 @entry
 def aba_entry(tree, kin, aba, q, qd, tau, qdd):
-    """The entry point from Python: q̈ ← H⁻¹(τ − b) in the arrays of :func:`aba_work`."""
+    """The entry point from Python: q̈ ← H⁻¹(τ − b) in the arrays of :func:`core.layout.thread_work`."""
     fk_kernel(tree.parent, tree.joint_type, tree.axis, tree.R_tree, tree.p_tree, tree.q_start, q, kin.E, kin.r,
               kin.R_WL, kin.p_WL)
     aba.fx[:, :] = 0.0
@@ -334,20 +320,6 @@ def aba_forces_entry(tree, kin, aba, q, qd, tau, f_ext, qdd):
     aba_passes(tree, kin, aba, qd, tau, qdd)
 
 
-_scratch = threading.local()
-
-
-def _work(n_links: int):
-    """This thread's :func:`aba_work` for n links (kept: a call then allocates nothing but its result)."""
-    works = getattr(_scratch, "works", None)
-    if works is None:
-        works = _scratch.works = {}
-    work = works.get(n_links)
-    if work is None:
-        work = works[n_links] = aba_work(n_links)
-    return work
-
-
 def forward_dynamics(model: Model, q: np.ndarray, qd: np.ndarray, tau: np.ndarray,
                      f_ext: np.ndarray | None = None) -> np.ndarray:
     """Joint accelerations ``q̈ = H⁻¹ (τ - b)`` (nv,) by the articulated-body algorithm.
@@ -355,7 +327,7 @@ def forward_dynamics(model: Model, q: np.ndarray, qd: np.ndarray, tau: np.ndarra
     ``f_ext`` (optional, N x 6) as in :func:`core.inverse_dynamics`: world coordinates about the world origin.
     """
     qdd = np.empty(model.nv)
-    kin, aba = _work(model.n_links)
+    kin, aba, _ = thread_work(model.n_links, model.nv)
     if f_ext is None:
         aba_entry(model.kernel_tree, kin, aba, as_f64(q), as_f64(qd), as_f64(tau), qdd)
     else:

@@ -21,17 +21,16 @@ def energies_kernel(inertia, gravity, R_WL, p_WL, v):
     ``PE = −Σ m_i g · c_i`` with c_i the world centre of mass of link i (zero at the world origin)."""
     ke = 0.0
     pe = 0.0
-    for i in range(inertia.shape[0]):
-        I = inertia[i]
+    for i in range(inertia.shape[0]):                         # (indexed whole: see core.kinematics.fk_kernel)
         for a in range(6):
             s = 0.0
             for b in range(6):
-                s += I[a, b] * v[i, b]
+                s += inertia[i, a, b] * v[i, b]
             ke += 0.5 * v[i, a] * s
-        mass = I[3, 3]
+        mass = inertia[i, 3, 3]
         if mass > 0:
             # the centre of mass from the inertia's coupling block m c^ (upper right, [0:3, 3:6])
-            cx, cy, cz = I[2, 4] / mass, I[0, 5] / mass, I[1, 3] / mass
+            cx, cy, cz = inertia[i, 2, 4] / mass, inertia[i, 0, 5] / mass, inertia[i, 1, 3] / mass
             for a in range(3):
                 wa = p_WL[i, a] + R_WL[i, a, 0] * cx + R_WL[i, a, 1] * cy + R_WL[i, a, 2] * cz
                 pe -= mass * gravity[a] * wa

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .aba import aba_passes, aba_work
+from .aba import aba_passes
 from .constraints import POINT_VELOCITY, rows_kernel
 from .control.kernels import control_stage
 from .crba import mass_matrix_kernel
@@ -31,8 +31,8 @@ from .forces import ACTUATORS, forces_kernel
 from .formulations import dynamic_constraints, jacobian_svd, minv_jt, multipliers, projection
 from .jit import njit
 from .kinematics import fk_kernel
-from .layout import (MULTIPLIERS, PROJECTION, ControlWork, Dense, IntegratorWork, Plant,
-                     RowsWork, SolveWork, Workspace)
+from .layout import (MULTIPLIERS, PROJECTION, ControlWork, Dense, IntegratorWork, RowsWork, SolveWork, Workspace,
+                     articulated_work, kinematics_work, plant_work)
 from .linalg import numerical_rank
 from .points import velocity_product_kernel
 from .rnea import rnea_passes
@@ -67,12 +67,12 @@ def plant_stage(tree, kin, plant, qd, with_gravity):
     """M (CRBA) and b = C q̇ + g (RNEA with q̈ = 0) at this state, and g (RNEA at rest) when asked."""
     p = plant
     mass_matrix_kernel(tree.parent, tree.S, tree.v_start, tree.nv_j, kin.E, kin.r, tree.inertia, p.Ic, p.M, p.F6,
-                       p.col6, p.out6, p.W3)
+                       p.out6, p.W3)
     rnea_passes(tree.parent, tree.S, tree.v_start, tree.nv_j, kin.E, kin.r, tree.inertia, tree.gravity, qd, p.zero,
-                p.fx, p.v, p.acc, p.f, p.b, p.s6[0], p.s6[1], p.s6[2])
+                p.fx, p.v, p.acc, p.f, p.b, p.s6)
     if with_gravity:
         rnea_passes(tree.parent, tree.S, tree.v_start, tree.nv_j, kin.E, kin.r, tree.inertia, tree.gravity, p.zero,
-                    p.zero, p.fx, p.v, p.acc, p.f, p.g, p.s6[0], p.s6[1], p.s6[2])
+                    p.zero, p.fx, p.v, p.acc, p.f, p.g, p.s6)
 
 
 @njit
@@ -206,7 +206,7 @@ def workspace(N, nv, K, R, L, V, P, F, n):
     """A :class:`Workspace` for N links, nv velocities, K constraints of R rows, joint-space programs of at
     most L instructions over V variables, a regressor of P parameters, mixtures of F features and an integrated
     vector of n entries."""
-    kin, aba = aba_work(N)                                    # the articulated-body algorithm's arrays (core.aba)
+    kin, aba = kinematics_work(N), articulated_work(N)
     Lr, Vr = max(L, 1), max(V, 1)
     rows = RowsWork(np.zeros((R, nv)), np.zeros(R), np.zeros(R), np.zeros(R), np.zeros(R),
                     np.full(K, -1, np.int64), np.full(K, -1, np.int64), np.zeros(K, np.int64), np.zeros((16, 3)),
@@ -214,9 +214,7 @@ def workspace(N, nv, K, R, L, V, P, F, n):
     solve = SolveWork(np.zeros(nv), np.zeros(nv), np.zeros((nv, R)), np.zeros((R, R)), np.zeros(R),
                       np.zeros(max(R, 1)), np.zeros(R, np.int64), np.zeros((R, R)), np.zeros((R, R)), np.zeros(R),
                       np.zeros(R), np.zeros(R))
-    plant = Plant(np.zeros((nv, nv)), np.zeros(nv), np.zeros(nv), np.zeros((N, 6, 6)), np.zeros((N, 6)),
-                  np.zeros((N, 6)), np.zeros((N, 6)), np.zeros((N, 6)), np.zeros(nv), np.zeros((6, 6)),
-                  np.zeros((6, 6)), np.zeros(6), np.zeros((3, 3)), np.zeros((3, 6)))
+    plant = plant_work(N, nv)
     dense = Dense(np.zeros((nv, R)), np.zeros((R, R)), np.zeros(R), np.zeros((nv, R)), np.zeros((nv, nv)),
                   np.zeros((nv, nv)), np.zeros((nv, nv)), np.zeros((nv, nv)), np.zeros(nv), np.zeros(nv),
                   np.zeros(nv), np.zeros(nv, np.int64), np.zeros(R), np.zeros(R))

@@ -143,7 +143,7 @@ def inline(f):
     return njit(inline="always")(f)
 
 
-__all__ = ["inline", "as_f64", "kernels_cached", "njit", "Entry", "entry", "carve", "motion_x", "force_xt", "inertia_xt", "cross_motion", "cross_force", "matvec6", "quat_matrix"]
+__all__ = ["inline", "as_f64", "kernels_cached", "njit", "Entry", "entry", "motion_x", "force_xt", "inertia_xt", "cross_motion", "cross_force", "matvec6", "quat_matrix"]
 
 
 @inline
@@ -156,52 +156,58 @@ def quat_matrix(w, x, y, z):
 
 
 @inline
-def motion_x(E, r, v, out):
-    """out ← X v = [E ω; E (v_O − r × ω)] (parent → child)."""
-    w0, w1, w2 = v[0], v[1], v[2]
-    l0 = v[3] - (r[1] * w2 - r[2] * w1)
-    l1 = v[4] - (r[2] * w0 - r[0] * w2)
-    l2 = v[5] - (r[0] * w1 - r[1] * w0)
-    for k in range(3):
-        out[k] = E[k, 0] * w0 + E[k, 1] * w1 + E[k, 2] * w2
-        out[3 + k] = E[k, 0] * l0 + E[k, 1] * l1 + E[k, 2] * l2
+def motion_x(E, r, i, v, j, out, k):
+    """out[k] ← X_i v[j] = [E ω; E (v_O − r × ω)] (parent → child, with E = E[i], r = r[i]); ``out`` may be ``v``
+    (every input is read before the first write).
+
+    These helpers take whole arrays and row indices, never per-link views such as ``v[j]``: numba counts a view's
+    references atomically, which in the per-link loops cost more than the arithmetic."""
+    w0, w1, w2 = v[j, 0], v[j, 1], v[j, 2]
+    l0 = v[j, 3] - (r[i, 1] * w2 - r[i, 2] * w1)
+    l1 = v[j, 4] - (r[i, 2] * w0 - r[i, 0] * w2)
+    l2 = v[j, 5] - (r[i, 0] * w1 - r[i, 1] * w0)
+    for a in range(3):
+        out[k, a] = E[i, a, 0] * w0 + E[i, a, 1] * w1 + E[i, a, 2] * w2
+        out[k, 3 + a] = E[i, a, 0] * l0 + E[i, a, 1] * l1 + E[i, a, 2] * l2
 
 
 @inline
-def force_xt(E, r, f, out):
-    """out ← Xᵀ f = [Eᵀn + r × (Eᵀf); Eᵀf] (a child force expressed in the parent)."""
-    n0 = E[0, 0] * f[0] + E[1, 0] * f[1] + E[2, 0] * f[2]
-    n1 = E[0, 1] * f[0] + E[1, 1] * f[1] + E[2, 1] * f[2]
-    n2 = E[0, 2] * f[0] + E[1, 2] * f[1] + E[2, 2] * f[2]
-    g0 = E[0, 0] * f[3] + E[1, 0] * f[4] + E[2, 0] * f[5]
-    g1 = E[0, 1] * f[3] + E[1, 1] * f[4] + E[2, 1] * f[5]
-    g2 = E[0, 2] * f[3] + E[1, 2] * f[4] + E[2, 2] * f[5]
-    out[0] = n0 + r[1] * g2 - r[2] * g1
-    out[1] = n1 + r[2] * g0 - r[0] * g2
-    out[2] = n2 + r[0] * g1 - r[1] * g0
-    out[3] = g0
-    out[4] = g1
-    out[5] = g2
+def force_xt(E, r, i, f, j, out, k):
+    """out[k] ← X_iᵀ f[j] = [Eᵀn + r × (Eᵀf); Eᵀf] (a child force expressed in the parent); ``out`` may be ``f``."""
+    n0 = E[i, 0, 0] * f[j, 0] + E[i, 1, 0] * f[j, 1] + E[i, 2, 0] * f[j, 2]
+    n1 = E[i, 0, 1] * f[j, 0] + E[i, 1, 1] * f[j, 1] + E[i, 2, 1] * f[j, 2]
+    n2 = E[i, 0, 2] * f[j, 0] + E[i, 1, 2] * f[j, 1] + E[i, 2, 2] * f[j, 2]
+    g0 = E[i, 0, 0] * f[j, 3] + E[i, 1, 0] * f[j, 4] + E[i, 2, 0] * f[j, 5]
+    g1 = E[i, 0, 1] * f[j, 3] + E[i, 1, 1] * f[j, 4] + E[i, 2, 1] * f[j, 5]
+    g2 = E[i, 0, 2] * f[j, 3] + E[i, 1, 2] * f[j, 4] + E[i, 2, 2] * f[j, 5]
+    r0, r1, r2 = r[i, 0], r[i, 1], r[i, 2]
+    out[k, 0] = n0 + r1 * g2 - r2 * g1
+    out[k, 1] = n1 + r2 * g0 - r0 * g2
+    out[k, 2] = n2 + r0 * g1 - r1 * g0
+    out[k, 3] = g0
+    out[k, 4] = g1
+    out[k, 5] = g2
 
 
 @inline
-def _rotate_block(E, I, r0, c0, W, out, o0, p0, symmetric):
-    """out[o0:o0+3, p0:p0+3] ← Eᵀ M E for the block M = I[r0:r0+3, c0:c0+3] (W: 3x3 scratch; with
-    ``symmetric`` only the upper triangle is computed and mirrored)."""
+def _rotate_block(E, i, I, j, r0, c0, W, out, o0, p0, symmetric):
+    """out[o0:o0+3, p0:p0+3] ← Eᵀ M E for E = E[i] and the block M = I[j, r0:r0+3, c0:c0+3] (W: 3x3 scratch;
+    with ``symmetric`` only the upper triangle is computed and mirrored)."""
     for a in range(3):                                       # W = M E
         for b in range(3):
-            W[a, b] = I[r0 + a, c0] * E[0, b] + I[r0 + a, c0 + 1] * E[1, b] + I[r0 + a, c0 + 2] * E[2, b]
+            W[a, b] = (I[j, r0 + a, c0] * E[i, 0, b] + I[j, r0 + a, c0 + 1] * E[i, 1, b]
+                       + I[j, r0 + a, c0 + 2] * E[i, 2, b])
     for a in range(3):                                       # Eᵀ W
         for b in range(a if symmetric else 0, 3):
-            s = E[0, a] * W[0, b] + E[1, a] * W[1, b] + E[2, a] * W[2, b]
+            s = E[i, 0, a] * W[0, b] + E[i, 1, a] * W[1, b] + E[i, 2, a] * W[2, b]
             out[o0 + a, p0 + b] = s
             if symmetric:
                 out[o0 + b, p0 + a] = s
 
 
 @inline
-def inertia_xt(E, r, I, out, W):
-    """out ← Xᵀ I X (a child spatial or articulated inertia expressed in the parent; thesis eq. 2.77).
+def inertia_xt(E, r, i, I, j, out, W):
+    """out ← X_iᵀ I[j] X_i (a child spatial or articulated inertia expressed in the parent; thesis eq. 2.77).
 
     With I = [[A, B], [Bᵀ, C]] (A, C symmetric), P = EᵀAE, Q = EᵀBE, R = EᵀCE, r^ the cross-product matrix of r
     and Y = Q + r^R::
@@ -209,11 +215,11 @@ def inertia_xt(E, r, I, out, W):
         Xᵀ I X = [[P + r^Qᵀ − Y r^,  Y],
                   [Yᵀ,               R]]
 
-    (= P − Q r^ + r^ Qᵀ − r^ R r^ in the top-left block; ``W`` is a 3x3 scratch array; ``out`` must not be I)."""
-    _rotate_block(E, I, 0, 0, W, out, 0, 0, True)            # P
-    _rotate_block(E, I, 0, 3, W, out, 0, 3, False)          # Q (in out's top-right block, for now)
-    _rotate_block(E, I, 3, 3, W, out, 3, 3, True)            # R
-    r0, r1, r2 = r[0], r[1], r[2]
+    (= P − Q r^ + r^ Qᵀ − r^ R r^ in the top-left block; ``out`` (6 x 6) must not be I; ``W`` is 3 x 3 scratch)."""
+    _rotate_block(E, i, I, j, 0, 0, W, out, 0, 0, True)      # P
+    _rotate_block(E, i, I, j, 0, 3, W, out, 0, 3, False)    # Q (in out's top-right block, for now)
+    _rotate_block(E, i, I, j, 3, 3, W, out, 3, 3, True)      # R
+    r0, r1, r2 = r[i, 0], r[i, 1], r[i, 2]
     for b in range(3):                                       # W = Y = Q + r^R  (column b: Q[:,b] + r × R[:,b])
         R0, R1, R2 = out[3, 3 + b], out[4, 3 + b], out[5, 3 + b]
         W[0, b] = out[0, 3 + b] + r1 * R2 - r2 * R1
@@ -245,35 +251,39 @@ def inertia_xt(E, r, I, out, W):
 
 
 @inline
-def cross_motion(v, m, out):
-    """out ← v × m (motion cross product, crm(v) m)."""
-    out[0] = v[1] * m[2] - v[2] * m[1]
-    out[1] = v[2] * m[0] - v[0] * m[2]
-    out[2] = v[0] * m[1] - v[1] * m[0]
-    out[3] = v[1] * m[5] - v[2] * m[4] + v[4] * m[2] - v[5] * m[1]
-    out[4] = v[2] * m[3] - v[0] * m[5] + v[5] * m[0] - v[3] * m[2]
-    out[5] = v[0] * m[4] - v[1] * m[3] + v[3] * m[1] - v[4] * m[0]
+def cross_motion(v, i, m, j, out, k):
+    """out[k] ← v[i] × m[j] (motion cross product, crm(v) m); ``out`` may be either input."""
+    v0, v1, v2, v3, v4, v5 = v[i, 0], v[i, 1], v[i, 2], v[i, 3], v[i, 4], v[i, 5]
+    m0, m1, m2, m3, m4, m5 = m[j, 0], m[j, 1], m[j, 2], m[j, 3], m[j, 4], m[j, 5]
+    out[k, 0] = v1 * m2 - v2 * m1
+    out[k, 1] = v2 * m0 - v0 * m2
+    out[k, 2] = v0 * m1 - v1 * m0
+    out[k, 3] = v1 * m5 - v2 * m4 + v4 * m2 - v5 * m1
+    out[k, 4] = v2 * m3 - v0 * m5 + v5 * m0 - v3 * m2
+    out[k, 5] = v0 * m4 - v1 * m3 + v3 * m1 - v4 * m0
 
 
 @inline
-def cross_force(v, f, out):
-    """out ← v ×* f (force cross product, crf(v) f = −crm(v)ᵀ f)."""
-    out[0] = v[1] * f[2] - v[2] * f[1] + v[4] * f[5] - v[5] * f[4]
-    out[1] = v[2] * f[0] - v[0] * f[2] + v[5] * f[3] - v[3] * f[5]
-    out[2] = v[0] * f[1] - v[1] * f[0] + v[3] * f[4] - v[4] * f[3]
-    out[3] = v[1] * f[5] - v[2] * f[4]
-    out[4] = v[2] * f[3] - v[0] * f[5]
-    out[5] = v[0] * f[4] - v[1] * f[3]
+def cross_force(v, i, f, j, out, k):
+    """out[k] ← v[i] ×* f[j] (force cross product, crf(v) f = −crm(v)ᵀ f); ``out`` may be either input."""
+    v0, v1, v2, v3, v4, v5 = v[i, 0], v[i, 1], v[i, 2], v[i, 3], v[i, 4], v[i, 5]
+    f0, f1, f2, f3, f4, f5 = f[j, 0], f[j, 1], f[j, 2], f[j, 3], f[j, 4], f[j, 5]
+    out[k, 0] = v1 * f2 - v2 * f1 + v4 * f5 - v5 * f4
+    out[k, 1] = v2 * f0 - v0 * f2 + v5 * f3 - v3 * f5
+    out[k, 2] = v0 * f1 - v1 * f0 + v3 * f4 - v4 * f3
+    out[k, 3] = v1 * f5 - v2 * f4
+    out[k, 4] = v2 * f3 - v0 * f5
+    out[k, 5] = v0 * f4 - v1 * f3
 
 
 @inline
-def matvec6(M, v, out):
-    """out ← M v for a 6x6 M."""
+def matvec6(M, i, v, j, out, k):
+    """out[k] ← M[i] v[j] for a stack of 6 x 6 matrices M (out must not be v)."""
     for a in range(6):
         s = 0.0
-        for k in range(6):
-            s += M[a, k] * v[k]
-        out[a] = s
+        for b in range(6):
+            s += M[i, a, b] * v[j, b]
+        out[k, a] = s
 
 
 _F64 = np.dtype(float)
@@ -287,9 +297,3 @@ def as_f64(x) -> np.ndarray:
         if flags.c_contiguous and flags.writeable:
             return x
     return np.array(x, dtype=float, order="C")
-
-
-@inline
-def carve(buf, offset, n, shape):
-    """``(buf[offset:offset + n].reshape(shape), offset + n)``: the next array cut from a scratch buffer."""
-    return buf[offset:offset + n].reshape(shape), offset + n

@@ -20,7 +20,7 @@ from .spatial import motion_transform, quat_multiply
 __all__ = ["joint_transform", "forward_kinematics", "link_velocities", "configuration_derivative",
            "integrate_configuration", "normalize_configuration", "configuration_difference",
            "link_forces_from_world", "fk_kernel", "velocities_kernel", "qdot_kernel", "normalize_kernel",
-           "subspace_times", "kinematics_with_forces", "integrate_kernel"]
+           "integrate_kernel"]
 
 
 @inline
@@ -75,44 +75,21 @@ def fk_kernel(parent, jtype, axis, R_tree, p_tree, q_start, q, E, r, R_WL, p_WL)
                     R_WL[i, a, b] = p0 * E[i, b, 0] + p1 * E[i, b, 1] + p2 * E[i, b, 2]
 
 
-@inline
-def subspace_times(S, i, nv, x, offset, out):
-    """out ← S_i x[offset:offset+nv] (6,), a joint's spatial velocity or acceleration from its coordinates."""
-    for c in range(6):
-        s = 0.0
-        for k in range(nv):
-            s += S[i, c, k] * x[offset + k]
-        out[c] = s
-
-
-@njit
-def kinematics_with_forces(parent, jtype, axis, R_tree, p_tree, q_start, q, f_ext, use_f_ext):
-    """The common prologue of the dynamics kernels: parent → link transforms ``E``, ``r``, world poses, and the
-    external forces in link coordinates ``fx`` (zero unless ``use_f_ext``)."""
-    N = parent.shape[0]
-    E, r = np.empty((N, 3, 3)), np.empty((N, 3))
-    R_WL, p_WL = np.empty((N, 3, 3)), np.empty((N, 3))
-    fk_kernel(parent, jtype, axis, R_tree, p_tree, q_start, q, E, r, R_WL, p_WL)
-    fx = np.zeros((N, 6))
-    if use_f_ext:
-        link_forces_kernel(R_WL, p_WL, f_ext, fx)
-    return E, r, R_WL, p_WL, fx
-
-
 @njit
 def velocities_kernel(parent, S, v_start, nv_j, E, r, qd, v):
     """``v_i = X_i v_λ + S_i q̇_i`` in link coordinates (RNEA's forward pass)."""
-    tmp = np.empty(6)
     for i in range(parent.shape[0]):
-        lam = parent[i]
+        lam, vs, nv = parent[i], v_start[i], nv_j[i]
         if lam < 0:
             for a in range(6):
-                tmp[a] = 0.0
+                v[i, a] = 0.0
         else:
-            motion_x(E[i], r[i], v[lam], tmp)
-        subspace_times(S, i, nv_j[i], qd, v_start[i], v[i])
+            motion_x(E, r, i, v, lam, v, i)
         for a in range(6):
-            v[i, a] += tmp[a]
+            s = 0.0
+            for k in range(nv):
+                s += S[i, a, k] * qd[vs + k]
+            v[i, a] += s
 
 
 @njit

@@ -12,6 +12,7 @@ evaluation.
 """
 from __future__ import annotations
 
+import threading
 from collections import namedtuple
 
 import numpy as np
@@ -29,7 +30,7 @@ class _Struct(types.StructRef):
         return tuple((name, types.unliteral(t)) for name, t in fields)
 
 
-__all__ = ["Tables", "Outputs", "OutputArrays", "OUTPUT_FIELDS", "TreeRef", "Workspace", "Kinematics", "Articulated", "RowsWork", "SolveWork", "Plant", "Dense",
+__all__ = ["kinematics_work", "articulated_work", "plant_work", "thread_work", "Tables", "Outputs", "OutputArrays", "OUTPUT_FIELDS", "TreeRef", "Workspace", "Kinematics", "Articulated", "RowsWork", "SolveWork", "Plant", "Dense",
            "ControlWork", "IntegratorWork", "SETTINGS", "SCALARS", "outputs", "DYNAMIC_CONSTRAINTS", "PROJECTION",
            "MULTIPLIERS", "FORMULATION_CODES", "RK4", "CASH_KARP", "SEMI_IMPLICIT_EULER", "INTEGRATOR_CODES",
            "MC", "MC_SYMMETRIC", "MC_GAMMA", "VARIANT_CODES"]
@@ -180,7 +181,7 @@ define_proxy(SolveWork, SolveWorkType, ['qdd_free', 'col', 'Y', 'A', 'B', 'svals
 class Plant(StructRefProxy):
     """The joint-space dynamics when a stage needs it: ``M`` (nv x nv, CRBA), ``b`` = C q̇ + g and ``g`` (nv,
     RNEA), with scratch ``Ic`` (N x 6 x 6), ``f``, ``v``, ``acc`` (N x 6), zero external forces ``fx`` (N x 6)
-    and a zero nv-vector ``zero``, ``F6``, ``out6`` (6 x 6), ``col6`` (6), ``W3`` (3 x 3), ``s6`` (3 x 6)."""
+    and a zero nv-vector ``zero``, ``F6``, ``out6`` (6 x 6), ``W3`` (3 x 3), ``s6`` (3 x 6)."""
 
 
 @structref.register
@@ -188,7 +189,7 @@ class PlantType(_Struct):
     pass
 
 
-define_proxy(Plant, PlantType, ['M', 'b', 'g', 'Ic', 'f', 'v', 'acc', 'fx', 'zero', 'F6', 'out6', 'col6', 'W3', 's6'])
+define_proxy(Plant, PlantType, ['M', 'b', 'g', 'Ic', 'f', 'v', 'acc', 'fx', 'zero', 'F6', 'out6', 'W3', 's6'])
 
 class Dense(StructRefProxy):
     """Dense scratch of the projection and multiplier formulations: the SVD of J as ``Ju`` (nv x R: UΣ of Jᵀ),
@@ -242,3 +243,42 @@ class WorkspaceType(_Struct):
 
 
 define_proxy(Workspace, WorkspaceType, ['kin', 'aba', 'rows', 'solve', 'plant', 'dense', 'control', 'integrator'])
+
+
+@njit
+def kinematics_work(N):
+    """A zeroed :class:`Kinematics` for N links."""
+    return Kinematics(np.zeros((N, 3, 3)), np.zeros((N, 3)), np.zeros((N, 3, 3)), np.zeros((N, 3)),
+                      np.zeros((N, 6)), np.zeros((N, 6)), np.zeros((N, 6)))
+
+
+@njit
+def articulated_work(N):
+    """A zeroed :class:`Articulated` for N links (its external forces ``fx`` zero)."""
+    return Articulated(np.zeros((N, 6, 6)), np.zeros((N, 6)), np.zeros((N, 6)), np.zeros((N, 6)), np.zeros((N, 6)),
+                       np.zeros((N, 6, 6)), np.zeros((N, 6, 6)), np.zeros((N, 6, 6)), np.zeros((N, 6, 6)),
+                       np.zeros((N, 6)), np.zeros((N, 6)), np.zeros((6, 12)), np.zeros((6, 6)), np.zeros((8, 6)))
+
+
+@njit
+def plant_work(N, nv):
+    """A zeroed :class:`Plant` for N links and nv velocities (its external forces ``fx`` and ``zero`` zero)."""
+    return Plant(np.zeros((nv, nv)), np.zeros(nv), np.zeros(nv), np.zeros((N, 6, 6)), np.zeros((N, 6)),
+                 np.zeros((N, 6)), np.zeros((N, 6)), np.zeros((N, 6)), np.zeros(nv), np.zeros((6, 6)),
+                 np.zeros((6, 6)), np.zeros((3, 3)), np.zeros((3, 6)))
+
+
+_thread = threading.local()
+
+
+def thread_work(n_links: int, nv: int) -> tuple:
+    """This thread's ``(Kinematics, Articulated, Plant)`` for a model of these sizes, made on first use and kept:
+    what the single calls from Python (``core.forward_dynamics``, ``inverse_dynamics``, ``mass_matrix``) evaluate
+    in, so that a call allocates nothing but its result and threads never share scratch."""
+    works = getattr(_thread, "works", None)
+    if works is None:
+        works = _thread.works = {}
+    work = works.get((n_links, nv))
+    if work is None:
+        work = works[(n_links, nv)] = (kinematics_work(n_links), articulated_work(n_links), plant_work(n_links, nv))
+    return work

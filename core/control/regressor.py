@@ -147,9 +147,9 @@ def regressor_kernel(parent, jtype, axis, R_tree, p_tree, S, q_start, v_start, n
     R_WL, p_WL = np.empty((N, 3, 3)), np.empty((N, 3))
     fk_kernel(parent, jtype, axis, R_tree, p_tree, q_start, q, E, r, R_WL, p_WL)
     v, vr, ar = np.zeros((N, 6)), np.zeros((N, 6)), np.zeros((N, 6))
-    a0 = np.zeros(6)
-    a0[3], a0[4], a0[5] = -gravity[0], -gravity[1], -gravity[2]
-    vJ, Xvr, tmp, col, out = np.empty(6), np.zeros(6), np.empty(6), np.empty(6), np.empty(6)
+    w6 = np.zeros((6, 6))                                    # rows: a_0, S q̇_i, X v_r,λ, scratch, col, out
+    A0, VJ, XVR, TMP, COL, OUT = 0, 1, 2, 3, 4, 5
+    w6[A0, 3], w6[A0, 4], w6[A0, 5] = -gravity[0], -gravity[1], -gravity[2]
     K, Kv, Kvr, F = np.empty((6, 10)), np.empty((6, 10)), np.empty((6, 10)), np.empty((6, 10))
     for i in range(N):                                       # forward pass
         vs, nv, lam = v_start[i], nv_j[i], parent[i]
@@ -159,44 +159,44 @@ def regressor_kernel(parent, jtype, axis, R_tree, p_tree, S, q_start, v_start, n
                 s1 += S[i, c, k] * qd[vs + k]
                 s2 += S[i, c, k] * qdr[vs + k]
                 s3 += S[i, c, k] * qddr[vs + k]
-            vJ[c], vr[i, c], ar[i, c] = s1, s2, s3
+            w6[VJ, c], vr[i, c], ar[i, c] = s1, s2, s3
         if lam < 0:
-            motion_x(E[i], r[i], a0, tmp)
+            motion_x(E, r, i, w6, A0, w6, TMP)
             for c in range(6):
-                Xvr[c] = 0.0
-                v[i, c] = vJ[c]
-                ar[i, c] += tmp[c]
+                w6[XVR, c] = 0.0
+                v[i, c] = w6[VJ, c]
+                ar[i, c] += w6[TMP, c]
         else:
-            motion_x(E[i], r[i], vr[lam], Xvr)
-            motion_x(E[i], r[i], v[lam], tmp)
+            motion_x(E, r, i, vr, lam, w6, XVR)
+            motion_x(E, r, i, v, lam, w6, TMP)
             for c in range(6):
-                v[i, c] = tmp[c] + vJ[c]                     # v_i = X v_λ + S q̇_i
-                vr[i, c] += Xvr[c]                           # v_r,i = X v_r,λ + S q̇_r,i
-            motion_x(E[i], r[i], ar[lam], tmp)
+                v[i, c] = w6[TMP, c] + w6[VJ, c]             # v_i = X v_λ + S q̇_i
+                vr[i, c] += w6[XVR, c]                       # v_r,i = X v_r,λ + S q̇_r,i
+            motion_x(E, r, i, ar, lam, w6, TMP)
             for c in range(6):
-                ar[i, c] += tmp[c]
-        cross_motion(vJ, Xvr, tmp)                           # a_r,i = X a_r,λ + S q̈_r,i − S q̇_i × X v_r,λ
+                ar[i, c] += w6[TMP, c]
+        cross_motion(w6, VJ, w6, XVR, w6, TMP)               # a_r,i = X a_r,λ + S q̈_r,i − S q̇_i × X v_r,λ
         for c in range(6):
-            ar[i, c] -= tmp[c]
+            ar[i, c] -= w6[TMP, c]
     for i in range(N):                                       # K_i, then walk to the root
         K[:, :] = 0.0
         Kv[:, :] = 0.0
         Kvr[:, :] = 0.0
         _K_into(ar[i], K, 1.0)                               # K(a_r)
-        cross_motion(v[i], vr[i], tmp)
-        _K_into(tmp, K, 0.5)                                 # + ½ K(v × v_r)
+        cross_motion(v, i, vr, i, w6, TMP)
+        _K_into(w6[TMP], K, 0.5)                             # + ½ K(v × v_r)
         _K_into(v[i], Kv, 1.0)
         _K_into(vr[i], Kvr, 1.0)
         for j in range(10):                                  # + ½ [v ×* K(v_r) + v_r ×* K(v)]
             for c in range(6):
-                col[c] = Kvr[c, j]
-            cross_force(v[i], col, out)
+                w6[COL, c] = Kvr[c, j]
+            cross_force(v, i, w6, COL, w6, OUT)
             for c in range(6):
-                K[c, j] += 0.5 * out[c]
-                col[c] = Kv[c, j]
-            cross_force(vr[i], col, out)
+                K[c, j] += 0.5 * w6[OUT, c]
+                w6[COL, c] = Kv[c, j]
+            cross_force(vr, i, w6, COL, w6, OUT)
             for c in range(6):
-                K[c, j] += 0.5 * out[c]
+                K[c, j] += 0.5 * w6[OUT, c]
         F[:, :] = K
         j = i
         while j >= 0:
@@ -210,10 +210,10 @@ def regressor_kernel(parent, jtype, axis, R_tree, p_tree, S, q_start, v_start, n
             if parent[j] >= 0:
                 for p in range(10):                          # F ← X_jᵀ F
                     for c in range(6):
-                        col[c] = F[c, p]
-                    force_xt(E[j], r[j], col, out)
+                        w6[COL, c] = F[c, p]
+                    force_xt(E, r, j, w6, COL, w6, OUT)
                     for c in range(6):
-                        F[c, p] = out[c]
+                        F[c, p] = w6[OUT, c]
             j = parent[j]
 
 
