@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .aba import aba_passes
+from .aba import aba_passes, world_frame
 from .constraints import POINT_VELOCITY, rows_kernel
 from .control.kernels import control_stage
 from .crba import mass_matrix_kernel
@@ -64,15 +64,16 @@ def rows_stage(tree, tab, ws, t, q, qd, m, out):
 
 @njit
 def plant_stage(tree, kin, plant, qd, with_gravity):
-    """M (CRBA) and b = C q̇ + g (RNEA with q̈ = 0) at this state, and g (RNEA at rest) when asked."""
+    """M (CRBA) and b = C q̇ + g (RNEA with q̈ = 0) at this state, and g (RNEA at rest) when asked, all three from
+    the links' world motion subspaces and inertias (:func:`core.aba.world_frame`)."""
     p = plant
-    mass_matrix_kernel(tree.parent, tree.S, tree.v_start, tree.nv_j, kin.E, kin.r, tree.inertia, p.Ic, p.M, p.F6,
-                       p.out6, p.W3)
-    rnea_passes(tree.parent, tree.S, tree.v_start, tree.nv_j, kin.E, kin.r, tree.inertia, tree.gravity, qd, p.zero,
-                p.fx, p.v, p.acc, p.f, p.b, p.s6)
+    world_frame(tree.S, tree.nv_j, tree.mass, tree.com, tree.inertia_com, kin.R_WL, kin.p_WL, p.Sw, p.Iw)
+    mass_matrix_kernel(tree.parent, p.Sw, tree.v_start, tree.nv_j, p.Iw, p.Ic, p.M, p.F6)
+    rnea_passes(tree.parent, p.Sw, tree.v_start, tree.nv_j, p.Iw, tree.gravity, qd, p.zero, p.fx, p.v, p.acc, p.f,
+                p.b, p.s6)
     if with_gravity:
-        rnea_passes(tree.parent, tree.S, tree.v_start, tree.nv_j, kin.E, kin.r, tree.inertia, tree.gravity, p.zero,
-                    p.zero, p.fx, p.v, p.acc, p.f, p.g, p.s6)
+        rnea_passes(tree.parent, p.Sw, tree.v_start, tree.nv_j, p.Iw, tree.gravity, p.zero, p.zero, p.fx, p.v,
+                    p.acc, p.f, p.g, p.s6)
 
 
 @njit

@@ -143,7 +143,7 @@ def inline(f):
     return njit(inline="always")(f)
 
 
-__all__ = ["inline", "as_f64", "kernels_cached", "njit", "Entry", "entry", "motion_x", "force_xt", "inertia_xt", "cross_motion", "cross_force", "matvec6", "quat_matrix"]
+__all__ = ["inline", "as_f64", "kernels_cached", "njit", "Entry", "entry", "motion_x", "force_xt", "cross_motion", "cross_force", "matvec6", "quat_matrix"]
 
 
 @inline
@@ -187,67 +187,6 @@ def force_xt(E, r, i, f, j, out, k):
     out[k, 3] = g0
     out[k, 4] = g1
     out[k, 5] = g2
-
-
-@inline
-def _rotate_block(E, i, I, j, r0, c0, W, out, o0, p0, symmetric):
-    """out[o0:o0+3, p0:p0+3] ← Eᵀ M E for E = E[i] and the block M = I[j, r0:r0+3, c0:c0+3] (W: 3x3 scratch;
-    with ``symmetric`` only the upper triangle is computed and mirrored)."""
-    for a in range(3):                                       # W = M E
-        for b in range(3):
-            W[a, b] = (I[j, r0 + a, c0] * E[i, 0, b] + I[j, r0 + a, c0 + 1] * E[i, 1, b]
-                       + I[j, r0 + a, c0 + 2] * E[i, 2, b])
-    for a in range(3):                                       # Eᵀ W
-        for b in range(a if symmetric else 0, 3):
-            s = E[i, 0, a] * W[0, b] + E[i, 1, a] * W[1, b] + E[i, 2, a] * W[2, b]
-            out[o0 + a, p0 + b] = s
-            if symmetric:
-                out[o0 + b, p0 + a] = s
-
-
-@inline
-def inertia_xt(E, r, i, I, j, out, W):
-    """out ← X_iᵀ I[j] X_i (a child spatial or articulated inertia expressed in the parent; thesis eq. 2.77).
-
-    With I = [[A, B], [Bᵀ, C]] (A, C symmetric), P = EᵀAE, Q = EᵀBE, R = EᵀCE, r^ the cross-product matrix of r
-    and Y = Q + r^R::
-
-        Xᵀ I X = [[P + r^Qᵀ − Y r^,  Y],
-                  [Yᵀ,               R]]
-
-    (= P − Q r^ + r^ Qᵀ − r^ R r^ in the top-left block; ``out`` (6 x 6) must not be I; ``W`` is 3 x 3 scratch)."""
-    _rotate_block(E, i, I, j, 0, 0, W, out, 0, 0, True)      # P
-    _rotate_block(E, i, I, j, 0, 3, W, out, 0, 3, False)    # Q (in out's top-right block, for now)
-    _rotate_block(E, i, I, j, 3, 3, W, out, 3, 3, True)      # R
-    r0, r1, r2 = r[i, 0], r[i, 1], r[i, 2]
-    for b in range(3):                                       # W = Y = Q + r^R  (column b: Q[:,b] + r × R[:,b])
-        R0, R1, R2 = out[3, 3 + b], out[4, 3 + b], out[5, 3 + b]
-        W[0, b] = out[0, 3 + b] + r1 * R2 - r2 * R1
-        W[1, b] = out[1, 3 + b] + r2 * R0 - r0 * R2
-        W[2, b] = out[2, 3 + b] + r0 * R1 - r1 * R0
-    for a in range(3):                                       # top-left: P + r^Qᵀ − Y r^ (symmetric)
-        # (r^Qᵀ)[a, b] = (r × Q[b, :])[a];  (Y r^)[a, b] = Σ_k Y[a, k] r^[k, b]
-        for b in range(a, 3):
-            Qb0, Qb1, Qb2 = out[b, 3], out[b, 4], out[b, 5]
-            if a == 0:
-                rq = r1 * Qb2 - r2 * Qb1
-            elif a == 1:
-                rq = r2 * Qb0 - r0 * Qb2
-            else:
-                rq = r0 * Qb1 - r1 * Qb0
-            if b == 0:
-                yr = W[a, 1] * r2 - W[a, 2] * r1
-            elif b == 1:
-                yr = W[a, 2] * r0 - W[a, 0] * r2
-            else:
-                yr = W[a, 0] * r1 - W[a, 1] * r0
-            s = out[a, b] + rq - yr
-            out[a, b] = s
-            out[b, a] = s
-    for a in range(3):                                       # off-diagonal blocks: Y and Yᵀ
-        for b in range(3):
-            out[a, 3 + b] = W[a, b]
-            out[3 + b, a] = W[a, b]
 
 
 @inline

@@ -1,14 +1,21 @@
-"""Recursive Newton–Euler inverse dynamics (Todorov, "Recursive Newton-Euler algorithm"; RBDA Table 5.1).
+"""Recursive Newton–Euler inverse dynamics (Todorov, "Recursive Newton-Euler algorithm"; RBDA Table 5.1), in
+world coordinates like :mod:`core.aba` (Featherstone's absolute form, RBDA §5.3 and §7.3).
 
-Notation: link i with parent λ(i), motion subspace S_i (link coordinates), X_i the parent → link transform.
-Gravity enters as a fictitious base acceleration a_0 = [0; −g], so the returned τ includes it.
+Notation: link i, parent λ; ``s_i`` its motion subspace and ``I_i`` its rigid-body inertia, both in world axes
+about the world origin W (:func:`core.aba.world_frame`, which moves with link i, so ṡ_i = v_i × s_i). Velocities
+and forces then pass between links without transforms. Gravity enters as a fictitious base acceleration
+a_0 = [0; −g], so the returned τ includes it::
+
+    forward   v_i = v_λ + s_i q̇_i,   a_i = a_λ + s_i q̈_i + v_i × s_i q̇_i,   f_i = I_i a_i + v_i ×* I_i v_i − f^x_i
+    backward  τ_i = s_iᵀ f_i,   f_λ += f_i
 """
 from __future__ import annotations
 
 import numpy as np
 
-from .jit import as_f64, cross_force, cross_motion, entry, force_xt, matvec6, motion_x, njit
-from .kinematics import external_forces, fk_kernel, link_forces_kernel
+from .aba import world_frame
+from .jit import as_f64, cross_force, cross_motion, entry, matvec6, njit
+from .kinematics import external_forces, fk_kernel
 from .layout import thread_work
 from .model import Model
 
@@ -16,55 +23,42 @@ __all__ = ["inverse_dynamics", "nonlinear_effects", "rnea_entry", "rnea_passes"]
 
 
 @njit
-def rnea_passes(parent, S, v_start, nv_j, E, r, inertia, gravity, qd, qdd, fx, v, a, f, tau, s6):
-    """τ ← H q̈ + C q̇ + g − Σ J_iᵀ f^x_i from the parent → link transforms ``E``, ``r`` of the forward kinematics
-    (RBDA Table 5.1): forward pass v_i = X v_λ + S q̇_i, a_i = X a_λ + S q̈_i + v_i × S q̇_i (a_0 = [0; −g]),
-    f_i = I a_i + v_i ×* I v_i − f^x_i; backward pass τ_i = S_iᵀ f_i, f_λ += X_iᵀ f_i. ``v``, ``a``, ``f`` (N x 6)
-    and ``s6`` (3 x 6; rows: S q̇_i, a product, a_0 then I v_i) are scratch; ``fx`` (N x 6) the external forces in
-    link coordinates."""
+def rnea_passes(parent, Sw, v_start, nv_j, I, gravity, qd, qdd, fx, v, a, f, tau, s6):
+    """τ ← H q̈ + C q̇ + g − Σ J_iᵀ f^x_i by the two passes of the module docstring, from the world motion subspaces
+    ``Sw`` and inertias ``I`` of :func:`core.aba.world_frame` and the external forces ``fx`` (N x 6, world axes
+    about W). ``v``, ``a``, ``f`` (N x 6) and ``s6`` (3 x 6) are scratch."""
     N = parent.shape[0]
-    for c in range(6):
-        s6[2, c] = 0.0
-    s6[2, 3], s6[2, 4], s6[2, 5] = -gravity[0], -gravity[1], -gravity[2]
     for i in range(N):                                       # forward pass: velocities and accelerations
         vs, nv, lam = v_start[i], nv_j[i], parent[i]
-        for c in range(6):                                   # S q̇_i
-            s = 0.0
+        for c in range(6):                                   # s q̇_i and s q̈_i
+            sv, sa = 0.0, 0.0
             for k in range(nv):
-                s += S[i, c, k] * qd[vs + k]
-            s6[0, c] = s
-        if lam < 0:
-            motion_x(E, r, i, s6, 2, a, i)                    # a_i = X a_0 + …
-            for c in range(6):
-                v[i, c] = s6[0, c]
-        else:
-            motion_x(E, r, i, v, lam, v, i)                   # v_i = X v_λ + S q̇_i
-            for c in range(6):
-                v[i, c] += s6[0, c]
-            motion_x(E, r, i, a, lam, a, i)                   # a_i = X a_λ + …
-        cross_motion(v, i, s6, 0, s6, 1)                      # … + S q̈_i + v_i × S q̇_i
+                sv += Sw[i, c, k] * qd[vs + k]
+                sa += Sw[i, c, k] * qdd[vs + k]
+            s6[0, c], s6[1, c] = sv, sa
+            v[i, c] = sv if lam < 0 else v[lam, c] + sv
+        cross_motion(v, i, s6, 0, s6, 2)                      # v_i × s q̇_i
         for c in range(6):
-            s = s6[1, c]
-            for k in range(nv):
-                s += S[i, c, k] * qdd[vs + k]
-            a[i, c] += s
-    for i in range(N):
-        matvec6(inertia, i, a, i, f, i)                       # f_i = I a_i + v_i ×* I v_i − f^x_i
-        matvec6(inertia, i, v, i, s6, 2)
-        cross_force(v, i, s6, 2, s6, 1)
+            if lam >= 0:
+                base = a[lam, c]
+            else:
+                base = -gravity[c - 3] if c >= 3 else 0.0
+            a[i, c] = base + s6[1, c] + s6[2, c]
+        matvec6(I, i, a, i, f, i)                             # f_i = I a_i + v_i ×* I v_i − f^x_i
+        matvec6(I, i, v, i, s6, 0)
+        cross_force(v, i, s6, 0, s6, 1)
         for c in range(6):
             f[i, c] += s6[1, c] - fx[i, c]
-    for i in range(N - 1, -1, -1):                           # backward pass: τ_i = S_iᵀ f_i, f_λ += Xᵀ f_i
+    for i in range(N - 1, -1, -1):                           # backward pass: τ_i = s_iᵀ f_i, f_λ += f_i
         vs, nv, lam = v_start[i], nv_j[i], parent[i]
         for k in range(nv):
             s = 0.0
             for c in range(6):
-                s += S[i, c, k] * f[i, c]
+                s += Sw[i, c, k] * f[i, c]
             tau[vs + k] = s
         if lam >= 0:
-            force_xt(E, r, i, f, i, s6, 1)
             for c in range(6):
-                f[lam, c] += s6[1, c]
+                f[lam, c] += f[i, c]
 
 
 @entry
@@ -74,13 +68,14 @@ def rnea_entry(tree, kin, plant, q, qd, qdd, f_ext, use_f_ext, tau):
     ``use_f_ext``)."""
     fk_kernel(tree.parent, tree.joint_type, tree.axis, tree.R_tree, tree.p_tree, tree.q_start, q, kin.E, kin.r,
               kin.R_WL, kin.p_WL)
+    world_frame(tree.S, tree.nv_j, tree.mass, tree.com, tree.inertia_com, kin.R_WL, kin.p_WL, plant.Sw, plant.Iw)
     fx = plant.fx
     if use_f_ext:
-        link_forces_kernel(kin.R_WL, kin.p_WL, f_ext, fx)
+        fx[:, :] = f_ext
     else:
         fx[:, :] = 0.0
-    rnea_passes(tree.parent, tree.S, tree.v_start, tree.nv_j, kin.E, kin.r, tree.inertia, tree.gravity, qd, qdd, fx,
-                plant.v, plant.acc, plant.f, tau, plant.s6)
+    rnea_passes(tree.parent, plant.Sw, tree.v_start, tree.nv_j, plant.Iw, tree.gravity, qd, qdd, fx, plant.v,
+                plant.acc, plant.f, tau, plant.s6)
 
 
 def inverse_dynamics(model: Model, q: np.ndarray, qd: np.ndarray, qdd: np.ndarray,
