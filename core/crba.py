@@ -3,7 +3,7 @@ algorithm"; RBDA Table 6.2; the factorization H = H Φ M Φᵀ Hᵀ of thesis eq
 coordinates like :mod:`core.aba` (RBDA §6.2's absolute form).
 
 With every link's motion subspace s_i and inertia I_i in world axes about the world origin
-(:func:`core.aba.world_frame`), composite inertias add without transforms and an off-diagonal block is a plain
+(:func:`core.kinematics.world_frame`), composite inertias add without transforms and an off-diagonal block is a plain
 product::
 
     I^c_λ += I^c_i  (leaves → root),    H_ii = s_iᵀ I^c_i s_i,    H_ij = (I^c_i s_i)ᵀ s_j  for every ancestor j of i
@@ -12,9 +12,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .aba import world_frame
 from .jit import as_f64, entry, njit
-from .kinematics import fk_kernel
+from .kinematics import fk_kernel, world_frame
 from .layout import thread_work
 from .model import Model
 
@@ -24,7 +23,7 @@ __all__ = ["mass_matrix", "crba_entry", "mass_matrix_kernel"]
 @njit
 def mass_matrix_kernel(parent, Sw, v_start, nv_j, I, Ic, H, F):
     """H ← joint-space inertia (nv x nv) by the recursion of the module docstring, from the world motion subspaces
-    ``Sw`` and inertias ``I`` of :func:`core.aba.world_frame`. ``Ic`` (N x 6 x 6) and ``F`` (6 x 6: row k is
+    ``Sw`` and inertias ``I`` of :func:`core.kinematics.world_frame`. ``Ic`` (N x 6 x 6) and ``F`` (6 x 6: row k is
     I^c_i s_i[:, k]) are scratch."""
     N = parent.shape[0]
     Ic[:, :, :] = I

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .aba import aba_passes, world_frame
+from .aba import aba_passes
 from .constraints import POINT_VELOCITY, rows_kernel
 from .control.kernels import control_stage
 from .crba import mass_matrix_kernel
@@ -30,7 +30,7 @@ from .energy import energies_kernel
 from .forces import ACTUATORS, forces_kernel
 from .formulations import dynamic_constraints, jacobian_svd, minv_jt, multipliers, projection
 from .jit import njit
-from .kinematics import fk_kernel
+from .kinematics import fk_kernel, world_frame
 from .layout import (MULTIPLIERS, PROJECTION, ControlWork, Dense, IntegratorWork, RowsWork, SolveWork, Workspace,
                      articulated_work, kinematics_work, plant_work)
 from .linalg import numerical_rank
@@ -65,7 +65,7 @@ def rows_stage(tree, tab, ws, t, q, qd, m, out):
 @njit
 def plant_stage(tree, kin, plant, qd, with_gravity):
     """M (CRBA) and b = C q̇ + g (RNEA with q̈ = 0) at this state, and g (RNEA at rest) when asked, all three from
-    the links' world motion subspaces and inertias (:func:`core.aba.world_frame`)."""
+    the links' world motion subspaces and inertias (:func:`core.kinematics.world_frame`)."""
     p = plant
     world_frame(tree.S, tree.nv_j, tree.mass, tree.com, tree.inertia_com, kin.R_WL, kin.p_WL, p.Sw, p.Iw)
     mass_matrix_kernel(tree.parent, p.Sw, tree.v_start, tree.nv_j, p.Iw, p.Ic, p.M, p.F6)

@@ -19,7 +19,7 @@ from .spatial import motion_transform, quat_multiply
 
 __all__ = ["joint_transform", "forward_kinematics", "link_velocities", "configuration_derivative",
            "integrate_configuration", "normalize_configuration", "configuration_difference",
-           "link_forces_from_world", "fk_kernel", "velocities_kernel", "qdot_kernel", "normalize_kernel",
+           "link_forces_from_world", "fk_kernel", "world_frame", "velocities_kernel", "qdot_kernel", "normalize_kernel",
            "integrate_kernel"]
 
 
@@ -73,6 +73,63 @@ def fk_kernel(parent, jtype, axis, R_tree, p_tree, q_start, q, E, r, R_WL, p_WL)
                 p_WL[i, a] = p_WL[lam, a] + p0 * r0 + p1 * r1 + p2 * r2
                 for b in range(3):
                     R_WL[i, a, b] = p0 * E[i, b, 0] + p1 * E[i, b, 1] + p2 * E[i, b, 2]
+
+
+@njit(inline='always')
+def world_frame(S, nv_j, mass, com, inertia_com, R_WL, p_WL, Sw, I):
+    """Per link, from its world pose (R, p): the motion subspace about W, s = [R S_ω; R S_v + p × R S_ω], and the
+    rigid-body inertia about W, I = [[Ī + m (|c|² 1 − c cᵀ), m c^], [(m c^)ᵀ, m 1]] with c = p + R c_L the world
+    centre of mass and Ī = R Ī_c Rᵀ its rotational inertia about the centre of mass (thesis eq. 2.77).
+
+    What the world-coordinate algorithms work from (:mod:`core.aba`, :mod:`core.crba`, :mod:`core.rnea`): s_i moves
+    with link i, so ṡ_i = v_i × s_i, and velocities, forces and inertias pass between links without transforms."""
+    for i in range(R_WL.shape[0]):
+        r00, r01, r02 = R_WL[i, 0, 0], R_WL[i, 0, 1], R_WL[i, 0, 2]
+        r10, r11, r12 = R_WL[i, 1, 0], R_WL[i, 1, 1], R_WL[i, 1, 2]
+        r20, r21, r22 = R_WL[i, 2, 0], R_WL[i, 2, 1], R_WL[i, 2, 2]
+        p0, p1, p2 = p_WL[i, 0], p_WL[i, 1], p_WL[i, 2]
+        for k in range(nv_j[i]):
+            s0, s1, s2 = S[i, 0, k], S[i, 1, k], S[i, 2, k]
+            w0 = r00 * s0 + r01 * s1 + r02 * s2
+            w1 = r10 * s0 + r11 * s1 + r12 * s2
+            w2 = r20 * s0 + r21 * s1 + r22 * s2
+            s3, s4, s5 = S[i, 3, k], S[i, 4, k], S[i, 5, k]
+            Sw[i, 0, k], Sw[i, 1, k], Sw[i, 2, k] = w0, w1, w2
+            Sw[i, 3, k] = r00 * s3 + r01 * s4 + r02 * s5 + p1 * w2 - p2 * w1
+            Sw[i, 4, k] = r10 * s3 + r11 * s4 + r12 * s5 + p2 * w0 - p0 * w2
+            Sw[i, 5, k] = r20 * s3 + r21 * s4 + r22 * s5 + p0 * w1 - p1 * w0
+        m = mass[i]
+        l0, l1, l2 = com[i, 0], com[i, 1], com[i, 2]
+        c0 = p0 + r00 * l0 + r01 * l1 + r02 * l2
+        c1 = p1 + r10 * l0 + r11 * l1 + r12 * l2
+        c2 = p2 + r20 * l0 + r21 * l1 + r22 * l2
+        for a in range(3):                                    # Ī = R Ī_c Rᵀ (upper triangle, mirrored)
+            ra0, ra1, ra2 = R_WL[i, a, 0], R_WL[i, a, 1], R_WL[i, a, 2]
+            t0 = inertia_com[i, 0, 0] * ra0 + inertia_com[i, 0, 1] * ra1 + inertia_com[i, 0, 2] * ra2
+            t1 = inertia_com[i, 1, 0] * ra0 + inertia_com[i, 1, 1] * ra1 + inertia_com[i, 1, 2] * ra2
+            t2 = inertia_com[i, 2, 0] * ra0 + inertia_com[i, 2, 1] * ra1 + inertia_com[i, 2, 2] * ra2
+            for b in range(a, 3):
+                v = R_WL[i, b, 0] * t0 + R_WL[i, b, 1] * t1 + R_WL[i, b, 2] * t2
+                I[i, a, b] = v
+                I[i, b, a] = v
+        cc = c0 * c0 + c1 * c1 + c2 * c2                      # + m (|c|² 1 − c cᵀ)
+        I[i, 0, 0] += m * (cc - c0 * c0)
+        I[i, 1, 1] += m * (cc - c1 * c1)
+        I[i, 2, 2] += m * (cc - c2 * c2)
+        I[i, 0, 1] -= m * c0 * c1
+        I[i, 1, 0] = I[i, 0, 1]
+        I[i, 0, 2] -= m * c0 * c2
+        I[i, 2, 0] = I[i, 0, 2]
+        I[i, 1, 2] -= m * c1 * c2
+        I[i, 2, 1] = I[i, 1, 2]
+        h0, h1, h2 = m * c0, m * c1, m * c2                   # m c^ and its transpose
+        I[i, 0, 3], I[i, 0, 4], I[i, 0, 5] = 0.0, -h2, h1
+        I[i, 1, 3], I[i, 1, 4], I[i, 1, 5] = h2, 0.0, -h0
+        I[i, 2, 3], I[i, 2, 4], I[i, 2, 5] = -h1, h0, 0.0
+        for a in range(3):
+            for b in range(3):
+                I[i, 3 + b, a] = I[i, a, 3 + b]
+                I[i, 3 + a, 3 + b] = m if a == b else 0.0
 
 
 @njit

@@ -182,7 +182,7 @@ class Plant(StructRefProxy):
     """The joint-space dynamics when a stage needs it: ``M`` (nv x nv, CRBA), ``b`` = C q̇ + g and ``g`` (nv,
     RNEA), with scratch ``Ic`` (N x 6 x 6), ``f``, ``v``, ``acc`` (N x 6), zero external forces ``fx`` (N x 6)
     and a zero nv-vector ``zero``, ``F6`` (6 x 6), ``s6`` (3 x 6); the links' world motion subspaces ``Sw`` and
-    inertias ``Iw`` (N x 6 x 6, :func:`core.aba.world_frame`) that CRBA and RNEA work from."""
+    inertias ``Iw`` (N x 6 x 6, :func:`core.kinematics.world_frame`) that CRBA and RNEA work from."""
 
 
 @structref.register

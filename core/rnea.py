@@ -2,7 +2,7 @@
 world coordinates like :mod:`core.aba` (Featherstone's absolute form, RBDA §5.3 and §7.3).
 
 Notation: link i, parent λ; ``s_i`` its motion subspace and ``I_i`` its rigid-body inertia, both in world axes
-about the world origin W (:func:`core.aba.world_frame`, which moves with link i, so ṡ_i = v_i × s_i). Velocities
+about the world origin W (:func:`core.kinematics.world_frame`, which moves with link i, so ṡ_i = v_i × s_i). Velocities
 and forces then pass between links without transforms. Gravity enters as a fictitious base acceleration
 a_0 = [0; −g], so the returned τ includes it::
 
@@ -13,9 +13,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .aba import world_frame
 from .jit import as_f64, cross_force, cross_motion, entry, matvec6, njit
-from .kinematics import external_forces, fk_kernel
+from .kinematics import external_forces, fk_kernel, world_frame
 from .layout import thread_work
 from .model import Model
 
@@ -25,7 +24,7 @@ __all__ = ["inverse_dynamics", "nonlinear_effects", "rnea_entry", "rnea_passes"]
 @njit
 def rnea_passes(parent, Sw, v_start, nv_j, I, gravity, qd, qdd, fx, v, a, f, tau, s6):
     """τ ← H q̈ + C q̇ + g − Σ J_iᵀ f^x_i by the two passes of the module docstring, from the world motion subspaces
-    ``Sw`` and inertias ``I`` of :func:`core.aba.world_frame` and the external forces ``fx`` (N x 6, world axes
+    ``Sw`` and inertias ``I`` of :func:`core.kinematics.world_frame` and the external forces ``fx`` (N x 6, world axes
     about W). ``v``, ``a``, ``f`` (N x 6) and ``s6`` (3 x 6) are scratch."""
     N = parent.shape[0]
     for i in range(N):                                       # forward pass: velocities and accelerations
