@@ -371,8 +371,9 @@ def test_constraints_forces_and_contacts_at_welded_bodies_act_as_at_their_links(
 
 
 # ---- imported robots: as many links as Pinocchio has bodies ---------------------------------------------------------
-ROBOT_FILES = {"talos": "talos_data/robots/talos_reduced.urdf", "go2": "go2_description/urdf/go2.urdf",
-               "panda": "panda_description/urdf/panda.urdf", "solo12": "solo_description/robots/solo12.urdf"}
+# (also the robots of tests/benchmarks/bench_robots.py)
+ROBOT_FILES = {"talos": "talos_data/robots/talos_reduced.urdf", "panda": "panda_description/urdf/panda.urdf",
+               "go2": "go2_description/urdf/go2.urdf", "solo12": "solo_description/robots/solo12.urdf"}
 
 
 @pytest.mark.parametrize("robot", sorted(ROBOT_FILES))
