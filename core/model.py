@@ -105,7 +105,8 @@ class Model:
     - ``R_tree`` (N, 3, 3), ``p_tree`` (N, 3): joint frame J in the parent's link frame (``R_PJ``, ``p_PJ``).
     - ``S`` (N, 6, 6): motion subspace in C, columns ``0:nv_j[i]`` used; ``q_start``, ``v_start``, ``nq_j``,
       ``nv_j`` (N,) int: where each joint's coordinates sit in q and qd.
-    - ``inertia`` (N, 6, 6): spatial inertia of each link about its own frame origin, in link axes.
+    - ``inertia`` (N, 6, 6): spatial inertia of each link about its own frame origin, in link axes (the bodies
+      merged into the link included).
     - ``mass`` (N,), ``com`` (N, 3): mass and centre of mass in the link frame.
 
     Names: ``link_names`` (N); ``joint_names`` lists only joints with coordinates, in coordinate order; use

@@ -43,7 +43,9 @@ def _shape_size(shape) -> dict:
     return {"radius": shape.radius, "length": shape.length}
 
 
-def _link_inertia(body: Body) -> np.ndarray:
+def _body_inertia(body: Body) -> np.ndarray:
+    """Spatial inertia of one document body about its own origin, in its axes: its ``inertial``, or its shapes'
+    (a link's is the sum of its own and those of the bodies merged into it)."""
     if body.inertial is not None:
         return inertial_to_spatial(body.inertial)
     parts = []
@@ -152,7 +154,7 @@ def _compile_scene(spec: Scene, source: str) -> Model:
     for i in order:
         body = spec.bodies[i]
         k, R_LB, p_LB = frames[body.name]
-        parts[k].append((_link_inertia(body), R_LB, p_LB))          # thesis eq. 2.77, then additivity
+        parts[k].append((_body_inertia(body), R_LB, p_LB))          # thesis eq. 2.77, then additivity
         for shape in body.shapes:
             R, p = _shape_pose(shape)
             rgba = tuple(shape.color) + ((1.0,) if len(shape.color) == 3 else ())
