@@ -254,6 +254,20 @@ def test_merged_bodies_are_named_like_links_and_errors_list_them():
         compile_scene(parse_spec(doc))
 
 
+def test_a_joint_that_moves_no_mass_is_reported_at_its_own_body_after_a_merge():
+    """The singular-inertia check names the document body of the link (the welded body before it is no link)."""
+    doc = {"format_version": 1, "name": "spindle", "bodies": [
+        {"name": "base", "joint": {"type": "hinge", "axis": [1, 0, 0]}, "inertial": {"mass": 1, "com": [0, 0, 0.1]}},
+        {"name": "weld", "parent": "base", "joint": {"type": "fixed", "position": [0, 0, 0.2]},
+         "inertial": {"mass": 1}},
+        {"name": "spin", "parent": "weld", "joint": {"type": "hinge", "name": "twirl"},      # a point on its axis
+         "inertial": {"mass": 1, "com": [0, 0, 0.1]}}]}
+    with pytest.raises(SceneError) as exc:
+        compile_scene(parse_spec(doc))
+    problem, = exc.value.problems
+    assert problem.path == "$.bodies[2].joint (body 'spin')" and "joint 'twirl' moves no mass" in problem.message
+
+
 # ---- constraints, forces and contacts at points of welded bodies --------------------------------------------------
 def _box(size, density, **pose) -> dict:
     return {"type": "box", "size": list(size), "density": density, **pose}
