@@ -4,6 +4,12 @@ All bodies of a scene live in one forest of *links* in generalized coordinates (
 joint to its parent (another link, or the world), so a free rigid body is a one-link tree on a free joint and a
 limb is a tree of hinge, slider and ball joints. Links are numbered so that ``parent[i] < i``.
 
+A body welded to another body by a fixed joint is not a link: the compiler (:mod:`core.scene.compile`) merges it
+into the link it is welded to (its mass into that link's inertia, its shapes and named points into the link's, as
+Pinocchio and MuJoCo's ``fusestatic`` do), so the kernels pay only for links that move. ``Model.frames`` keeps
+where each merged body sits in its link, and :meth:`Model.body_frame` / :meth:`Model.resolve_point` take any body
+name, merged or not. A body welded to the world stays a link (a root without coordinates).
+
 Joint conventions (child frame C, joint frame J fixed in the parent P at ``R_PJ``, ``p_PJ``; C = J at q = 0):
 
 =========  ====  ====  ==============================================  ===================================
@@ -45,6 +51,9 @@ def _frozen(a, dtype=float) -> np.ndarray:
     return a
 
 
+_IDENTITY, _ORIGIN = _frozen(np.eye(3)), _frozen(np.zeros(3))      # a link's own frame in itself
+
+
 class Tree(NamedTuple):
     """The model's arrays as the compiled kernels take them (one argument, fields by name; see :class:`Model`
     for their meaning). Writable private copies of the frozen arrays: numba's dispatcher types a read-only
@@ -74,13 +83,16 @@ class Tree(NamedTuple):
 class Shape:
     """A drawable solid attached to a link: ``kind`` in box/cylinder/sphere/capsule/mesh, ``size`` (m) as in the
     scene (``size`` for boxes and meshes, whose bounding box it is, with their ``file``, ``scale`` and ``offset``;
-    ``radius``/``length`` otherwise), pose in the link frame, RGBA colour in [0, 1]."""
+    ``radius``/``length`` otherwise), pose in the link frame, RGBA colour in [0, 1]; ``body``: the document body it
+    belongs to — the link's own name, or the name of a body merged into the link (what the studio picks and
+    highlights)."""
     link: int
     kind: str
     size: dict
     R_LS: np.ndarray
     p_LS: np.ndarray
     rgba: tuple
+    body: str = ""
 
 
 @dataclass(frozen=True, eq=False)
@@ -93,12 +105,16 @@ class Model:
     - ``R_tree`` (N, 3, 3), ``p_tree`` (N, 3): joint frame J in the parent's link frame (``R_PJ``, ``p_PJ``).
     - ``S`` (N, 6, 6): motion subspace in C, columns ``0:nv_j[i]`` used; ``q_start``, ``v_start``, ``nq_j``,
       ``nv_j`` (N,) int: where each joint's coordinates sit in q and qd.
-    - ``inertia`` (N, 6, 6): spatial inertia of each link about its own frame origin, in link axes.
+    - ``inertia`` (N, 6, 6): spatial inertia of each link about its own frame origin, in link axes (the bodies
+      merged into the link included).
     - ``mass`` (N,), ``com`` (N, 3): mass and centre of mass in the link frame.
 
     Names: ``link_names`` (N); ``joint_names`` lists only joints with coordinates, in coordinate order; use
     :meth:`q_slice` / :meth:`qd_slice` to find a joint's entries. ``named_points`` maps ``(body, point)`` to
-    ``(link index, position in link frame)``.
+    ``(link index, position in link frame)``. ``frames`` maps the name of each body merged into a link (welded to
+    it by fixed joints) to ``(link index, R_LB, p_LB)``, the body's frame in the link frame; ``body_names`` lists
+    the links and then the merged bodies, every name a scene may refer to, and :meth:`body_frame` gives any of
+    them its link and pose there.
 
     ``constraints`` and ``forces`` are the compiled point constraints and force elements; ``settings`` holds the
     scene's simulation settings (dt, integrator, tolerance, solver).
@@ -124,6 +140,7 @@ class Model:
     qd0: np.ndarray
     quat_starts: np.ndarray                    # q index of every quaternion (ball and free joints), for renormalizing
     named_points: dict[tuple[str, str], tuple[int, np.ndarray]] = field(default_factory=dict)
+    frames: dict[str, tuple[int, np.ndarray, np.ndarray]] = field(default_factory=dict)   # merged bodies
     shapes: tuple[Shape, ...] = ()
     constraints: tuple = ()                    # core.constraints.PointConstraint, in record-column order
     forces: tuple = ()                         # core.forces.AppliedForce
@@ -206,27 +223,44 @@ class Model:
     def constraint_names(self) -> list[str]:
         return [c.name for c in self.constraints]
 
+    @functools.cached_property
+    def body_names(self) -> tuple[str, ...]:
+        """Every body a scene may name: the links, then the bodies merged into them (:attr:`frames`)."""
+        return self.link_names + tuple(self.frames)
+
     def link_index(self, body: int | str) -> int:
-        """Index of a link given its name or index."""
+        """Index of the link a body moves with — its own, or the one it is merged into — given its name or a link
+        index. Where the body's own frame matters (its points, directions, orientation) use :meth:`body_frame`."""
         if isinstance(body, (int, np.integer)):
             if not 0 <= body < self.n_links:
                 raise IndexError(f"link index {body} out of range 0..{self.n_links - 1}")
             return int(body)
+        if body in self.frames:
+            return self.frames[body][0]
         try:
             return self.link_names.index(body)
         except ValueError:
-            raise KeyError(f"model {self.name!r} has no body {body!r}; bodies: {', '.join(self.link_names)}")
+            raise KeyError(f"model {self.name!r} has no body {body!r}; bodies: {', '.join(self.body_names)}")
+
+    def body_frame(self, body: int | str) -> tuple[int, np.ndarray, np.ndarray]:
+        """``(link index, R_LB, p_LB)``: the link a body moves with and the body's frame in that link's frame
+        (identity for a link itself), so a point r or direction d in body coordinates is ``p_LB + R_LB r`` or
+        ``R_LB d`` in the link's."""
+        if isinstance(body, str) and body in self.frames:
+            return self.frames[body]
+        return self.link_index(body), _IDENTITY, _ORIGIN
 
     def resolve_point(self, body: int | str, point) -> tuple[int, np.ndarray]:
-        """``(link index, point in link frame)`` for a body and either a named point or a 3-vector."""
-        k = self.link_index(body)
+        """``(link index, point in link frame)`` for a body (a link or a merged body) and either a named point or
+        a 3-vector in the body's frame."""
+        k, R_LB, p_LB = self.body_frame(body)
         if isinstance(point, str):
-            key = (self.link_names[k], point)
+            key = (body if isinstance(body, str) else self.link_names[k], point)
             if key not in self.named_points:
                 names = [p for (b, p) in self.named_points if b == key[0]]
                 raise KeyError(f"body {key[0]!r} has no point {point!r}; its points: {names}")
             return self.named_points[key]
-        return k, np.asarray(point, dtype=float).reshape(3)
+        return k, p_LB + R_LB @ np.asarray(point, dtype=float).reshape(3)
 
     # ---- state -------------------------------------------------------------------------------------------
     def initial_state(self) -> "State":
@@ -306,8 +340,9 @@ class State:
 
 
 def build_model(*, name, link_names, parent, joint_type, joint_link_names, axis, R_tree, p_tree, inertia,
-                gravity, q0, qd0, named_points=None, shapes=(), settings=None, spec=None) -> Model:
-    """Assemble a :class:`Model` from per-link lists (links already ordered with ``parent[i] < i``)."""
+                gravity, q0, qd0, named_points=None, frames=None, shapes=(), settings=None, spec=None) -> Model:
+    """Assemble a :class:`Model` from per-link lists (links already ordered with ``parent[i] < i``) and the
+    merged bodies' ``frames`` (name → (link, R_LB, p_LB))."""
     N = len(link_names)
     joint_type = np.asarray(joint_type, dtype=np.int64)
     nq_j = np.array([JOINT_NQ[int(t)] for t in joint_type], dtype=np.int64)
@@ -345,4 +380,6 @@ def build_model(*, name, link_names, parent, joint_type, joint_link_names, axis,
         v_start=_frozen(v_start, np.int64), nq_j=_frozen(nq_j, np.int64), nv_j=_frozen(nv_j, np.int64),
         inertia=_frozen(inertia), mass=_frozen(mass), com=_frozen(com), gravity=_frozen(gravity),
         q0=_frozen(q0), qd0=_frozen(qd0), quat_starts=_frozen(quat_starts, np.int64),
-        named_points=frozen_points, shapes=tuple(shapes), settings=dict(settings or {}), spec=spec)
+        named_points=frozen_points,
+        frames={name: (int(k), _frozen(R), _frozen(p)) for name, (k, R, p) in (frames or {}).items()},
+        shapes=tuple(shapes), settings=dict(settings or {}), spec=spec)

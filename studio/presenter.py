@@ -86,7 +86,7 @@ class ViewportPresenter(QObject):
     # ---- selection -----------------------------------------------------------------------------------------
     @Slot(object)
     def _picked(self, what) -> None:
-        """A click in the viewport: ``("body", link name)``, ``("constraint", name)``, ``("force", name)`` or
+        """A click in the viewport: ``("body", body name)``, ``("constraint", name)``, ``("force", name)`` or
         None."""
         spec = self._document.spec
         path = None
@@ -104,11 +104,10 @@ class ViewportPresenter(QObject):
     @Slot(object, object)
     def _selection_changed(self, path, _source) -> None:
         model, spec = self._viewport.model, self._document.spec
-        link = constraint = None
+        body = constraint = None
         if path and path[0] == "bodies" and len(path) >= 2 and path[1] < len(spec.bodies):
-            name = spec.bodies[path[1]].name
-            link = model.link_names.index(name) if name in model.link_names else None
+            body = spec.bodies[path[1]].name
         elif path and path[0] == "constraints" and len(path) == 2 and path[1] < len(spec.constraints):
             entity = spec.constraints[path[1]].name
             constraint = next((i for i, c in enumerate(model.constraints) if c.entity == entity), None)
-        self._viewport.highlight(link, constraint)
+        self._viewport.highlight(body, constraint)

@@ -109,7 +109,8 @@ def _numpy(m: QMatrix4x4) -> np.ndarray:
 class Viewport(gl.GLViewWidget):
     """GUI thread. Shows a model at a configuration; framed on the scene until the user moves the camera.
 
-    Signals: ``picked(object)`` — ``("body", link name)``, ``("constraint", name)``, ``("force", spring name)`` or
+    Signals: ``picked(object)`` — ``("body", body name)`` (a body merged into a link is picked by its own name),
+    ``("constraint", name)``, ``("force", spring name)`` or
     None after a click; ``pull_requested(body name, point in body frame, world target, stiffness, damping)``;
     ``pull_released()``; ``nail_dragged(constraint name, world position)``; ``spring_end_moved(spring, end
     "a"/"b", world position)``; ``spring_end_attached(spring, end, body, point in body frame)``;
@@ -135,7 +136,8 @@ class Viewport(gl.GLViewWidget):
         self._auto_frame = True
         self._drag = None                           # (mode, data) while a press is in progress
         self._press, self._moved = (0.0, 0.0), False
-        self._selected_link: int | None = None
+        self._selected_body: str | None = None       # what is outlined: a document body's shapes
+        self._selected_link: int | None = None       # and the link it moves with (what L follows)
         self._hovered = None
         self._follow: int | None = None
         self.overlays: Overlays | None = None
@@ -201,8 +203,8 @@ class Viewport(gl.GLViewWidget):
         self._follow = None if old is None or self._follow is None or self._follow >= model.n_links \
             else self._follow
         follow = getattr(getattr(getattr(model, "spec", None), "view", None), "follow", None)
-        if frame and follow in model.link_names:              # the scene asks the camera to follow a body
-            self._follow = model.link_names.index(follow)
+        if frame and follow in model.body_names:              # the scene asks the camera to follow a body
+            self._follow = model.link_index(follow)
         self._framing = frame_scene(model, aspect=self._aspect())
         self._place_grid_and_axes()
         if self.overlays is not None:
@@ -299,9 +301,12 @@ class Viewport(gl.GLViewWidget):
         self._place_labels()
 
     # ---- selection and hover -------------------------------------------------------------------------------
-    def highlight(self, link: int | None = None, constraint: int | None = None) -> None:
-        """Outline the shapes of ``link`` and colour the nail of ``constraint`` (None: nothing)."""
-        self._selected_link = link
+    def highlight(self, body: str | None = None, constraint: int | None = None) -> None:
+        """Outline the shapes of document body ``body`` (a link or a body merged into one) and colour the nail of
+        ``constraint`` (None: nothing)."""
+        known = body is not None and body in self._model.body_names
+        self._selected_body = body if known else None
+        self._selected_link = self._model.link_index(body) if known else None
         self.overlays.selected_constraint = constraint
         self._outline()
         if self.overlays.last is not None:
@@ -312,18 +317,19 @@ class Viewport(gl.GLViewWidget):
         if self.overlays is None or len(self._poses) != len(self._model.shapes):
             return
         boxes = [(X, shape_half_extents(s)) for s, X in zip(self._model.shapes, self._poses)
-                 if s.link == self._selected_link]
+                 if s.body == self._selected_body]
         self.overlays.outline(boxes)
 
     def _set_hover(self, found) -> None:
         """Mark what a click at the mouse would take: a handle (nail, spring end) or a body."""
-        key = None if found is None else (found[0], found[1])
+        body = found[3] if found is not None and found[0] == "body" else None
+        key = None if found is None else (found[0], found[1] if body is None else body)
         if key == self._hovered:
             return
         self._hovered = key
-        link = found[1] if found is not None and found[0] == "body" else None
         for item, chunk in self._items:
-            item.set_tint([HOVER_TINT if self._model.shapes[k].link == link else (0, 0, 0) for k in chunk])
+            item.set_tint([HOVER_TINT if body is not None and self._model.shapes[k].body == body else (0, 0, 0)
+                           for k in chunk])
         if found is not None and found[0] in ("nail", "spring"):
             radius = self.overlays.nail_radius if found[0] == "nail" else self.overlays.end_radius
             self.overlays.mark_hover(found[2], radius)
@@ -355,7 +361,7 @@ class Viewport(gl.GLViewWidget):
     def frame_selection(self) -> bool:
         """Point the camera at the selected body (False if nothing is selected)."""
         boxes = [(X, shape_half_extents(s)) for s, X in zip(self._model.shapes, self._poses)
-                 if s.link == self._selected_link]
+                 if s.body == self._selected_body]
         if not boxes:
             return False
         centres = np.array([self._R_DW @ X[:3, 3] for X, _ in boxes])
@@ -474,7 +480,8 @@ class Viewport(gl.GLViewWidget):
     def hit(self, x: float, y: float, handles: bool = True):
         """What is under pixel (x, y): a handle within :data:`HANDLE_PX` pixels (``("nail", constraint index,
         point)`` or ``("spring", (spring index, end), point)``; the nearest on screen, before any body), else
-        ``("body", link, point)`` or None."""
+        ``("body", link, point, body name)`` (the document body whose shape was hit, perhaps one merged into the
+        link) or None."""
         o, d = self.ray_at(x, y)
         if handles:
             best = None
@@ -497,7 +504,8 @@ class Viewport(gl.GLViewWidget):
         shape = pick_shape(o, d, self._model.shapes, self._poses)
         if shape is None:
             return None
-        return "body", self._model.shapes[shape[0]].link, o + shape[1] * d
+        hit = self._model.shapes[shape[0]]
+        return "body", hit.link, o + shape[1] * d, hit.body
 
     def _pixels(self, point, radius: float) -> float:
         """How many pixels ``radius`` metres at world ``point`` span on screen."""
@@ -623,7 +631,7 @@ class Viewport(gl.GLViewWidget):
             return "constraint", self.overlays.last.names[found[1]]
         if found[0] == "spring":
             return "force", self._spring(found[1][0])[0]
-        return "body", self._model.link_names[found[1]]
+        return "body", found[3]
 
     def _finish_spring(self, drag, x: float, y: float) -> None:
         _, k, end, point, normal = drag
@@ -638,11 +646,12 @@ class Viewport(gl.GLViewWidget):
                 self.spring_end_moved.emit(name, "b", target)
         else:
             found = self.hit(x, y, handles=False)
-            if found is not None:
-                link = found[1]
+            if found is not None:                   # the point in the frame of the body hit: r_B = R_LBᵀ (r_L − p_LB)
+                _, link, x_W, body = found
                 R_WL, p_WL = self._link_frame(link)
-                r = R_WL.T @ (found[2] - p_WL)
-                self.spring_end_attached.emit(name, end, self._model.link_names[link], r)
+                _, R_LB, p_LB = self._model.body_frame(body)
+                r = R_LB.T @ (R_WL.T @ (x_W - p_WL) - p_LB)
+                self.spring_end_attached.emit(name, end, body, r)
             elif end == "b":                        # let go in empty space: a world point there
                 o, d = self.ray_at(x, y)
                 target = ray_plane(o, d, point, normal)

@@ -163,7 +163,7 @@ def test_urdf_names_with_dots_and_slashes():
     model = _load("allegro_hand_description/urdf/allegro_right_hand.urdf", inertia="repair")
     assert "joint_0.0" in model.joint_names and "link_0.0" in model.link_names
     iris = _load("iris_description/robots/iris.urdf")
-    assert any("/" in n for n in iris.link_names)
+    assert any("/" in n for n in iris.body_names)
 
 
 # ---------------------------------------------------------------------------------------------- mimic joints
@@ -256,7 +256,7 @@ def test_scene_includes_a_robot_with_overrides(tmp_path):
     spec = read_spec(path)
     assert Path(spec.robot.file).is_absolute() and len(spec.bodies) == 1
     model = core.load_scene(path)
-    assert model.link_names == ("base", "a", "b", "c", "tool")
+    assert model.link_names == ("base", "a", "b", "c") and model.body_names[-1] == "tool"    # welded to c
     assert model.constraint_names == ["mimic_follower", "hold"]
     assert model.q0[:7].tolist() == [0, 0, 1, 1, 0, 0, 0]          # the floating base's pose
     assert model.q0[model.q_slice("leader")][0] == pytest.approx(0.2)
@@ -267,7 +267,7 @@ def test_scene_includes_a_robot_with_overrides(tmp_path):
     save_spec(spec, out)
     saved = json.loads(out.read_text())
     assert saved["robot"]["file"] == "../robots/arm.urdf" and len(saved["bodies"]) == 1
-    assert core.load_scene(out).link_names == model.link_names
+    assert core.load_scene(out).body_names == model.body_names
 
 
 def test_scene_include_problems_have_json_paths(tmp_path):

@@ -152,13 +152,16 @@ def test_joint_order_and_slices_with_mixed_joints():
          "inertial": {"mass": 1}},
         {"name": "hand", "parent": "left", "joint": {"type": "hinge", "name": "wrist"}, "inertial": {"mass": 1, "com": [0.1, 0, 0]}}]}
     model = core.compile_scene(parse_spec(doc))
-    # depth-first from the root, children in document order: base, weld, left, hand, right
-    assert model.link_names == ("base", "weld", "left", "hand", "right")
+    # depth-first from the root, children in document order: base, left, hand, right (weld, on a fixed joint, is
+    # merged into base)
+    assert model.link_names == ("base", "left", "hand", "right") and model.body_names[-1] == "weld"
+    assert model.link_index("weld") == 0 and model.mass[0] == 3.0
     assert model.joint_names == ["float", "shoulder", "wrist", "rail"]
     assert model.nq == 7 + 4 + 1 + 1 and model.nv == 6 + 3 + 1 + 1
     assert model.q_slice("shoulder") == slice(7, 11) and model.qd_slice("shoulder") == slice(6, 9)
     assert model.q_slice("rail") == slice(12, 13) and model.qd_slice("wrist") == slice(9, 10)
-    assert model.q_slice("weld") == slice(7, 7)
+    with pytest.raises(KeyError, match="no joint 'weld'"):          # merged away with its body
+        model.q_slice("weld")
     with pytest.raises(KeyError, match="no joint 'elbow'"):
         model.q_slice("elbow")
 

@@ -76,33 +76,30 @@ def problems_of(exc_info):
 def test_arm_joint_order_and_slices():
     m = load(ARM)
     assert m.joint_names == ARM_JOINTS
-    assert m.link_names == ("base_link", "link1", "link2", "link3", "link4", "link5", "link6", "link7",
-                            "gripper", "tcp")
+    assert m.link_names == ("base_link", "link1", "link2", "link3", "link4", "link5", "link6", "link7")
+    assert tuple(m.frames) == ("gripper", "tcp")        # welded to link7: merged into it
     assert (m.nq, m.nv) == (7, 7)
     for k, name in enumerate(ARM_JOINTS):
         assert m.q_slice(name) == slice(k, k + 1)
         assert m.qd_slice(name) == slice(k, k + 1)
-    for fixed in ("base_link", "gripper_mount", "tcp_joint"):
-        assert m.q_slice(fixed).stop == m.q_slice(fixed).start
-        assert m.qd_slice(fixed).stop == m.qd_slice(fixed).start
-    assert m.joint_type[m.link_index("gripper")] == core.model.FIXED
-    assert m.mass[m.link_index("tcp")] == 0.0          # a link without <inertial> is massless
+    assert m.q_slice("base_link") == m.qd_slice("base_link") == slice(0, 0)    # welded to the world: a link
+    assert m.joint_type[0] == core.model.FIXED and "gripper_mount" not in m.joint_link_names
+    assert m.link_index("gripper") == m.link_index("tcp") == m.link_index("link7")
 
 
 def test_branched_tree_depth_first_in_document_order():
     m = load(TORSO)
     assert m.joint_names == TORSO_JOINTS
-    assert m.link_names == ("base", "torso", "r_upper", "r_forearm", "head", "l_shoulder_link", "l_upper",
-                            "l_forearm")
+    assert m.link_names == ("base", "torso", "r_upper", "r_forearm", "l_shoulder_link", "l_upper", "l_forearm")
     assert [m.link_names[p] if p >= 0 else "world" for p in m.parent] == [
-        "world", "base", "torso", "r_upper", "torso", "torso", "l_shoulder_link", "l_upper"]
+        "world", "base", "torso", "r_upper", "torso", "l_shoulder_link", "l_upper"]
+    assert m.link_index("head") == m.link_index("torso")          # welded to the torso: merged into it
     types = {n: int(m.joint_type[i]) for i, n in enumerate(m.joint_link_names)}
     assert types["lift"] == core.model.SLIDER
     assert types["l_elbow"] == core.model.HINGE         # continuous: an ordinary hinge
-    assert types["neck"] == types["base"] == core.model.FIXED
+    assert types["base"] == core.model.FIXED and "neck" not in types
     for k, name in enumerate(TORSO_JOINTS):
         assert m.q_slice(name) == slice(k, k + 1) and m.qd_slice(name) == slice(k, k + 1)
-    assert m.q_slice("neck") == slice(3, 3)
 
 
 def test_floating_base_root_joint_first():
@@ -138,8 +135,8 @@ def test_rpy_convention(tmp_path):
             '<origin rpy="1.5707963267948966 0 0"/></joint>')
     m = core.load_urdf(write(tmp_path, body))
     expected = rot_z(y) @ rot_y(p_) @ rot_x(r)              # roll about x, then pitch about y, then yaw about z
-    b = m.link_index("b")
-    np.testing.assert_allclose(m.R_tree[b], expected, atol=1e-14)
+    _, R_ab, _ = m.body_frame("b")                           # welded to a: merged, its frame kept
+    np.testing.assert_allclose(R_ab, expected, atol=1e-14)
     q = m.neutral_configuration()
     for k in range(3):                                       # the child's axes, seen from the parent (world)
         e = np.eye(3)[k]
@@ -165,8 +162,7 @@ def test_inertial_rotated_into_link_frame():
 
 # ---------------------------------------------------------------------------------------------- visuals
 def _shapes(m, body):
-    k = m.link_index(body)
-    return [s for s in m.shapes if s.link == k]
+    return [s for s in m.shapes if s.body == body]
 
 
 def test_primitive_visuals_and_colours():
@@ -191,14 +187,19 @@ def test_primitive_visuals_and_colours():
 
 
 def test_stl_mesh_visual_through_package_path():
-    head, = _shapes(load(TORSO), "head")
+    m = load(TORSO)
+    head, = _shapes(m, "head")
     # the STL's vertices span x [-60, 70], y [-55, 65], z [0, 160] mm; scale 0.001; visual yawed by 90° at z 0.02
     assert head.kind == "mesh" and head.size["file"] == str(ROOT / "assets" / "urdf" / "meshes" / "head.stl")
     np.testing.assert_allclose(head.size["size"], [0.13, 0.12, 0.16], rtol=1e-6)   # its bounding box
     np.testing.assert_allclose(head.size["scale"], [0.001] * 3)
     np.testing.assert_allclose(head.size["offset"], [-0.005, -0.005, -0.08], rtol=1e-6)   # the file's origin
-    np.testing.assert_allclose(head.R_LS, rot_z(math.pi / 2), atol=1e-15)
-    np.testing.assert_allclose(head.p_LS, [0, 0, 0.02] + rot_z(math.pi / 2) @ [0.005, 0.005, 0.08], atol=1e-9)
+    _, R_LB, p_LB = m.body_frame("head")                     # the head is merged into the torso (neck: fixed)
+    np.testing.assert_allclose(R_LB, rot_y(0.1), atol=1e-15)
+    np.testing.assert_allclose(p_LB, [0, 0, 0.56], atol=1e-15)
+    np.testing.assert_allclose(head.R_LS, R_LB @ rot_z(math.pi / 2), atol=1e-15)
+    np.testing.assert_allclose(head.p_LS, p_LB + R_LB @ ([0, 0, 0.02] + rot_z(math.pi / 2) @ [0.005, 0.005, 0.08]),
+                               atol=1e-9)
     assert head.rgba == (0.95, 0.8, 0.65, 1.0)
     assert (ROOT / "assets" / "urdf" / "meshes" / "head.stl").stat().st_size < 1024
 

@@ -4,7 +4,8 @@
 Every parameterization is a linear image of the ten standard inertial parameters of every link, θ (10N,;
 :func:`core.control.regressor.inertial_parameters`; named ``<body>.<p>`` with p one of
 ``m hx hy hz Ixx Iyy Izz Ixy Ixz Iyz``: the mass, the first moment h = m c and the rotational inertia about the
-link's origin, so ``Izz = I_c,zz + m (c_x² + c_y²)``):
+link's origin, so ``Izz = I_c,zz + m (c_x² + c_y²)``; a body welded to a link by fixed joints is merged into it
+by the compiler, so its mass is part of that link's parameters):
 
     a = C θ          (the adapted parameters: n_p of them)
     Y_p = Y_in K + Y_g K_g        with  Y_p C θ = Y θ for the arm's true θ
@@ -174,6 +175,11 @@ def parse_linear(text: str, model: Model) -> np.ndarray:
 
     def swap(m):
         key = f"{m.group(1)}.{m.group(2)}"
+        if m.group(1) in model.frames:                  # welded to a link: its mass is part of the link's
+            link = model.link_names[model.link_index(m.group(1))]
+            raise ParameterizationError(f"body {m.group(1)!r} in {key!r} is fixed to {link!r} and merged into "
+                                        f"its parameters: write {link}.{m.group(2)}; bodies with parameters: "
+                                        + ", ".join(model.link_names))
         if m.group(1) not in model.link_names:
             raise ParameterizationError(f"unknown body {m.group(1)!r} in {key!r}; bodies: "
                                         + ", ".join(model.link_names))

@@ -175,8 +175,9 @@ class Controls:
         return jacobian_at(self._sim.model, self.kinematics(), k, r)
 
     def orientation(self, body: str) -> np.ndarray:
-        """The body's rotation matrix (world from body)."""
-        return self.kinematics().R_WL[self._sim.model.link_index(body)]
+        """The body's rotation matrix (world from body): ``R_WB = R_WL R_LB`` for a body merged into link L."""
+        k, R_LB, _ = self._sim.model.body_frame(body)
+        return self.kinematics().R_WL[k] @ R_LB
 
     def centre_of_mass(self) -> tuple[np.ndarray, np.ndarray]:
         c, cd, _ = momentum(self._sim.model, self.q, self.qd, self.kinematics())

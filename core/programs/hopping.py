@@ -86,8 +86,8 @@ class RaibertHopper(ControlProgram):
         for key in ("hip_actuator", "leg_actuator"):
             if p[key] not in forces:
                 problems.append((key, f"no actuator {p[key]!r}"))
-        if p["body"] not in model.link_names:
-            problems.append(("body", f"no body {p['body']!r}"))
+        if p["body"] not in model.body_names:
+            problems.append(("body", f"no body {p['body']!r}; bodies: {', '.join(model.body_names)}"))
         if p["foot"] not in {c.name for c in model.contacts}:
             problems.append(("foot", f"no contact {p['foot']!r}"))
         for key in ("leg_length", "stance_time", "max_placement", "height", "max_thrust"):
@@ -127,8 +127,8 @@ class RaibertHopper(ControlProgram):
         """The body's pitch (rotation about y) and its rate."""
         k = ctl.model.link_index(self.p["body"])
         kin = ctl.kinematics()
-        R = kin.R_WL[k]
-        omega = R @ kin.v[k, :3]                                 # angular velocity, world axes
+        R = ctl.orientation(self.p["body"])
+        omega = kin.R_WL[k] @ kin.v[k, :3]                       # angular velocity, world axes
         return float(np.arctan2(R[0, 2], R[2, 2])), float(omega[1])
 
     def _virtual_leg(self, ctl) -> dict:

@@ -1,7 +1,12 @@
 """Compile a validated scene spec into a frozen :class:`~core.model.Model`.
 
 Links are ordered depth-first from the roots, children in document order (the same rule as URDF import), so
-coordinates follow that order. Link inertias come from the explicit ``inertial`` or from the shapes (thesis
+coordinates follow that order. A body welded to another body by a fixed joint is no link: it is merged into the
+link of its nearest ancestor that is one (as Pinocchio does, and MuJoCo's ``fusestatic``) — its inertia moved into
+that link's frame and added, its shapes and named points placed in that frame, its pose kept in
+``Model.frames`` — so the kernels pay only for links that move (Talos: 60 bodies, 33 links) and every reference
+to it by name (constraints, forces, contacts, programs, the studio) goes through ``Model.body_frame``. Bodies
+welded to the world stay links. Body inertias come from the explicit ``inertial`` or from the shapes (thesis
 §2.8.3, eq. 2.77–2.78). The compiled model is checked for a positive-definite joint-space inertia at its initial
 state (in O(N), :mod:`core.scene.pivots`), so a joint that moves no mass is reported with its path instead of
 failing later inside a solve. :func:`compile_scene` raises :class:`SceneError` and nothing else: an unexpected
@@ -38,7 +43,9 @@ def _shape_size(shape) -> dict:
     return {"radius": shape.radius, "length": shape.length}
 
 
-def _link_inertia(body: Body) -> np.ndarray:
+def _body_inertia(body: Body) -> np.ndarray:
+    """Spatial inertia of one document body about its own origin, in its axes: its ``inertial``, or its shapes'
+    (a link's is the sum of its own and those of the bodies merged into it)."""
     if body.inertial is not None:
         return inertial_to_spatial(body.inertial)
     parts = []
@@ -95,40 +102,71 @@ def compile_scene(spec: Scene, source: str = "<scene>") -> Model:
         raise SceneError([internal_problem("$", "compiling", exc)], source) from None
 
 
+def _body_frames(spec: Scene, order: list[int]) -> tuple[list[int], dict[str, tuple[int, np.ndarray, np.ndarray]]]:
+    """``(links, frames)``: the document index of each link's body, in link order, and for every body ``(link,
+    R_LB, p_LB)``, its link and its frame in that link's frame. A body welded by a fixed joint to another body is
+    merged into the link of its nearest ancestor that is a link; a fixed joint's child frame is its joint frame, so
+    its pose composes the placements on the way down: ``R_LB = R_LP R_PB``, ``p_LB = p_LP + R_LP p_PB`` (``R_PB``,
+    ``p_PB`` from the joint's ``orientation`` and ``position``). Every other body — one welded to the world
+    included — is a link, in its own frame."""
+    links: list[int] = []
+    frames: dict[str, tuple[int, np.ndarray, np.ndarray]] = {}
+    for i in order:                                      # depth-first: a parent comes before its children
+        body = spec.bodies[i]
+        if body.joint.type == "fixed" and body.parent != "world":
+            k, R_LP, p_LP = frames[body.parent]
+            R_PB = quat_to_rotation(quat_normalize(np.array(body.joint.orientation)))
+            frames[body.name] = (k, R_LP @ R_PB, p_LP + R_LP @ np.array(body.joint.position, dtype=float))
+        else:
+            frames[body.name] = (len(links), np.eye(3), np.zeros(3))
+            links.append(i)
+    return links, frames
+
+
 def _compile_scene(spec: Scene, source: str) -> Model:
     order = _order(spec)
-    link_of = {spec.bodies[i].name: k for k, i in enumerate(order)}
+    links, frames = _body_frames(spec, order)
     lists = {key: [] for key in ("link_names", "parent", "joint_type", "joint_link_names", "axis", "R_tree",
-                                 "p_tree", "inertia")}
-    q0, qd0, shapes, points = [], [], [], {}
-    for k, i in enumerate(order):
+                                 "p_tree")}
+    q0, qd0 = [], []
+    for k, i in enumerate(links):
         body = spec.bodies[i]
         j = body.joint
         jt = JOINT_TYPES[j.type]
         R_PJ = quat_to_rotation(quat_normalize(np.array(j.orientation)))
         axis = np.array(getattr(j, "axis", (0.0, 0.0, 1.0)), dtype=float)
         axis /= np.linalg.norm(axis)
+        # the joint frame in the parent's link: a parent merged into a link carries its placement there
+        parent, R_LP, p_LP = (-1, np.eye(3), np.zeros(3)) if body.parent == "world" else frames[body.parent]
         lists["link_names"].append(body.name)
-        lists["parent"].append(-1 if body.parent == "world" else link_of[body.parent])
+        lists["parent"].append(parent)
         lists["joint_type"].append(jt)
         lists["joint_link_names"].append(j.name or body.name)
         lists["axis"].append(axis)
-        lists["R_tree"].append(R_PJ)
-        lists["p_tree"].append(np.array(j.position, dtype=float))
-        lists["inertia"].append(_link_inertia(body))
+        lists["R_tree"].append(R_LP @ R_PJ)
+        lists["p_tree"].append(p_LP + R_LP @ np.array(j.position, dtype=float))
         q0_j, qd0_j = _initial_joint_state(j, jt, R_PJ)
         q0.extend(q0_j)
         qd0.extend(qd0_j)
+    # every body's mass, shapes and named points, moved into its link's frame (a link's own: the identity)
+    parts: list[list] = [[] for _ in links]
+    shapes, points = [], {}
+    for i in order:
+        body = spec.bodies[i]
+        k, R_LB, p_LB = frames[body.name]
+        parts[k].append((_body_inertia(body), R_LB, p_LB))          # thesis eq. 2.77, then additivity
         for shape in body.shapes:
             R, p = _shape_pose(shape)
             rgba = tuple(shape.color) + ((1.0,) if len(shape.color) == 3 else ())
-            shapes.append(Shape(k, shape.type, _shape_size(shape), R, p, rgba))
+            shapes.append(Shape(k, shape.type, _shape_size(shape), R_LB @ R, p_LB + R_LB @ p, rgba, body.name))
         for pname, p in body.points.items():
-            points[(body.name, pname)] = (k, np.array(p, dtype=float))
+            points[(body.name, pname)] = (k, p_LB + R_LB @ np.array(p, dtype=float))
+    lists["inertia"] = [composite_inertia(link_parts) for link_parts in parts]
+    merged = {name: frame for name, frame in frames.items() if name not in lists["link_names"]}
     model = build_model(name=spec.name, gravity=np.array(spec.gravity, dtype=float), q0=q0, qd0=qd0,
-                        named_points=points, shapes=shapes, settings=spec.simulation.model_dump(), spec=spec,
-                        **lists)
-    _check_inertia(model, spec, order, source)
+                        named_points=points, frames=merged, shapes=shapes, settings=spec.simulation.model_dump(),
+                        spec=spec, **lists)
+    _check_inertia(model, spec, links, source)
     if spec.constraints or spec.forces:
         model = dataclasses.replace(model, constraints=compile_constraints(model, spec.constraints),
                                     forces=compile_forces(model, spec.forces))
@@ -139,8 +177,8 @@ def _compile_scene(spec: Scene, source: str) -> Model:
         contacts, constraints, forces = compile_contacts(model, spec)
         model = dataclasses.replace(model, contacts=contacts, constraints=model.constraints + tuple(constraints),
                                     forces=model.forces + tuple(forces))
-    if spec.view.follow is not None and spec.view.follow not in model.link_names:
-        raise SceneError([Problem("$.view.follow", f"unknown body; expected one of: {', '.join(model.link_names)}",
+    if spec.view.follow is not None and spec.view.follow not in model.body_names:
+        raise SceneError([Problem("$.view.follow", f"unknown body; expected one of: {', '.join(model.body_names)}",
                                   spec.view.follow, True)], source)
     model = with_controllers(model, spec.controllers, source)
     if spec.programs:
@@ -202,8 +240,10 @@ def _initial_joint_state(j, jt: int, R_PJ: np.ndarray) -> tuple[list[float], lis
     return [j.q0], [j.qd0]
 
 
-def _check_inertia(model: Model, spec: Scene, order: list[int], source: str) -> None:
-    problems = [Problem(f"$.bodies[{order[k]}].joint (body {spec.bodies[order[k]].name!r})",
+def _check_inertia(model: Model, spec: Scene, links: list[int], source: str) -> None:
+    """Refuse a model whose joint-space inertia is singular at q0, naming the joint (``links[k]``: the document
+    index of link k's body)."""
+    problems = [Problem(f"$.bodies[{links[k]}].joint (body {spec.bodies[links[k]].name!r})",
                         f"a degree of freedom of joint {model.joint_link_names[k]!r} moves no mass or inertia at the "
                         "initial state (the joint-space inertia matrix is singular): give the body or its "
                         "descendants mass properties, or start from another pose (q0)")

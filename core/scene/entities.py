@@ -1,8 +1,9 @@
 """Compile the constraint and force entities of a validated spec into the arrays the step uses.
 
-Points are resolved against the model's named points; world-fixed quantities given "at the initial
-configuration" (a hinge's anchor and axis, a nail's default position) are moved into body coordinates with the
-forward kinematics of q0.
+Points are resolved against the model's named points; points and directions given in the frame of a body merged
+into a link (a contact's shape corners, a plane fixed in the body) are moved into that link's frame
+(:meth:`core.model.Model.body_frame`); world-fixed quantities given "at the initial configuration" (a hinge's
+anchor and axis, a nail's default position) are moved into link coordinates with the forward kinematics of q0.
 
 Every compiled constraint gets its ``jacobian_scale`` (the Frobenius norm of its rows at q0, 1 if they vanish
 there: the floor of the rank tests, :mod:`core.formulations`). A joint-space constraint's expression is checked
@@ -175,20 +176,24 @@ def compile_contacts(model, spec) -> tuple[tuple, list, list]:
     problems = []
     slot = 0
     for n, c in enumerate(spec.contacts):
-        link = model.link_index(c.body)
+        link, R_LB, p_LB = model.body_frame(c.body)
         if c.points is None:
             points = _shape_contact_points(bodies[c.body])
             if not points:
                 problems.append(Problem(f"$.contacts[{n}].points", "the body's shapes give no contact points (a "
                                         "cylinder, or no shapes): list the points", None))
                 continue
+            points = [(p_LB + R_LB @ r, radius) for r, radius in points]
         else:
             points = [(model.resolve_point(c.body, p)[1], 0.0) for p in c.points]
         plane = _contact_plane(c, bodies, gravity, n, problems)
         if plane is None:
             continue
         normal, origin = plane
-        plane_link = model.link_index(c.plane.body) if c.plane.body is not None else -1
+        plane_link = -1
+        if c.plane.body is not None:                     # the plane's body frame, in the frame of its link
+            plane_link, R_LP, p_LP = model.body_frame(c.plane.body)
+            normal, origin = R_LP @ normal, p_LP + R_LP @ origin
         contact, rows, elements = contact_elements(
             c.name, c.body, link, points, normal, origin, c.restitution, c.friction, c.rest_speed,
             c.stabilization, len(model.constraints) + len(constraints), len(model.forces) + len(forces), slot,

@@ -6,7 +6,8 @@
 For Talos (talos_reduced), Panda, Go2 and Solo12 of ``example-robot-data``, fixed and floating base: the same URDF
 loaded by ``core.load_urdf`` and by ``pinocchio.buildModelFromUrdf``, one random state (q, q̇, τ), and the time of
 ``core.forward_dynamics`` against ``pinocchio.aba`` (their results are compared too). Also printed: our links
-(fixed links included: they are not merged into their parents) against Pinocchio's bodies, which are.
+against Pinocchio's bodies (both merge fixed links into their parents; with a fixed base our root link, welded to
+the world, is one more).
 
 Timings are the minimum over repeats of a timed loop, interleaved between the engines, so a busy machine affects
 both alike. Not a test: nothing here asserts a time.
@@ -24,11 +25,9 @@ import numpy as np
 import core
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from test_fixed_links import ROBOT_FILES  # noqa: E402  (the four robots, in example-robot-data)
 from test_robots import ROBOTS  # noqa: E402  (the installed example-robot-data)
 from test_urdf import PinocchioMap, random_state  # noqa: E402
-
-ROBOT_FILES = {"talos": "talos_data/robots/talos_reduced.urdf", "panda": "panda_description/urdf/panda.urdf",
-               "go2": "go2_description/urdf/go2.urdf", "solo12": "solo_description/robots/solo12.urdf"}
 
 
 def best_of(fn, calls: int, repeats: int) -> float:
