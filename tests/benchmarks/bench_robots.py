@@ -1,11 +1,13 @@
-"""ABA on real robots against Pinocchio, in one process and one run (ratios, not absolute times).
+"""ABA, RNEA and CRBA on real robots against Pinocchio, in one process and one run (ratios, not absolute times).
 
     .venv/bin/pip install -e ".[test]"            # pin (Pinocchio) and example-robot-data
     .venv/bin/python tests/benchmarks/bench_robots.py [--repeats 7] [--calls 300]
 
 For Talos (talos_reduced), Panda, Go2 and Solo12 of ``example-robot-data``, fixed and floating base: the same URDF
 loaded by ``core.load_urdf`` and by ``pinocchio.buildModelFromUrdf``, one random state (q, q̇, τ), and the time of
-``core.forward_dynamics`` against ``pinocchio.aba`` (their results are compared too). Also printed: our links
+``core.forward_dynamics`` against ``pinocchio.aba`` (their results are compared too); with ``--all`` also
+``core.inverse_dynamics`` against ``pinocchio.rnea`` and ``core.mass_matrix`` against ``pinocchio.crba``. Also
+printed: our links
 against Pinocchio's bodies (both merge fixed links into their parents; with a fixed base our root link, welded to
 the world, is one more).
 
@@ -40,7 +42,7 @@ def best_of(fn, calls: int, repeats: int) -> float:
     return best
 
 
-def bench(name: str, floating: bool, calls: int, repeats: int) -> dict:
+def bench(name: str, floating: bool, calls: int, repeats: int, algorithms: str = "aba") -> dict:
     import pinocchio
     path = str(ROBOTS / ROBOT_FILES[name])
     with warnings.catch_warnings():
@@ -51,35 +53,45 @@ def bench(name: str, floating: bool, calls: int, repeats: int) -> dict:
     pm.gravity.linear = np.array(model.gravity)
     pd = pm.createData()
     mp = PinocchioMap(model, pm, floating)
-    q, qd, _, tau = random_state(model, np.random.default_rng(0))
-    pq, pv, pt = mp.q(q), mp.v(qd), mp.v(tau)
+    q, qd, qdd, tau = random_state(model, np.random.default_rng(0))
+    pq, pv, pa, pt = mp.q(q), mp.v(qd), mp.v(qdd), mp.v(tau)
+    pairs = {"aba": (lambda: core.forward_dynamics(model, q, qd, tau), lambda: pinocchio.aba(pm, pd, pq, pv, pt))}
+    if algorithms == "all":
+        pairs["rnea"] = (lambda: core.inverse_dynamics(model, q, qd, qdd), lambda: pinocchio.rnea(pm, pd, pq, pv, pa))
+        pairs["crba"] = (lambda: core.mass_matrix(model, q), lambda: pinocchio.crba(pm, pd, pq))
     ours = core.forward_dynamics(model, q, qd, tau)
     ref = mp.back(pinocchio.aba(pm, pd, pq, pv, pt))
-    times = {"ours": np.inf, "pinocchio": np.inf}
-    for _ in range(repeats):                               # interleaved
-        times["ours"] = min(times["ours"], best_of(lambda: core.forward_dynamics(model, q, qd, tau), calls, 1))
-        times["pinocchio"] = min(times["pinocchio"], best_of(lambda: pinocchio.aba(pm, pd, pq, pv, pt), calls, 1))
-    return {"robot": name, "base": "floating" if floating else "fixed", "links": model.n_links,
-            "pinocchio_bodies": pm.nbodies - 1, "nv": model.nv, "ours_us": 1e6 * times["ours"],
-            "pinocchio_us": 1e6 * times["pinocchio"], "ratio": times["ours"] / times["pinocchio"],
-            "max_rel_diff": float(np.abs(ours - ref).max() / np.abs(ref).max())}
+    out = {"robot": name, "base": "floating" if floating else "fixed", "links": model.n_links,
+           "pinocchio_bodies": pm.nbodies - 1, "nv": model.nv,
+           "max_rel_diff": float(np.abs(ours - ref).max() / np.abs(ref).max())}
+    for algorithm, (mine, theirs) in pairs.items():
+        times = {"ours": np.inf, "pinocchio": np.inf}
+        for _ in range(repeats):                           # interleaved
+            times["ours"] = min(times["ours"], best_of(mine, calls, 1))
+            times["pinocchio"] = min(times["pinocchio"], best_of(theirs, calls, 1))
+        out[algorithm] = (1e6 * times["ours"], 1e6 * times["pinocchio"], times["ours"] / times["pinocchio"])
+    return out
 
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--repeats", type=int, default=7)
     parser.add_argument("--calls", type=int, default=300)
+    parser.add_argument("--all", action="store_true", help="also RNEA and CRBA")
     args = parser.parse_args(argv)
+    algorithms = ("aba", "rnea", "crba") if args.all else ("aba",)
     if ROBOTS is None:
         print("example-robot-data is not installed (pip install -e '.[test]')", file=sys.stderr)
         return 2
-    print(f"{'robot':>7} {'base':>8} {'links':>5} {'pin bodies':>10} {'nv':>3} {'ours µs':>8} {'pin µs':>7} "
-          f"{'ratio':>5} {'max rel diff':>12}")
+    print("times in µs, ours / pinocchio = ratio; 'aba diff': max relative difference of the accelerations")
+    print(f"{'robot':>7} {'base':>8} {'links':>5} {'pin bodies':>10} {'nv':>3} "
+          + " ".join(f"{a + ' ours / pin = ratio':>25}" for a in algorithms) + f" {'aba diff':>9}")
     for name in ROBOT_FILES:
         for floating in (False, True):
-            r = bench(name, floating, args.calls, args.repeats)
-            print(f"{r['robot']:>7} {r['base']:>8} {r['links']:>5} {r['pinocchio_bodies']:>10} {r['nv']:>3} "
-                  f"{r['ours_us']:>8.1f} {r['pinocchio_us']:>7.1f} {r['ratio']:>5.2f} {r['max_rel_diff']:>12.1e}")
+            r = bench(name, floating, args.calls, args.repeats, "all" if args.all else "aba")
+            cells = " ".join(f"{r[a][0]:>11.1f} /{r[a][1]:>5.1f} = {r[a][2]:>4.2f}" for a in algorithms)
+            print(f"{r['robot']:>7} {r['base']:>8} {r['links']:>5} {r['pinocchio_bodies']:>10} {r['nv']:>3} {cells} "
+                  f"{r['max_rel_diff']:>9.1e}")
     return 0
 
 
