@@ -32,11 +32,16 @@ def joint_kinds(model) -> tuple[str, ...]:
 
 def constraint_kinds(model) -> tuple[str, ...]:
     """The scene-document type of each compiled constraint (a hinge of the document compiles into two
-    point-to-point constraints, both "hinge"); "point" when the model carries no spec."""
+    point-to-point constraints, both "hinge"); for a constraint the document does not declare (an included
+    robot's mimic joints, or a model without a spec) "joint_space" or "point" by its compiled kind."""
+    from core.joint_constraints import JointSpaceConstraint
+
     def make(m):
         spec = getattr(m, "spec", None)
         types = {c.name: c.type for c in (spec.constraints if spec is not None else ())}
-        return tuple(types.get(getattr(c, "entity", c.name), "point") for c in m.constraints)
+        return tuple(types.get(getattr(c, "entity", c.name),
+                               "joint_space" if isinstance(c, JointSpaceConstraint) else "point")
+                     for c in m.constraints)
     return _cached(model, "constraints", make)
 
 

@@ -265,3 +265,19 @@ def test_unpacking_the_robot_makes_its_links_the_documents_bodies(tmp_path, qtbo
     with pytest.raises(core.SceneError, match="includes no robot"):
         edits.unpack_robot(core.compile_scene(doc.spec).spec.model_copy(update={"robot": None}))
     shiboken6.delete(doc)
+
+
+def test_an_included_robots_mimic_joint_draws_no_constraint_force_arrows(tmp_path):
+    """A mimic joint of an included robot is a joint-space constraint the document does not declare: the
+    viewport's legend must not speak of constraint-force arrows for it (it has none), as for a declared one."""
+    from types import SimpleNamespace
+
+    from studio.kinds import constraint_kinds
+    from studio.overlays import Overlays
+    from test_robots import MIMIC
+    spec = core.read_spec(write(tmp_path, MIMIC, "mimic_robot.urdf"))
+    model = core.compile_scene(spec)
+    assert not spec.constraints and [c.name for c in model.constraints] == ["mimic_follower"]
+    assert constraint_kinds(model) == ("joint_space",)
+    legend = Overlays.legend(SimpleNamespace(arrow_reference=0.2, force_reference=10.0), model)
+    assert "constraint force" not in legend
