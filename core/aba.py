@@ -98,10 +98,12 @@ def aba_velocities(parent, Sw, v_start, nv_j, I, qd, fx, v, c, pA, vJ, tmp):
 
 
 @njit(inline='always')
-def aba_inertias(parent, Sw, v_start, nv_j, tau, c, pA, IA, U, W, Dinv, u, G, D, pa):
+def aba_inertias(parent, Sw, v_start, nv_j, armature, tau, c, pA, IA, U, W, Dinv, u, G, D, pa):
     """Pass 2, leaves to root (thesis eq. 2.77; RBDA Table 7.1), in world axes about W::
 
-        U_i = I^A_i s_i,  D_i = s_iᵀ U_i,  W_i = U_i D_i⁻¹,  u_i = τ_i − s_iᵀ p^A_i
+        U_i = I^A_i s_i,  D_i = s_iᵀ U_i + diag(a_i),  W_i = U_i D_i⁻¹,  u_i = τ_i − s_iᵀ p^A_i
+
+    (a_i: the joint's armature, which moves with its coordinate alone, so it enters D_i only).
         I^A_λ += I^A_i − W_i U_iᵀ,   p^A_λ += p^A_i + I^a_i c_i + W_i u_i
 
     On entry ``IA`` holds the links' rigid-body inertias and ``pA`` pass 1's bias forces; both accumulate here.
@@ -111,7 +113,7 @@ def aba_inertias(parent, Sw, v_start, nv_j, tau, c, pA, IA, U, W, Dinv, u, G, D,
         vs, nv, lam = v_start[i], nv_j[i], parent[i]
         if nv == 1:                                           # hinges and sliders: D is a scalar
             su = tau[vs]
-            d = 0.0
+            d = armature[vs]
             for a in range(6):
                 s = 0.0
                 for b in range(6):
@@ -135,8 +137,8 @@ def aba_inertias(parent, Sw, v_start, nv_j, tau, c, pA, IA, U, W, Dinv, u, G, D,
                     s -= Sw[i, a, k] * pA[i, a]
                 u[i, k] = s
             for k in range(nv):
-                for m in range(nv):                           # D_i = s_iᵀ U_i
-                    s = 0.0
+                for m in range(nv):                           # D_i = s_iᵀ U_i + diag(a_i)
+                    s = armature[vs + k] if k == m else 0.0
                     for a in range(6):
                         s += Sw[i, a, k] * U[i, a, m]
                     D[k, m] = s
@@ -235,8 +237,8 @@ def aba_passes(tree, kin, aba, qd, tau, qdd):
     world_frame(tree.S, tree.nv_j, tree.mass, tree.com, tree.inertia_com, kin.R_WL, kin.p_WL, aba.Sw, aba.IA)
     aba_velocities(tree.parent, aba.Sw, tree.v_start, tree.nv_j, aba.IA, qd, aba.fx, aba.v, aba.c, aba.pA,
                    aba.s6[0], aba.s6[1])
-    aba_inertias(tree.parent, aba.Sw, tree.v_start, tree.nv_j, tau, aba.c, aba.pA, aba.IA, aba.U, aba.W,
-                 aba.Dinv, aba.u, aba.G, aba.D6, aba.s6[0])
+    aba_inertias(tree.parent, aba.Sw, tree.v_start, tree.nv_j, tree.armature, tau, aba.c, aba.pA, aba.IA, aba.U,
+                 aba.W, aba.Dinv, aba.u, aba.G, aba.D6, aba.s6[0])
     a0 = aba.s6[2]                                            # gravity as a base acceleration
     a0[0], a0[1], a0[2] = 0.0, 0.0, 0.0
     a0[3], a0[4], a0[5] = -tree.gravity[0], -tree.gravity[1], -tree.gravity[2]

@@ -6,7 +6,9 @@ With every link's motion subspace s_i and inertia I_i in world axes about the wo
 (:func:`core.kinematics.world_frame`), composite inertias add without transforms and an off-diagonal block is a plain
 product::
 
-    I^c_λ += I^c_i  (leaves → root),    H_ii = s_iᵀ I^c_i s_i,    H_ij = (I^c_i s_i)ᵀ s_j  for every ancestor j of i
+    I^c_λ += I^c_i  (leaves → root),   H_ii = s_iᵀ I^c_i s_i + diag(a_i),   H_ij = (I^c_i s_i)ᵀ s_j  (j an ancestor)
+
+(a_i: the joint's armature, :attr:`core.Model.armature`).
 """
 from __future__ import annotations
 
@@ -21,9 +23,10 @@ __all__ = ["mass_matrix", "crba_entry", "mass_matrix_kernel"]
 
 
 @njit
-def mass_matrix_kernel(parent, Sw, v_start, nv_j, I, Ic, H, F):
+def mass_matrix_kernel(parent, Sw, v_start, nv_j, armature, I, Ic, H, F):
     """H ← joint-space inertia (nv x nv) by the recursion of the module docstring, from the world motion subspaces
-    ``Sw`` and inertias ``I`` of :func:`core.kinematics.world_frame`. ``Ic`` (N x 6 x 6) and ``F`` (6 x 6: row k is
+    ``Sw`` and inertias ``I`` of :func:`core.kinematics.world_frame`, and the joints' ``armature`` on the
+    diagonal. ``Ic`` (N x 6 x 6) and ``F`` (6 x 6: row k is
     I^c_i s_i[:, k]) are scratch."""
     N = parent.shape[0]
     Ic[:, :, :] = I
@@ -45,9 +48,9 @@ def mass_matrix_kernel(parent, Sw, v_start, nv_j, I, Ic, H, F):
                 for c in range(6):
                     s += Ic[i, a, c] * Sw[i, c, k]
                 F[k, a] = s
-        for k in range(nv):                                  # H_ii = s_iᵀ F
+        for k in range(nv):                                  # H_ii = s_iᵀ F + diag(a_i) (the armature)
             for m in range(nv):
-                s = 0.0
+                s = armature[vi + k] if k == m else 0.0
                 for a in range(6):
                     s += Sw[i, a, m] * F[k, a]
                 H[vi + m, vi + k] = s
@@ -70,7 +73,8 @@ def crba_entry(tree, kin, plant, q, H):
     fk_kernel(tree.parent, tree.joint_type, tree.axis, tree.R_tree, tree.p_tree, tree.q_start, q, kin.E, kin.r,
               kin.R_WL, kin.p_WL)
     world_frame(tree.S, tree.nv_j, tree.mass, tree.com, tree.inertia_com, kin.R_WL, kin.p_WL, plant.Sw, plant.Iw)
-    mass_matrix_kernel(tree.parent, plant.Sw, tree.v_start, tree.nv_j, plant.Iw, plant.Ic, H, plant.F6)
+    mass_matrix_kernel(tree.parent, plant.Sw, tree.v_start, tree.nv_j, tree.armature, plant.Iw, plant.Ic, H,
+                       plant.F6)
 
 
 def mass_matrix(model: Model, q: np.ndarray) -> np.ndarray:

@@ -16,11 +16,14 @@ __all__ = ["kinetic_energy", "potential_energy", "center_of_mass", "energies_ker
 
 
 @njit
-def energies_kernel(inertia, gravity, R_WL, p_WL, v):
-    """``(KE, PE)``: ``KE = Σ ½ v_iᵀ I_i v_i`` over links (= ½ q̇ᵀ H q̇, eq. 2.34; v in link coordinates) and
-    ``PE = −Σ m_i g · c_i`` with c_i the world centre of mass of link i (zero at the world origin)."""
+def energies_kernel(inertia, armature, gravity, R_WL, p_WL, v, qd):
+    """``(KE, PE)``: ``KE = Σ ½ v_iᵀ I_i v_i`` over links plus ``Σ ½ a_k q̇_k²`` over the joints' armature (= ½ q̇ᵀ H
+    q̇, eq. 2.34; v in link coordinates) and ``PE = −Σ m_i g · c_i`` with c_i the world centre of mass of link i
+    (zero at the world origin)."""
     ke = 0.0
     pe = 0.0
+    for k in range(armature.shape[0]):
+        ke += 0.5 * armature[k] * qd[k] * qd[k]
     for i in range(inertia.shape[0]):                         # (indexed whole: see core.kinematics.fk_kernel)
         for a in range(6):
             s = 0.0
@@ -38,17 +41,21 @@ def energies_kernel(inertia, gravity, R_WL, p_WL, v):
 
 
 def kinetic_energy(model: Model, q: np.ndarray, qd: np.ndarray) -> float:
-    """``KE = Σ ½ v_iᵀ I_i v_i`` over links (equal to ½ q̇ᵀ H q̇, eq. 2.34), in joules."""
+    """``KE = Σ ½ v_iᵀ I_i v_i`` over links and ``Σ ½ a_k q̇_k²`` over the joints' armature (equal to ½ q̇ᵀ H q̇,
+    eq. 2.34), in joules."""
     kin = link_kinematics(model, q, qd)
-    return float(energies_kernel(model.tree.inertia, model.tree.gravity, kin.R_WL, kin.p_WL, kin.v)[0])
+    t = model.tree
+    return float(energies_kernel(t.inertia, t.armature, t.gravity, kin.R_WL, kin.p_WL, kin.v,
+                                 np.ascontiguousarray(qd, dtype=float))[0])
 
 
 def potential_energy(model: Model, q: np.ndarray) -> float:
     """Gravitational potential ``PE = -Σ m_i g · c_i`` with c_i the world centre of mass of link i (zero at the
     world origin), in joules."""
     kin = link_kinematics(model, q)
-    zero = np.zeros((model.n_links, 6))
-    return float(energies_kernel(model.tree.inertia, model.tree.gravity, kin.R_WL, kin.p_WL, zero)[1])
+    t = model.tree
+    return float(energies_kernel(t.inertia, t.armature, t.gravity, kin.R_WL, kin.p_WL, np.zeros((model.n_links, 6)),
+                                 np.zeros(model.nv))[1])
 
 
 def center_of_mass(model: Model, q: np.ndarray) -> np.ndarray:

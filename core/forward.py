@@ -68,12 +68,12 @@ def plant_stage(tree, kin, plant, qd, with_gravity):
     the links' world motion subspaces and inertias (:func:`core.kinematics.world_frame`)."""
     p = plant
     world_frame(tree.S, tree.nv_j, tree.mass, tree.com, tree.inertia_com, kin.R_WL, kin.p_WL, p.Sw, p.Iw)
-    mass_matrix_kernel(tree.parent, p.Sw, tree.v_start, tree.nv_j, p.Iw, p.Ic, p.M, p.F6)
-    rnea_passes(tree.parent, p.Sw, tree.v_start, tree.nv_j, p.Iw, tree.gravity, qd, p.zero, p.fx, p.v, p.acc, p.f,
-                p.b, p.s6)
+    mass_matrix_kernel(tree.parent, p.Sw, tree.v_start, tree.nv_j, tree.armature, p.Iw, p.Ic, p.M, p.F6)
+    rnea_passes(tree.parent, p.Sw, tree.v_start, tree.nv_j, tree.armature, p.Iw, tree.gravity, qd, p.zero, p.fx,
+                p.v, p.acc, p.f, p.b, p.s6)
     if with_gravity:
-        rnea_passes(tree.parent, p.Sw, tree.v_start, tree.nv_j, p.Iw, tree.gravity, p.zero, p.zero, p.fx, p.v,
-                    p.acc, p.f, p.g, p.s6)
+        rnea_passes(tree.parent, p.Sw, tree.v_start, tree.nv_j, tree.armature, p.Iw, tree.gravity, p.zero, p.zero,
+                    p.fx, p.v, p.acc, p.f, p.g, p.s6)
 
 
 @njit
@@ -129,7 +129,7 @@ def evaluate(tree, tab, ws, t, q, qd, z, m, n_groups, scale, full, out):
     for k in range(out.z_rate.shape[0]):
         ok = ok and np.isfinite(out.z_rate[k])
     if full:
-        diagnostics(tree, cons, st, kin, rows, dense, m, formulation, scale, elastic, out)
+        diagnostics(tree, cons, st, kin, rows, dense, m, formulation, scale, elastic, qd, out)
         sc = out.scalars[0]                                   # what a step reports must be finite too: a state
         ok = ok and np.isfinite(sc.energy_kinetic + sc.energy_gravity + sc.energy_elastic)   # whose energy or
         for c in range(K):                                    # forces overflow is diverging
@@ -156,7 +156,7 @@ def constraint_power(cons, rows, m, qd, out):
 
 
 @njit
-def diagnostics(tree, cons, st, kin, rows, dense, m, formulation, scale, elastic, out):
+def diagnostics(tree, cons, st, kin, rows, dense, m, formulation, scale, elastic, qd, out):
     """What a full evaluation adds: each constraint's force vector E λ (world: E turned with link b for a basis
     fixed in it) and residual ‖η‖ (NaN when inactive), a
     velocity constraint's Ḋ = J q̈ + γ, J's rank by ``rank_tolerance`` (every formulation, one rule:
@@ -198,7 +198,7 @@ def diagnostics(tree, cons, st, kin, rows, dense, m, formulation, scale, elastic
         if formulation != PROJECTION and formulation != MULTIPLIERS:
             jacobian_svd(rows.J, m, nv, dense)                # (the other two computed it already)
         sc.jacobian_rank = numerical_rank(dense.sj, m, st.rank_tolerance, scale)
-    ke, pe = energies_kernel(tree.inertia, tree.gravity, kin.R_WL, kin.p_WL, kin.v)
+    ke, pe = energies_kernel(tree.inertia, tree.armature, tree.gravity, kin.R_WL, kin.p_WL, kin.v, qd)
     sc.energy_kinetic, sc.energy_gravity, sc.energy_elastic = ke, pe, elastic
 
 

@@ -121,7 +121,7 @@ class TreeRefType(_Struct):
 
 define_proxy(TreeRef, TreeRefType, ["parent", "joint_type", "axis", "R_tree", "p_tree", "S", "q_start", "v_start",
                                     "nq_j", "nv_j", "inertia", "gravity", "quat_starts", "root", "mass", "com",
-                                    "inertia_com"])
+                                    "inertia_com", "armature"])
 
 
 class Kinematics(StructRefProxy):

@@ -59,7 +59,8 @@ class Tree(NamedTuple):
     for their meaning). Writable private copies of the frozen arrays: numba's dispatcher types a read-only
     array ~250 ns slower per argument. ``root`` (N,) is the root link of each link's tree; ``mass`` (N),
     ``com`` (N, 3) and ``inertia_com`` (N, 3, 3): each link's mass, centre of mass and rotational inertia about its
-    centre of mass, in the link frame (the world-frame ABA builds its inertias from them)."""
+    centre of mass, in the link frame (the world-frame ABA builds its inertias from them); ``armature`` (nv) the
+    joints' armature, added to the diagonal of H(q)."""
     parent: np.ndarray
     joint_type: np.ndarray
     axis: np.ndarray
@@ -77,6 +78,7 @@ class Tree(NamedTuple):
     mass: np.ndarray
     com: np.ndarray
     inertia_com: np.ndarray
+    armature: np.ndarray
 
 
 @dataclass(frozen=True)
@@ -108,6 +110,8 @@ class Model:
     - ``inertia`` (N, 6, 6): spatial inertia of each link about its own frame origin, in link axes (the bodies
       merged into the link included).
     - ``mass`` (N,), ``com`` (N, 3): mass and centre of mass in the link frame.
+    - ``armature`` (nv,): each velocity coordinate's armature (a rotor inertia seen through its gearbox), added
+      to the diagonal of the joint-space inertia H(q) by every algorithm (ABA's D_i, CRBA, RNEA, the energy).
 
     Names: ``link_names`` (N); ``joint_names`` lists only joints with coordinates, in coordinate order; use
     :meth:`q_slice` / :meth:`qd_slice` to find a joint's entries. ``named_points`` maps ``(body, point)`` to
@@ -139,6 +143,7 @@ class Model:
     q0: np.ndarray
     qd0: np.ndarray
     quat_starts: np.ndarray                    # q index of every quaternion (ball and free joints), for renormalizing
+    armature: np.ndarray                       # (nv,) each coordinate's armature, added to H's diagonal (schema)
     named_points: dict[tuple[str, str], tuple[int, np.ndarray]] = field(default_factory=dict)
     frames: dict[str, tuple[int, np.ndarray, np.ndarray]] = field(default_factory=dict)   # merged bodies
     shapes: tuple[Shape, ...] = ()
@@ -183,7 +188,7 @@ class Model:
             inertia_com[i] -= self.mass[i] * (c @ c * np.eye(3) - np.outer(c, c))
         fields = Tree._fields[:Tree._fields.index("root")]
         return Tree(*(np.array(getattr(self, name)) for name in fields), root, np.array(self.mass),
-                    np.array(self.com), inertia_com)
+                    np.array(self.com), inertia_com, np.array(self.armature))
 
     @functools.cached_property
     def kernel_tree(self):
@@ -340,9 +345,11 @@ class State:
 
 
 def build_model(*, name, link_names, parent, joint_type, joint_link_names, axis, R_tree, p_tree, inertia,
-                gravity, q0, qd0, named_points=None, frames=None, shapes=(), settings=None, spec=None) -> Model:
-    """Assemble a :class:`Model` from per-link lists (links already ordered with ``parent[i] < i``) and the
-    merged bodies' ``frames`` (name → (link, R_LB, p_LB))."""
+                gravity, q0, qd0, named_points=None, frames=None, shapes=(), settings=None, spec=None,
+                armature=None) -> Model:
+    """Assemble a :class:`Model` from per-link lists (links already ordered with ``parent[i] < i``), the
+    merged bodies' ``frames`` (name → (link, R_LB, p_LB)) and the joints' ``armature`` per velocity coordinate
+    (nv; default zero)."""
     N = len(link_names)
     joint_type = np.asarray(joint_type, dtype=np.int64)
     nq_j = np.array([JOINT_NQ[int(t)] for t in joint_type], dtype=np.int64)
@@ -380,6 +387,7 @@ def build_model(*, name, link_names, parent, joint_type, joint_link_names, axis,
         v_start=_frozen(v_start, np.int64), nq_j=_frozen(nq_j, np.int64), nv_j=_frozen(nv_j, np.int64),
         inertia=_frozen(inertia), mass=_frozen(mass), com=_frozen(com), gravity=_frozen(gravity),
         q0=_frozen(q0), qd0=_frozen(qd0), quat_starts=_frozen(quat_starts, np.int64),
+        armature=_frozen(np.zeros(int(nv_j.sum())) if armature is None else armature),
         named_points=frozen_points,
         frames={name: (int(k), _frozen(R), _frozen(p)) for name, (k, R, p) in (frames or {}).items()},
         shapes=tuple(shapes), settings=dict(settings or {}), spec=spec)

@@ -7,7 +7,7 @@ and forces then pass between links without transforms. Gravity enters as a ficti
 a_0 = [0; −g], so the returned τ includes it::
 
     forward   v_i = v_λ + s_i q̇_i,   a_i = a_λ + s_i q̈_i + v_i × s_i q̇_i,   f_i = I_i a_i + v_i ×* I_i v_i − f^x_i
-    backward  τ_i = s_iᵀ f_i,   f_λ += f_i
+    backward  τ_i = s_iᵀ f_i + a_i q̈_i,   f_λ += f_i      (a_i: the joint's armature)
 """
 from __future__ import annotations
 
@@ -22,10 +22,10 @@ __all__ = ["inverse_dynamics", "nonlinear_effects", "rnea_entry", "rnea_passes"]
 
 
 @njit
-def rnea_passes(parent, Sw, v_start, nv_j, I, gravity, qd, qdd, fx, v, a, f, tau, s6):
+def rnea_passes(parent, Sw, v_start, nv_j, armature, I, gravity, qd, qdd, fx, v, a, f, tau, s6):
     """τ ← H q̈ + C q̇ + g − Σ J_iᵀ f^x_i by the two passes of the module docstring, from the world motion subspaces
     ``Sw`` and inertias ``I`` of :func:`core.kinematics.world_frame` and the external forces ``fx`` (N x 6, world axes
-    about W). ``v``, ``a``, ``f`` (N x 6) and ``s6`` (3 x 6) are scratch."""
+    about W); the joints' ``armature`` adds a_i q̈_i. ``v``, ``a``, ``f`` (N x 6) and ``s6`` (3 x 6) are scratch."""
     N = parent.shape[0]
     for i in range(N):                                       # forward pass: velocities and accelerations
         vs, nv, lam = v_start[i], nv_j[i], parent[i]
@@ -51,7 +51,7 @@ def rnea_passes(parent, Sw, v_start, nv_j, I, gravity, qd, qdd, fx, v, a, f, tau
     for i in range(N - 1, -1, -1):                           # backward pass: τ_i = s_iᵀ f_i, f_λ += f_i
         vs, nv, lam = v_start[i], nv_j[i], parent[i]
         for k in range(nv):
-            s = 0.0
+            s = armature[vs + k] * qdd[vs + k]
             for c in range(6):
                 s += Sw[i, c, k] * f[i, c]
             tau[vs + k] = s
@@ -73,8 +73,8 @@ def rnea_entry(tree, kin, plant, q, qd, qdd, f_ext, use_f_ext, tau):
         fx[:, :] = f_ext
     else:
         fx[:, :] = 0.0
-    rnea_passes(tree.parent, plant.Sw, tree.v_start, tree.nv_j, plant.Iw, tree.gravity, qd, qdd, fx, plant.v,
-                plant.acc, plant.f, tau, plant.s6)
+    rnea_passes(tree.parent, plant.Sw, tree.v_start, tree.nv_j, tree.armature, plant.Iw, tree.gravity, qd, qdd, fx,
+                plant.v, plant.acc, plant.f, tau, plant.s6)
 
 
 def inverse_dynamics(model: Model, q: np.ndarray, qd: np.ndarray, qdd: np.ndarray,

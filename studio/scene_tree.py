@@ -130,7 +130,7 @@ def build_tree_model(spec, model: QStandardItemModel | None = None) -> QStandard
 
 def _robot_group(spec) -> QStandardItem | None:
     """The included robot file (``spec.robot``), selectable (the inspector edits the include), with its links,
-    joints and constraints listed but not edited one by one (edit the robot file)."""
+    constraints and joint springs listed but not edited one by one (Edit ▸ Unpack the Robot into Bodies)."""
     if getattr(spec, "robot", None) is None:
         return None
     from pathlib import Path
@@ -157,6 +157,11 @@ def _robot_group(spec) -> QStandardItem | None:
         group.appendRow(item)
     for c in robot.constraints:
         item = _item(c.name, None, tip=f"{c.type}: {getattr(c, 'expression', '')}")
+        item.setSelectable(False)
+        group.appendRow(item)
+    for f in robot.forces:
+        item = _item(f.name, None, tip=f"{f.type} on joint {getattr(f, 'joint', '')!r}: stiffness "
+                                       f"{getattr(f, 'stiffness', 0):g}, damping {getattr(f, 'damping', 0):g}")
         item.setSelectable(False)
         group.appendRow(item)
     return group

@@ -22,6 +22,7 @@ _BY_TYPE = {
     ("joint_spring", "stiffness"): "N·m/rad", ("joint_spring", "damping"): "N·m·s/rad",
     ("joint_spring", "rest"): "rad",
     ("hinge", "q0"): "rad", ("hinge", "qd0"): "rad/s", ("slider", "q0"): "m", ("slider", "qd0"): "m/s",
+    ("hinge", "armature"): "kg·m²", ("slider", "armature"): "kg",
     ("ball", "qd0"): "rad/s", ("free", "q0"): "m, –", ("free", "qd0"): "rad/s, m/s",
     ("actuator", "torque"): "N·m or N", ("actuator", "limit"): "N·m or N",
     ("point_velocity", "max_deviation"): "m/s",

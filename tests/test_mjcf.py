@@ -239,3 +239,58 @@ def test_a_mesh_file_that_does_not_match_mujocos_vertices_is_drawn_as_their_box(
     m = mujoco.MjModel.from_xml_path(str(xml))
     v = m.mesh_vert[:m.mesh_vertnum[0]]
     np.testing.assert_allclose(box.size, np.ptp(v, axis=0), rtol=1e-6)
+
+
+PASSIVE = """
+<mujoco model="passive">
+  <option gravity="0.2 0 -9.81"/>
+  <worldbody>
+    <body name="a" pos="0 0 1">
+      <joint name="j1" type="hinge" axis="0 1 0" armature="0.3" damping="0.7" stiffness="4" springref="0.4"
+             ref="0.1"/>
+      <geom type="capsule" fromto="0 0 0 0.4 0 0" size="0.03"/>
+      <body name="b" pos="0.4 0 0">
+        <joint name="j2" type="slide" axis="1 0 0.2" armature="0.05" damping="1.5" stiffness="20"/>
+        <geom type="box" size="0.05 0.05 0.05"/>
+        <body name="c" pos="0.1 0 0">
+          <joint name="j3" type="hinge" axis="0 0 1" armature="0.02" frictionloss="0.1"/>
+          <geom type="sphere" size="0.04" pos="0.1 0 0"/>
+        </body>
+      </body>
+    </body>
+  </worldbody>
+</mujoco>
+"""
+
+
+def test_armature_damping_and_springs_agree_with_mujoco(tmp_path):
+    """A hinge's or slide's armature joins the joint-space inertia and its damping and stiffness become a joint
+    spring (rest = springref − ref): M against ``mj_fullM`` and the accelerations of the whole evaluation (passive
+    forces included) against MuJoCo's ``qacc`` at random states; friction loss is named as not imported."""
+    path = tmp_path / "passive.xml"
+    path.write_text(PASSIVE)
+    with pytest.warns(MJCFWarning, match=r"friction loss.*\(joints: j3\)"):
+        model = core.load_scene(path)
+    np.testing.assert_allclose(model.armature, [0.3, 0.05, 0.02])
+    assert [f.name for f in model.forces] == ["j1_passive", "j2_passive"]      # (the robot's, in the flat scene)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", MJCFWarning)
+        springs = {f.name: f for f in mjcf_to_spec(str(path)).forces}
+    assert springs["j1_passive"].rest == pytest.approx(np.deg2rad(0.4 - 0.1)) and springs["j2_passive"].stiffness == 20
+    m = mujoco.MjModel.from_xml_path(str(path))
+    m.opt.disableflags |= mujoco.mjtDisableBit.mjDSBL_CONSTRAINT       # (friction loss is a constraint there)
+    d = mujoco.MjData(m)
+    rng = np.random.default_rng(3)
+    for _ in range(4):
+        q, qd = rng.uniform(-1, 1, 3), rng.normal(size=3)
+        d.qpos[:], d.qvel[:] = q + m.qpos0, qd
+        mujoco.mj_forward(m, d)
+        M_mj = np.zeros((m.nv, m.nv))
+        try:
+            mujoco.mj_fullM(m, d, M_mj)
+        except TypeError:
+            mujoco.mj_fullM(m, M_mj, d.qM)
+        np.testing.assert_allclose(core.mass_matrix(model, q), M_mj, atol=1e-12)
+        state = model.initial_state()
+        state.q[:], state.qd[:] = q, qd
+        np.testing.assert_allclose(core.evaluate(model, state).qdd, d.qacc, atol=1e-9 * np.abs(d.qacc).max())

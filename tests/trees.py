@@ -26,9 +26,11 @@ def random_inertial(rng) -> dict:
             "inertia": [I[0, 0], I[1, 1], I[2, 2], I[0, 1], I[0, 2], I[1, 2]]}
 
 
-def random_tree_spec(rng, n_links: int, joints=JOINTS, gravity=(0.0, 0.0, -9.81), branching=0.5) -> dict:
+def random_tree_spec(rng, n_links: int, joints=JOINTS, gravity=(0.0, 0.0, -9.81), branching=0.5,
+                     armature: float = 0.0) -> dict:
     """A random tree of ``n_links`` bodies; each picks a parent among earlier bodies (or the world for the
-    first), so the tree has branches with probability ``branching``."""
+    first), so the tree has branches with probability ``branching``. With ``armature`` > 0 the hinges and
+    sliders get armature ``armature``·(1, 2, 3)/3 in turn (drawing nothing from ``rng``: the same tree)."""
     bodies = []
     for i in range(n_links):
         if i == 0:
@@ -42,6 +44,8 @@ def random_tree_spec(rng, n_links: int, joints=JOINTS, gravity=(0.0, 0.0, -9.81)
         if jt in ("hinge", "slider"):
             joint["axis"] = _unit(rng, 3).tolist()
             joint["q0"] = float(rng.uniform(-1, 1))
+            if armature > 0:
+                joint["armature"] = armature * (1 + i % 3) / 3
         bodies.append({"name": f"b{i}", "parent": parent, "joint": joint, "inertial": random_inertial(rng),
                        "points": {"p": rng.uniform(-0.4, 0.4, 3).tolist()}})
     return {"format_version": 1, "name": "random_tree", "gravity": list(gravity), "bodies": bodies}

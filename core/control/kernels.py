@@ -186,16 +186,18 @@ def control_stage(tree, kin, plant, rows, dense, cw, m, cons, ctl, ints, floats,
 
 @njit
 def _kinetic_energy(tree, kin, v, w):
-    """½ wᵀ M(q) w, as the kinetic energy Σ ½ v_iᵀ I_i v_i of the links moving with joint velocities w (O(N), no
-    mass matrix; ``v``: N x 6 scratch)."""
+    """½ wᵀ M(q) w, as the kinetic energy Σ ½ v_iᵀ I_i v_i of the links moving with joint velocities w, plus the
+    armature's Σ ½ a_k w_k² (O(N), no mass matrix; ``v``: N x 6 scratch)."""
     velocities_kernel(tree.parent, tree.S, tree.v_start, tree.nv_j, kin.E, kin.r, w, v)
+    inertia, armature = tree.inertia, tree.armature
     energy = 0.0
+    for k in range(armature.shape[0]):
+        energy += 0.5 * armature[k] * w[k] * w[k]
     for i in range(tree.parent.shape[0]):
-        I = tree.inertia[i]
         for a in range(6):
             t = 0.0
             for b in range(6):
-                t += I[a, b] * v[i, b]
+                t += inertia[i, a, b] * v[i, b]
             energy += 0.5 * v[i, a] * t
     return energy
 

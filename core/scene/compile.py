@@ -25,6 +25,7 @@ from .entities import compile_constraints, compile_contacts, compile_forces, com
 from .control import with_controllers
 from .io import Problem, SceneError, internal_problem
 from .placement import rotation_z_to, shape_pose as _shape_pose
+from .paths import ROBOT_SECTIONS
 from .robots import expand, remap_path
 from .pivots import singular_pivots
 from .schema import Body, Inertial, Scene
@@ -93,8 +94,8 @@ def compile_scene(spec: Scene, source: str = "<scene>") -> Model:
     except SceneError as exc:
         problems = exc.problems
         if flat is not spec:                             # paths into the flat scene, as paths into the document
-            nb, nc = len(flat.bodies) - len(spec.bodies), len(flat.constraints) - len(spec.constraints)
-            problems = [Problem(remap_path(p.path, nb, nc), p.message, p.value, p.has_value) for p in problems]
+            counts = {key: len(getattr(flat, key)) - len(getattr(spec, key)) for key in ROBOT_SECTIONS}
+            problems = [Problem(remap_path(p.path, counts), p.message, p.value, p.has_value) for p in problems]
         if (exc.source == "<scene>" and source != "<scene>") or flat is not spec:
             raise SceneError(problems, exc.source if exc.source != "<scene>" else source, exc.omitted) from None
         raise
@@ -128,7 +129,7 @@ def _compile_scene(spec: Scene, source: str) -> Model:
     links, frames = _body_frames(spec, order)
     lists = {key: [] for key in ("link_names", "parent", "joint_type", "joint_link_names", "axis", "R_tree",
                                  "p_tree")}
-    q0, qd0 = [], []
+    q0, qd0, armature = [], [], []
     for k, i in enumerate(links):
         body = spec.bodies[i]
         j = body.joint
@@ -148,6 +149,7 @@ def _compile_scene(spec: Scene, source: str) -> Model:
         q0_j, qd0_j = _initial_joint_state(j, jt, R_PJ)
         q0.extend(q0_j)
         qd0.extend(qd0_j)
+        armature.extend([getattr(j, "armature", 0.0)] * len(qd0_j))
     # every body's mass, shapes and named points, moved into its link's frame (a link's own: the identity)
     parts: list[list] = [[] for _ in links]
     shapes, points = [], {}
@@ -165,7 +167,7 @@ def _compile_scene(spec: Scene, source: str) -> Model:
     merged = {name: frame for name, frame in frames.items() if name not in lists["link_names"]}
     model = build_model(name=spec.name, gravity=np.array(spec.gravity, dtype=float), q0=q0, qd0=qd0,
                         named_points=points, frames=merged, shapes=shapes, settings=spec.simulation.model_dump(),
-                        spec=spec, **lists)
+                        spec=spec, armature=armature, **lists)
     _check_inertia(model, spec, links, source)
     if spec.constraints or spec.forces:
         model = dataclasses.replace(model, constraints=compile_constraints(model, spec.constraints),

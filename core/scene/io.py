@@ -20,7 +20,7 @@ from pydantic import ValidationError
 from ..fileio import atomic_write_text
 from . import limits
 from .limits import MAX_DOCUMENT_BYTES, MAX_PROBLEMS, name_list
-from .paths import ROBOT_SUFFIXES, relative_file, remap_path, resolve_file
+from .paths import ROBOT_SECTIONS, ROBOT_SUFFIXES, relative_file, remap_path, resolve_file
 from .schema import FORMAT_VERSION, Scene
 
 __all__ = ["Problem", "SceneError", "parse_spec", "read_document", "read_spec", "save_spec", "spec_to_json",
@@ -361,12 +361,12 @@ def _parse_spec(raw: Any, source: str, folder) -> Scene:
         problems.extend(_reference_problems(raw))
     else:                                                # the document's references may name the robot's parts
         flat = robot.model_dump(mode="json")
-        nb, nc = len(flat["bodies"]), len(flat["constraints"])
+        counts = {key: len(flat[key]) for key in ROBOT_SECTIONS}
         combined = dict(raw)
-        for key in ("bodies", "constraints"):
+        for key in ROBOT_SECTIONS:
             if isinstance(raw.get(key, []), list):
                 combined[key] = flat[key] + list(raw.get(key, []))
-        problems.extend(Problem(remap_path(p.path, nb, nc), p.message, p.value, p.has_value)
+        problems.extend(Problem(remap_path(p.path, counts), p.message, p.value, p.has_value)
                         for p in _reference_problems(combined))
     problems.extend(robot_problems)
     problems.extend(limit_problems)

@@ -17,9 +17,11 @@ joint's velocity is ``[ω; v]`` in body coordinates (MuJoCo: v in world coordina
 coordinates), a ball's ω in the child frame as in MuJoCo.
 
 **Mass properties** are the compiled ones: ``body_mass``, ``body_ipos`` and the principal inertia
-``body_inertia`` turned by ``body_iquat``. ``armature``, ``damping``, ``frictionloss``, joint springs and
-tendons are not imported (a :class:`MJCFWarning` names the joints that have them), nor are actuators, sensors
-and contacts.
+``body_inertia`` turned by ``body_iquat``. A hinge's or slide's ``armature`` is the joint's ``armature`` (added to
+the joint-space inertia's diagonal, as MuJoCo does); its ``damping`` and ``stiffness`` become a ``joint_spring``
+force named ``<joint>_passive`` with ``rest`` = ``springref`` − ``ref`` (τ = −k (q − rest) − c q̇, MuJoCo's passive
+force). ``frictionloss``, and the armature, damping and stiffness of ball and free joints, are not imported (a
+:class:`MJCFWarning` names the joints that have them), nor are tendons, actuators, sensors and contacts.
 
 **Geoms** are drawn (they carry no mass here: the compiled inertia does): ``sphere``, ``capsule``,
 ``cylinder`` and ``box`` become those shapes in the geom's ``rgba``; a ``mesh`` geom becomes a ``mesh`` shape drawn from
@@ -122,7 +124,8 @@ def mjcf_to_spec(path: str | Path) -> Scene:
     body_name = {0: "world"}
     shift = {0: np.zeros(3)}                             # MuJoCo body frame → our link frame: minus this offset
     bodies: list[dict] = []
-    passive = []
+    forces: list[dict] = []                              # the joints' springs and dampers
+    passive = []                                         # joints with passive terms not imported
     FREE, BALL, HINGE = (int(mujoco.mjtJoint.mjJNT_FREE), int(mujoco.mjtJoint.mjJNT_BALL),
                          int(mujoco.mjtJoint.mjJNT_HINGE))            # (any other: slide)
     for b in range(1, m.nbody):
@@ -138,8 +141,10 @@ def mjcf_to_spec(path: str | Path) -> Scene:
         for k, j in enumerate(joints):
             jt = int(m.jnt_type[j])
             jname = names(mujoco.mj_id2name(m, obj.mjOBJ_JOINT, j) or "", f"{name}_joint{k}")
-            if m.dof_armature[m.jnt_dofadr[j]] or m.dof_damping[m.jnt_dofadr[j]] or m.dof_frictionloss[
-                    m.jnt_dofadr[j]] or m.jnt_stiffness[j]:
+            d, nd = int(m.jnt_dofadr[j]), {FREE: 6, BALL: 3}.get(jt, 1)
+            if m.dof_frictionloss[d:d + nd].any() or (nd > 1 and (m.dof_armature[d:d + nd].any()
+                                                                  or m.dof_damping[d:d + nd].any()
+                                                                  or m.jnt_stiffness[j])):
                 passive.append(jname)
             if jt == FREE:
                 q0 = [*map(float, m.body_pos[b]), *quat] if parent == 0 else None
@@ -159,7 +164,13 @@ def mjcf_to_spec(path: str | Path) -> Scene:
             if jt == BALL:
                 joint.update(type="ball")
             else:
-                joint.update(type="hinge" if jt == HINGE else "slider", axis=[float(x) for x in m.jnt_axis[j]])
+                joint.update(type="hinge" if jt == HINGE else "slider", axis=[float(x) for x in m.jnt_axis[j]],
+                             armature=float(m.dof_armature[d]))
+                if m.dof_damping[d] or m.jnt_stiffness[j]:      # τ = −k (qpos − qpos_spring) − c q̇, q = qpos − qpos0
+                    qa = int(m.jnt_qposadr[j])
+                    forces.append({"type": "joint_spring", "name": f"{jname}_passive", "joint": jname,
+                                   "stiffness": float(m.jnt_stiffness[j]), "damping": float(m.dof_damping[d]),
+                                   "rest": float(m.qpos_spring[qa] - m.qpos0[qa])})
             chain.append(joint)
         if not chain:
             chain = [{"type": "fixed", "name": name, "position": p.tolist(), "orientation": quat}]
@@ -176,7 +187,8 @@ def mjcf_to_spec(path: str | Path) -> Scene:
         bodies.append({"name": name, "parent": parent_name, "joint": chain[-1], "inertial": inertial,
                        "shapes": _shapes(mujoco, m, b, anchor, name, source)})
     if passive:
-        warnings.warn(f"{source}: joint armature, damping, friction loss and springs are not imported "
+        warnings.warn(f"{source}: joint friction loss, and armature, damping and springs of ball and free joints, "
+                      "are not imported "
                       f"(joints: {', '.join(passive[:20])}{' …' if len(passive) > 20 else ''})", MJCFWarning,
                       stacklevel=2)
     constraints = _equalities(mujoco, m, body_name, shift, names, source)
@@ -187,7 +199,7 @@ def mjcf_to_spec(path: str | Path) -> Scene:
     raw = {"format_version": 1, "name": model_name if re.match(r"[A-Za-z_]", model_name) else "_" + model_name,
            "description": f"Imported from the MJCF file {path.name} through MuJoCo {mujoco.__version__}",
            "gravity": [float(g) for g in m.opt.gravity], "simulation": {"dt": float(m.opt.timestep)},
-           "bodies": bodies, "constraints": constraints}
+           "bodies": bodies, "constraints": constraints, "forces": forces}
     return parse_spec(_zero(raw), source)
 
 

@@ -9,9 +9,11 @@ import os
 import re
 from pathlib import Path
 
-__all__ = ["ROBOT_SUFFIXES", "resolve_file", "relative_file", "remap_path"]
+__all__ = ["ROBOT_SUFFIXES", "ROBOT_SECTIONS", "resolve_file", "relative_file", "remap_path"]
 
 ROBOT_SUFFIXES = (".urdf", ".xml")
+#: What a robot file brings into the scene that includes it, before the document's own items.
+ROBOT_SECTIONS = ("bodies", "constraints", "forces")
 
 
 
@@ -32,17 +34,18 @@ def relative_file(file: str, folder: str | os.PathLike) -> str:
         return file
 
 
-_INDEX = re.compile(r"^\$\.(bodies|constraints)\[(\d+)\](.*)$")
+_INDEX = re.compile(r"^\$\.(bodies|constraints|forces)\[(\d+)\](.*)$")
 
 
-def remap_path(path: str, n_bodies: int, n_constraints: int) -> str:
+def remap_path(path: str, robot_counts: dict[str, int]) -> str:
     """A JSON path into the flat scene of :func:`expand`, as a path into the document: items that come from the
-    robot are reported at ``$.robot``."""
+    robot (the first ``robot_counts[section]`` of its bodies, constraints and forces) are reported at
+    ``$.robot``."""
     m = _INDEX.match(path)
     if not m:
         return path
     section, i, rest = m.group(1), int(m.group(2)), m.group(3)
-    n = n_bodies if section == "bodies" else n_constraints
+    n = robot_counts.get(section, 0)
     if i < n:
         return f"$.robot (the robot's {section}[{i}]{rest})"
     return f"$.{section}[{i - n}]{rest}"

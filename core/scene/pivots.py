@@ -35,9 +35,11 @@ def singular_pivots(model: Model, q: np.ndarray, rtol: float = 1e-12) -> list[in
             if nv:
                 S = model.S[i][:, :nv]
                 U = IA[i] @ S
-                D = S.T @ U
+                vs = int(model.v_start[i])
+                D = S.T @ U + np.diag(model.armature[vs:vs + nv])        # the joint's armature is its own
+                Dc = S.T @ Ic[i] @ S + np.diag(model.armature[vs:vs + nv])
                 pivots.append((i, D))
-                scale = max(scale, float(np.abs(S.T @ Ic[i] @ S).max()))
+                scale = max(scale, float(np.abs(Dc).max()))
                 Ia = IA[i] - U @ np.linalg.pinv(D, rcond=1e-15, hermitian=True) @ U.T
             lam = int(model.parent[i])
             if lam >= 0:

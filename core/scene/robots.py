@@ -4,8 +4,8 @@ A document ``{"robot": {"file": "ur5.urdf", "base": "floating", "q0": {"elbow": 
 the robot's scene (:func:`core.scene.urdf.urdf_to_spec` or :func:`core.scene.mjcf.mjcf_to_spec`, with the
 overrides) with the document on top: the robot's
 bodies first, then the document's own bodies (which may hang from the robot's), the robot's mimic constraints
-first, then the document's constraints; forces, controllers, contacts, programs, gravity, the simulation settings
-and the view are the document's. :func:`expand` makes that flat scene (what is validated and compiled); the
+first, then the document's constraints, the robot's joint springs and dampers (MJCF) first, then the document's
+forces; controllers, contacts, programs, gravity, the simulation settings and the view are the document's. :func:`expand` makes that flat scene (what is validated and compiled); the
 document itself keeps only the include, so saving it writes the include, not the robot's bodies.
 
 The file is resolved against the document's folder when the document is read and held as an absolute path in
@@ -19,7 +19,7 @@ from pathlib import Path
 
 from . import io
 from .io import Problem, SceneError
-from .paths import ROBOT_SUFFIXES, relative_file, remap_path, resolve_file
+from .paths import ROBOT_SECTIONS, ROBOT_SUFFIXES, relative_file, remap_path, resolve_file
 from .schema import RobotInclude, Scene
 
 __all__ = ["ROBOT_SUFFIXES", "robot_scene", "expand", "resolve_file", "relative_file", "remap_path",
@@ -86,10 +86,10 @@ def expand(spec: Scene) -> Scene:
     """The flat scene of a document with a ``robot`` include (the document itself if it has none)."""
     if spec.robot is None:
         return spec
-    robot = robot_scene(spec.robot)
+    robot = robot_scene(spec.robot).model_dump(mode="python")
     data = spec.model_dump(mode="python", exclude={"robot"})
-    data["bodies"] = robot.model_dump(mode="python")["bodies"] + data["bodies"]
-    data["constraints"] = robot.model_dump(mode="python")["constraints"] + data["constraints"]
+    for key in ROBOT_SECTIONS:
+        data[key] = robot[key] + data[key]
     return Scene.model_validate(data)
 
 

@@ -185,12 +185,16 @@ class FixedJoint(_JointBase):
 class _RangedJoint(_JointBase):
     """``limits``: the joint's range [lower, upper] (rad or m), unilateral rows added when the joint reaches a
     bound and removed when they would pull (:class:`core.contacts.JointLimit`), with Newton's
-    ``limit_restitution`` at the impacts; ``q0`` must lie in the range."""
+    ``limit_restitution`` at the impacts; ``q0`` must lie in the range. ``armature`` (kg·m² or kg): an inertia
+    that moves with the joint's coordinate alone — a motor's rotor seen through its gearbox, MuJoCo's joint
+    ``armature`` — added to the joint's diagonal of the joint-space inertia H(q) (and ½ a q̇² to the kinetic
+    energy)."""
     axis: Vec3 = (0.0, 0.0, 1.0)
     q0: float = 0.0
     qd0: float = 0.0
     limits: tuple[float, float] | None = None
     limit_restitution: Annotated[float, Field(ge=0, le=1)] = 0.0
+    armature: NonNegative = 0.0
 
     _check_axis = field_validator("axis")(lambda cls, v: _nonzero_axis(v))
 
