@@ -354,7 +354,7 @@ def project_state(tree, tab, ws, t, q, qd, active, scale):
     position iteration. Returns the number of iterations."""
     st = tab.settings[0]
     cons = tab.constraints
-    rows, dense, kin = ws.rows, ws.dense, ws.kin
+    rows, dense = ws.rows, ws.dense
     nq, nv = q.shape[0], qd.shape[0]
     trial = ws.control.u                                      # nv scratch
     q_try = np.empty(nq)

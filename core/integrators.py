@@ -33,7 +33,7 @@ from .formulations import project_state
 from .forward import evaluate, kinematics_stage
 from .jit import entry, njit
 from .kinematics import integrate_kernel, normalize_kernel, qdot_kernel
-from .layout import CASH_KARP, PROJECTION, RK4, SEMI_IMPLICIT_EULER
+from .layout import PROJECTION, RK4, SEMI_IMPLICIT_EULER
 from .records import write_record
 
 __all__ = ["advance", "CLOCK", "RUNNING", "EVENT", "NOT_FINITE"]

@@ -26,7 +26,7 @@ import numpy as np
 from .data import Data
 from .formulations import FORMULATIONS
 from .joint_constraints import JOINT_SPACE
-from .model import POWER_SOURCES, Model, State
+from .model import Model, State
 from .programs import Controls
 from .records import record_width, split
 from .step import (_NO_TRACE, INTEGRATOR_NAMES, DivergenceError, Inputs, _contact_advance, _plan, _run,

@@ -2,7 +2,6 @@
 top, energy of a spinning free body and of a swinging chain, RK4's order, and the solid shapes' inertias."""
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import numpy as np

@@ -24,7 +24,6 @@ import time
 from pathlib import Path
 
 import numpy as np
-import pytest
 
 from core import Simulation
 from core.scene import SceneError, compile_scene, parse_spec

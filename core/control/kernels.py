@@ -205,7 +205,7 @@ def _kinetic_energy(tree, kin, v, w):
 @njit
 def _tracking_law(tree, plant, cw, con, floats, q, qd, dofs, kp, kd, zc, zr, n, nv, u):
     """u (n) and ż of the joint-space tracking controllers (PD, computed torque, Slotine–Li, mixture)."""
-    e, e_dot, s = cw.e, cw.e_dot, cw.s
+    e, e_dot = cw.e, cw.e_dot
     if con.kind == PD:                                       # τ = −K_p e − K_d ė   (eq. 3.3, 3.4)
         for i in range(n):
             u[i] = -kp[i] * e[i] - kd[i] * e_dot[i]
@@ -365,7 +365,7 @@ def _projected(tree, plant, rows, dense, cw, m, cons, con, ints, floats, dofs, k
     f = (I + H) f∥ (eq. 55–62), else f = f∥ (eq. 48). The projector here uses a relative tolerance of 1e-9."""
     n = con.n
     M, h = plant.M, plant.b
-    P, Jp = dense.P, dense.Jpinv
+    P = dense.P
     r = 0
     if m > 0:
         jacobian_svd(rows.J, m, nv, dense)
@@ -494,7 +494,7 @@ def _passive(dense, cw, con, ints, nv, f):
     f = (I + H) f∥, zero on the passive joints."""
     P = dense.P
     act = ints[con.actuated:con.actuated + nv]
-    Qm, V, H = cw.N1, cw.N2, cw.N3
+    Qm, V = cw.N1, cw.N2
     for i in range(nv):                                      # Qmᵀ (for the SVD of Q): Q[i, j] = (1 − B_i)(δ_ij − P_ij)
         for j in range(nv):
             Qm[j, i] = (0.0 if act[i] else 1.0) * ((1.0 if i == j else 0.0) - P[i, j])
