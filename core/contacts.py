@@ -462,11 +462,12 @@ def impact(model, state, touching: list, contact_rows: set, limits: list = ()) -
     P_t = −μ P_n t̂ (t̂ the pre-impact slip direction). Points whose P_n would be negative separate and are
     dropped, one at a time, and a dropped point that the others' impulses leave moving into the plane is taken
     back (an active-set solution of the complementarity conditions: without friction no touching point leaves
-    the impact moving into its plane; with friction a sliding point can still, in about one multi-point impact
-    in ten of random states — the friction is not solved as a complementarity problem). ``limits``: (joint limit,
-    bound) pairs at their bounds, solved alike with the rows ±e_j (their info keyed by the bound's label).
-    ``info["energy_change"]``
-    is the kinetic energy the impact changes (≤ 0 but for e = 1, where it is zero).""" 
+    the impact moving into its plane; with friction, sliding impulses along the pre-impact slip can leave a point
+    moving in, or even add energy. When they do — about one random eight-corner impact in five, μ = 0.3–1 — the
+    impact is solved again as the complementarity problem with Coulomb's cone, :func:`_frictional_impact`).
+    ``limits``: (joint limit, bound) pairs at their bounds, solved alike with the rows ±e_j (their info keyed by
+    the bound's label). ``info["energy_change"]`` is the kinetic energy the impact changes (≤ 0 but for e = 1,
+    where it is zero)."""
     q, v = state.q, state.qd
     kin = link_kinematics(model, q)
     M = mass_matrix(model, q)
@@ -549,7 +550,11 @@ def impact(model, state, touching: list, contact_rows: set, limits: list = ()) -
             continue
         break
     qd = v + Minv @ (C.T @ P) if len(P) else v.copy()
-    info["energy_change"] = 0.5 * float(qd @ M @ qd - v @ M @ v)
+    if any(d["c"].friction > 0 for d in pts) and (
+            any(float(d["Jn"] @ qd) < d["target"] * d["in"] - 1e-9 * (1.0 + abs(d["vn"])) for d in pts)
+            or float(qd @ M @ qd) > float(v @ M @ v) * (1 + 1e-9) + 1e-12):
+        qd, Pn, Pt = _frictional_impact(Jb, pts, Minv, v)       # the active set left a point moving in, or
+    info["energy_change"] = 0.5 * float(qd @ M @ qd - v @ M @ v)  # its sliding impulses added energy
     for k, d in enumerate(pts):
         after = float(d["Jn"] @ qd)
         if after >= d["c"].rest_speed:                          # it rebounds (or separates): open
@@ -569,6 +574,69 @@ def impact(model, state, touching: list, contact_rows: set, limits: list = ()) -
             pt = d["Et"] @ np.asarray(Pt.get(k, [0.0, 0.0]))
         info[(d["c"].name, d["p"].label)] = (pn, pt, d["vn"], mode)
     return qd, info
+
+
+def _frictional_impact(Jb: np.ndarray, pts: list, Minv: np.ndarray, v: np.ndarray, sweeps: int = 5000,
+                       tol: float = 1e-12) -> tuple[np.ndarray, dict, dict]:
+    """The impact as the complementarity problem with Coulomb's cone, by projected Gauss–Seidel over every
+    touching point (:func:`impact` calls it when its active set leaves a frictional point moving into its plane).
+
+    With the rows R = [J_b; J_n,k; J_t,k] and W = R M⁻¹ Rᵀ, the impulses x give q̇⁺ = q̇⁻ + M⁻¹ Rᵀ x and row
+    velocities R q̇⁻ + W x. The bilateral rows keep their velocity (J_b Δq̇ = 0); each point has
+    v_n⁺ ≥ target, P_n ≥ 0, P_n (v_n⁺ − target) = 0, and a tangential impulse within the disc ‖P_t‖ ≤ μ P_n
+    that stops the slip or, on the disc's edge, opposes it. Sweeps update each row (bilateral, normal) or 2 × 2
+    tangential block against the others' latest impulses and project onto those sets, until no impulse moves by
+    more than ``tol`` relative to the largest. Returns ``(q̇⁺, P_n by point, P_t (2,) by point)``; the points'
+    ``sliding`` flags are set for the impulses on the cone's edge."""
+    nb = Jb.shape[0]
+    rows = [Jb] + [np.vstack([d["Jn"][None], d["Jt"]]) for d in pts]
+    R = np.vstack(rows)
+    W = R @ Minv @ R.T
+    base = R @ v
+    target = base.copy()                                    # bilateral rows: their velocity unchanged
+    for k, d in enumerate(pts):
+        o = nb + 3 * k
+        target[o], target[o + 1:o + 3] = d["target"], 0.0
+    x, y = np.zeros(len(base)), base.copy()                 # y = R q̇⁺ = R q̇⁻ + W x
+    for _ in range(sweeps):
+        moved, largest = 0.0, 0.0
+        for i in range(nb):
+            if W[i, i] > 0:
+                dx = (target[i] - y[i]) / W[i, i]
+                x[i] += dx
+                y += W[:, i] * dx
+                moved, largest = max(moved, abs(dx)), max(largest, abs(x[i]))
+        for k, d in enumerate(pts):
+            o = nb + 3 * k
+            xn = max(0.0, x[o] + (target[o] - y[o]) / W[o, o])
+            dn = xn - x[o]
+            x[o] = xn
+            y += W[:, o] * dn
+            mu = d["c"].friction
+            dt = np.zeros(2)
+            if mu > 0:
+                B = W[o + 1:o + 3, o + 1:o + 3]
+                xt = x[o + 1:o + 3] - np.linalg.lstsq(B, y[o + 1:o + 3], rcond=1e-12)[0]
+                norm = float(np.hypot(xt[0], xt[1]))
+                if norm > mu * xn:
+                    xt *= mu * xn / norm
+                dt = xt - x[o + 1:o + 3]
+                x[o + 1:o + 3] = xt
+                y += W[:, o + 1:o + 3] @ dt
+            moved = max(moved, abs(dn), float(np.abs(dt).max()))
+            largest = max(largest, abs(xn))
+        if moved <= tol * max(largest, 1e-300):
+            break
+    Pn, Pt = {}, {}
+    for k, d in enumerate(pts):
+        o = nb + 3 * k
+        d["in"] = True
+        Pn[k], Pt[k] = float(x[o]), x[o + 1:o + 3].copy()
+        mu = d["c"].friction
+        d["sliding"] = mu > 0 and Pn[k] > 0 and float(np.hypot(*Pt[k])) >= mu * Pn[k] * (1 - 1e-9)
+        if d["sliding"]:                                    # (so that impact() reports P_t as it is)
+            d["vt"] = -Pt[k]
+    return v + Minv @ (R.T @ x), Pn, Pt
 
 
 # ---- what a viewer draws ------------------------------------------------------------------------------------
