@@ -403,33 +403,41 @@ def test_a_lift_off_delay_holds_a_fresh_contact_until_it_has_passed():
     assert np.all(np.isnan(sim.state.touched))
 
 
-def test_a_frictionless_impact_on_several_corners_leaves_none_moving_into_the_ground():
-    """Complementarity of the impact's normal impulses (McClamroch eq. 40–42 at the velocity level): a box's eight
-    corners taking part in one inelastic frictionless impact, at random orientations and velocities, each leave
-    it with v_n⁺ ≥ 0 and P_n ≥ 0, and v_n⁺ = 0 where P_n > 0. (Dropping corners whose impulse would pull is not
-    enough — in 28 of 2000 such states a dropped corner was left moving into the ground: the active set takes it
-    back.)"""
+def _box_impacts(mu: float, count: int, seed: int):
+    """A box's eight corners in one inelastic impact against the ground with friction ``mu``, at random
+    orientations and velocities: ``(qd⁻, per corner (world velocity after, P_n, P_t), the impact's info)``."""
     from dataclasses import replace
 
     from core.contacts import contact_rows, impact
     from core.points import jacobian_at, link_kinematics
     doc = _scene("block_lifted")
     doc["forces"] = []
-    doc["contacts"][0]["friction"] = 0.0
+    doc["contacts"][0]["friction"] = mu
     model = _model(doc)
     c = model.contacts[0]
-    rng = np.random.default_rng(0)
+    assert np.allclose(c.normal, [0.0, 0.0, 1.0])                        # (the tests read v_n as the z velocity)
+    rng = np.random.default_rng(seed)
     touching = [(c, p) for p in c.points]
-    for _ in range(1000):
+    for _ in range(count):
         q = model.q0.copy()
         u = rng.standard_normal(4)
         q[3:7] = u / np.linalg.norm(u)
         qd = 2.0 * rng.standard_normal(6)
         kin = link_kinematics(model, q)
         after, info = impact(model, replace(model.initial_state(), q=q, qd=qd), touching, contact_rows(model))
-        for _, p in touching:
-            vn = c.normal @ jacobian_at(model, kin, p.link, p.r) @ after
-            pn = info[(c.name, p.label)][0]
+        corners = [(jacobian_at(model, kin, p.link, p.r) @ after, *info[(c.name, p.label)][:2]) for _, p in touching]
+        yield qd, corners, info
+
+
+def test_a_frictionless_impact_on_several_corners_leaves_none_moving_into_the_ground():
+    """Complementarity of the impact's normal impulses (McClamroch eq. 40–42 at the velocity level): a box's eight
+    corners taking part in one inelastic frictionless impact, at random orientations and velocities, each leave
+    it with v_n⁺ ≥ 0 and P_n ≥ 0, and v_n⁺ = 0 where P_n > 0. (Dropping corners whose impulse would pull is not
+    enough — in 28 of 2000 such states a dropped corner was left moving into the ground: the active set takes it
+    back.)"""
+    for qd, corners, _ in _box_impacts(0.0, 1000, 0):
+        for w, pn, _ in corners:
+            vn = w[2]                                                    # the ground's normal is +z
             assert vn >= -1e-9 * (1 + np.abs(qd).max()) and pn >= -1e-9
             assert pn <= 1e-9 or abs(vn) <= 1e-9 * (1 + np.abs(qd).max())
 
@@ -442,31 +450,11 @@ def test_a_frictional_impact_on_several_corners_satisfies_coulombs_complementari
     with v_n⁺ ≥ 0, P_n ≥ 0, v_n⁺ = 0 where P_n > 0, ‖P_t‖ ≤ μ P_n, no tangential velocity where the impulse is
     inside the cone, and the impact never adds energy. (On the cone's edge the impulse opposes the pre-impact
     slip when the active set solved it, the post-impact slip when the cone problem did.)"""
-    from dataclasses import replace
-
-    from core.contacts import contact_rows, impact
-    from core.points import jacobian_at, link_kinematics
-    doc = _scene("block_lifted")
-    doc["forces"] = []
-    doc["contacts"][0]["friction"] = mu
-    model = _model(doc)
-    c = model.contacts[0]
-    n = np.asarray(c.normal)
-    rng = np.random.default_rng(1)
-    touching = [(c, p) for p in c.points]
-    for _ in range(300):
-        q = model.q0.copy()
-        u = rng.standard_normal(4)
-        q[3:7] = u / np.linalg.norm(u)
-        qd = 2.0 * rng.standard_normal(6)
-        kin = link_kinematics(model, q)
-        after, info = impact(model, replace(model.initial_state(), q=q, qd=qd), touching, contact_rows(model))
+    for qd, corners, info in _box_impacts(mu, 300, 1):
         tol = 1e-6 * (1 + np.abs(qd).max())
         assert info["energy_change"] <= tol
-        for _, p in touching:
-            w = jacobian_at(model, kin, p.link, p.r) @ after
-            vn, vt = n @ w, w - (n @ w) * n
-            pn, pt = info[(c.name, p.label)][:2]
+        for w, pn, pt in corners:
+            vn, vt = w[2], np.array([w[0], w[1], 0.0])                   # the ground's normal is +z
             assert vn >= -tol and pn >= -tol and (pn <= tol or abs(vn) <= tol)
             assert np.linalg.norm(pt) <= mu * max(pn, 0.0) * (1 + 1e-6) + tol
             if np.linalg.norm(pt) < mu * pn * (1 - 1e-6):
