@@ -22,7 +22,7 @@ from .model import Model
 __all__ = ["mass_matrix", "crba_entry", "mass_matrix_kernel"]
 
 
-@njit
+@njit(inline='always')
 def mass_matrix_kernel(parent, Sw, v_start, nv_j, armature, I, Ic, H, F):
     """H ← joint-space inertia (nv x nv) by the recursion of the module docstring, from the world motion subspaces
     ``Sw`` and inertias ``I`` of :func:`core.kinematics.world_frame`, and the joints' ``armature`` on the

@@ -21,7 +21,7 @@ from .model import Model
 __all__ = ["inverse_dynamics", "nonlinear_effects", "rnea_entry", "rnea_passes"]
 
 
-@njit
+@njit(inline='always')
 def rnea_passes(parent, Sw, v_start, nv_j, armature, I, gravity, qd, qdd, fx, v, a, f, tau, s6):
     """τ ← H q̈ + C q̇ + g − Σ J_iᵀ f^x_i by the two passes of the module docstring, from the world motion subspaces
     ``Sw`` and inertias ``I`` of :func:`core.kinematics.world_frame` and the external forces ``fx`` (N x 6, world axes
