@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .jit import as_f64, entry, njit
+from .jit import as_f64, cross_force, cross_motion, entry, matvec6, njit
 from .kinematics import external_forces, fk_kernel, world_frame
 from .layout import thread_work
 from .model import Model
@@ -64,41 +64,26 @@ def _invert_small(D, n, out, A):
 
 
 @njit(inline='always')
-def aba_velocities(parent, Sw, v_start, nv_j, I, qd, fx, v, c, pA, vJ, tmp):
+def aba_velocities(parent, Sw, v_start, nv_j, I, qd, fx, v, c, pA, s6):
     """Pass 1, root to leaves: v_i = v_λ + s_i q̇_i, c_i = v_i × s_i q̇_i, p^A_i = v_i ×* I_i v_i − f^x_i (world
-    axes about W; ``fx``: external forces the same way; ``vJ``, ``tmp``: scratch 6)."""
+    axes about W; ``fx``: external forces the same way; ``s6``: scratch, rows 0 and 1)."""
     for i in range(parent.shape[0]):
         lam, vs, nv = parent[i], v_start[i], nv_j[i]
         for a in range(6):
             s = 0.0
             for k in range(nv):
                 s += Sw[i, a, k] * qd[vs + k]
-            vJ[a] = s
+            s6[0, a] = s
             v[i, a] = s if lam < 0 else v[lam, a] + s
-        v0, v1, v2, v3, v4, v5 = v[i, 0], v[i, 1], v[i, 2], v[i, 3], v[i, 4], v[i, 5]
-        m0, m1, m2, m3, m4, m5 = vJ[0], vJ[1], vJ[2], vJ[3], vJ[4], vJ[5]
-        c[i, 0] = v1 * m2 - v2 * m1                           # c = v × vJ (crm(v) vJ)
-        c[i, 1] = v2 * m0 - v0 * m2
-        c[i, 2] = v0 * m1 - v1 * m0
-        c[i, 3] = v1 * m5 - v2 * m4 + v4 * m2 - v5 * m1
-        c[i, 4] = v2 * m3 - v0 * m5 + v5 * m0 - v3 * m2
-        c[i, 5] = v0 * m4 - v1 * m3 + v3 * m1 - v4 * m0
-        for a in range(6):                                    # I v
-            s = 0.0
-            for b in range(6):
-                s += I[i, a, b] * v[i, b]
-            tmp[a] = s
-        f0, f1, f2, f3, f4, f5 = tmp[0], tmp[1], tmp[2], tmp[3], tmp[4], tmp[5]
-        pA[i, 0] = v1 * f2 - v2 * f1 + v4 * f5 - v5 * f4 - fx[i, 0]       # v ×* I v − f^x (crf(v) = −crm(v)ᵀ)
-        pA[i, 1] = v2 * f0 - v0 * f2 + v5 * f3 - v3 * f5 - fx[i, 1]
-        pA[i, 2] = v0 * f1 - v1 * f0 + v3 * f4 - v4 * f3 - fx[i, 2]
-        pA[i, 3] = v1 * f5 - v2 * f4 - fx[i, 3]
-        pA[i, 4] = v2 * f3 - v0 * f5 - fx[i, 4]
-        pA[i, 5] = v0 * f4 - v1 * f3 - fx[i, 5]
+        cross_motion(v, i, s6, 0, c, i)                       # c = v × s q̇
+        matvec6(I, i, v, i, s6, 1)                            # p^A = v ×* I v − f^x
+        cross_force(v, i, s6, 1, pA, i)
+        for a in range(6):
+            pA[i, a] -= fx[i, a]
 
 
 @njit(inline='always')
-def aba_inertias(parent, Sw, v_start, nv_j, armature, tau, c, pA, IA, U, W, Dinv, u, G, D, pa):
+def aba_inertias(parent, Sw, v_start, nv_j, armature, tau, c, pA, IA, U, W, Dinv, u, G, D):
     """Pass 2, leaves to root (thesis eq. 2.77; RBDA Table 7.1), in world axes about W::
 
         U_i = I^A_i s_i,  D_i = s_iᵀ U_i + diag(a_i),  W_i = U_i D_i⁻¹,  u_i = τ_i − s_iᵀ p^A_i
@@ -108,7 +93,7 @@ def aba_inertias(parent, Sw, v_start, nv_j, armature, tau, c, pA, IA, U, W, Dinv
 
     On entry ``IA`` holds the links' rigid-body inertias and ``pA`` pass 1's bias forces; both accumulate here.
     ``U``, ``W``, ``Dinv`` depend on q only (the factorization :func:`aba_solve` reuses); ``u`` on τ and q̇ too.
-    ``G`` (6 x 12), ``D`` (6 x 6), ``pa`` (6) are scratch."""
+    ``G`` (6 x 12) and ``D`` (6 x 6) are scratch."""
     for i in range(parent.shape[0] - 1, -1, -1):
         vs, nv, lam = v_start[i], nv_j[i], parent[i]
         if nv == 1:                                           # hinges and sliders: D is a scalar
@@ -235,10 +220,9 @@ def aba_passes(tree, kin, aba, qd, tau, qdd):
     """q̈ ← H⁻¹(τ − b) by the three passes, at the link poses ``kin.R_WL``, ``kin.p_WL`` (:func:`fk_kernel`) with
     the external forces ``aba.fx`` (world axes about W); leaves the factorization (U, W, D⁻¹) in ``aba``."""
     world_frame(tree.S, tree.nv_j, tree.mass, tree.com, tree.inertia_com, kin.R_WL, kin.p_WL, aba.Sw, aba.IA)
-    aba_velocities(tree.parent, aba.Sw, tree.v_start, tree.nv_j, aba.IA, qd, aba.fx, aba.v, aba.c, aba.pA,
-                   aba.s6[0], aba.s6[1])
+    aba_velocities(tree.parent, aba.Sw, tree.v_start, tree.nv_j, aba.IA, qd, aba.fx, aba.v, aba.c, aba.pA, aba.s6)
     aba_inertias(tree.parent, aba.Sw, tree.v_start, tree.nv_j, tree.armature, tau, aba.c, aba.pA, aba.IA, aba.U,
-                 aba.W, aba.Dinv, aba.u, aba.G, aba.D6, aba.s6[0])
+                 aba.W, aba.Dinv, aba.u, aba.G, aba.D6)
     a0 = aba.s6[2]                                            # gravity as a base acceleration
     a0[0], a0[1], a0[2] = 0.0, 0.0, 0.0
     a0[3], a0[4], a0[5] = -tree.gravity[0], -tree.gravity[1], -tree.gravity[2]

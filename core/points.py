@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .jit import inline, njit
+from .jit import cross_motion, inline, motion_x, njit
 from .kinematics import fk_kernel
 from .model import Model
 
@@ -37,44 +37,25 @@ class LinkKinematics:
 @njit
 def velocity_product_kernel(parent, S, v_start, nv_j, E, r, qd, v, c, a):
     """Root to leaves: v_i = X_i v_λ + S_i q̇_i, c_i = v_i × S_i q̇_i and a_i = X_i a_λ + c_i (the link
-    accelerations at q̈ = 0 without gravity, eq. 2.65). All in link coordinates; arrays indexed whole, never
-    through per-link views (see :func:`core.kinematics.fk_kernel`)."""
+    accelerations at q̈ = 0 without gravity, eq. 2.65). All in link coordinates (S_i q̇_i is held in c_i's row
+    until the cross product replaces it)."""
     for i in range(parent.shape[0]):
         vs, nv, lam = v_start[i], nv_j[i], parent[i]
-        m0 = m1 = m2 = m3 = m4 = m5 = 0.0                     # S_i q̇_i
-        for k in range(nv):
-            x = qd[vs + k]
-            m0 += S[i, 0, k] * x
-            m1 += S[i, 1, k] * x
-            m2 += S[i, 2, k] * x
-            m3 += S[i, 3, k] * x
-            m4 += S[i, 4, k] * x
-            m5 += S[i, 5, k] * x
+        for k in range(6):
+            s = 0.0
+            for j in range(nv):
+                s += S[i, k, j] * qd[vs + j]
+            c[i, k] = s
         if lam < 0:
-            v0, v1, v2, v3, v4, v5 = m0, m1, m2, m3, m4, m5
             for k in range(6):
+                v[i, k] = c[i, k]
                 a[i, k] = 0.0
         else:
-            r0, r1, r2 = r[i, 0], r[i, 1], r[i, 2]
-            for k in range(3):                                # X v_λ and X a_λ = [E ω; E (v − r × ω)]
-                e0, e1, e2 = E[i, k, 0], E[i, k, 1], E[i, k, 2]
-                w0, w1, w2 = v[lam, 0], v[lam, 1], v[lam, 2]
-                v[i, k] = e0 * w0 + e1 * w1 + e2 * w2
-                v[i, 3 + k] = (e0 * (v[lam, 3] - (r1 * w2 - r2 * w1)) + e1 * (v[lam, 4] - (r2 * w0 - r0 * w2))
-                               + e2 * (v[lam, 5] - (r0 * w1 - r1 * w0)))
-                w0, w1, w2 = a[lam, 0], a[lam, 1], a[lam, 2]
-                a[i, k] = e0 * w0 + e1 * w1 + e2 * w2
-                a[i, 3 + k] = (e0 * (a[lam, 3] - (r1 * w2 - r2 * w1)) + e1 * (a[lam, 4] - (r2 * w0 - r0 * w2))
-                               + e2 * (a[lam, 5] - (r0 * w1 - r1 * w0)))
-            v0, v1, v2 = v[i, 0] + m0, v[i, 1] + m1, v[i, 2] + m2
-            v3, v4, v5 = v[i, 3] + m3, v[i, 4] + m4, v[i, 5] + m5
-        v[i, 0], v[i, 1], v[i, 2], v[i, 3], v[i, 4], v[i, 5] = v0, v1, v2, v3, v4, v5
-        c[i, 0] = v1 * m2 - v2 * m1                           # c = v × S q̇ (crm(v))
-        c[i, 1] = v2 * m0 - v0 * m2
-        c[i, 2] = v0 * m1 - v1 * m0
-        c[i, 3] = v1 * m5 - v2 * m4 + v4 * m2 - v5 * m1
-        c[i, 4] = v2 * m3 - v0 * m5 + v5 * m0 - v3 * m2
-        c[i, 5] = v0 * m4 - v1 * m3 + v3 * m1 - v4 * m0
+            motion_x(E, r, i, v, lam, v, i)
+            motion_x(E, r, i, a, lam, a, i)
+            for k in range(6):
+                v[i, k] += c[i, k]
+        cross_motion(v, i, c, i, c, i)
         for k in range(6):
             a[i, k] += c[i, k]
 
