@@ -257,7 +257,7 @@ def forward_dynamics(model: Model, q: np.ndarray, qd: np.ndarray, tau: np.ndarra
     qdd = np.empty(model.nv)
     kin, aba, _ = thread_work(model.n_links, model.nv)
     if f_ext is None:
-        aba_entry(model.kernel_tree, kin, aba, as_f64(q), as_f64(qd), as_f64(tau), qdd)
+        aba_entry.fast(model.kernel_tree, kin, aba, as_f64(q), as_f64(qd), as_f64(tau), qdd)
     else:
         aba_forces_entry(model.kernel_tree, kin, aba, as_f64(q), as_f64(qd), as_f64(tau),
                          external_forces(model, f_ext)[0], qdd)
