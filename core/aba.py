@@ -12,7 +12,7 @@ relative for mechanisms within a few metres of the origin, as every scene here).
     pass 1  (root → leaves)  v_i = v_λ + s_i q̇_i,   c_i = v_i × s_i q̇_i,   p^A_i = v_i ×* I_i v_i − f^x_i
     pass 2  (leaves → root)  U_i = I^A_i s_i,  D_i = s_iᵀ U_i,  u_i = τ_i − s_iᵀ p^A_i,  W_i = U_i D_i⁻¹
                              I^A_λ += I^A_i − W_i U_iᵀ,   p^A_λ += p^A_i + I^a_i c_i + W_i u_i
-    pass 3  (root → leaves)  a'_i = a_λ + c_i (a_0 = [0; −g]),  q̈_i = D_i⁻¹u_i − W_iᵀ a'_i,  a_i = a'_i + s_i q̈_i
+    pass 3  (root → leaves)  a'_i = a_λ + c_i (a_0 = [0; −g]),  q̈_i = D_i⁻¹(u_i − U_iᵀ a'_i),  a_i = a'_i + s_i q̈_i
 
 Multi-dof joints invert D_i (at most 6 x 6) by Gauss–Jordan. The passes are separate kernels so that the
 constrained step reuses the factorization of pass 2, which depends on q only: :func:`aba_solve` then gives M⁻¹τ
@@ -129,6 +129,7 @@ def aba_inertias(parent, Sw, v_start, nv_j, armature, tau, c, pA, IA, U, W, Dinv
                     D[k, m] = s
             if nv > 0:
                 _invert_small(D, nv, Dinv[i], G)
+            if nv > 0 and lam >= 0:                           # (a root passes nothing on: pass 3 needs U, D⁻¹)
                 for a in range(6):                            # W_i = U_i D_i⁻¹
                     for k in range(nv):
                         s = 0.0
@@ -167,19 +168,22 @@ def aba_inertias(parent, Sw, v_start, nv_j, armature, tau, c, pA, IA, U, W, Dinv
 
 
 @njit(inline='always')
-def aba_accelerations(parent, Sw, v_start, nv_j, a0, c, W, Dinv, u, qdd, acc):
-    """Pass 3, root to leaves: a'_i = a_λ + c_i, q̈_i = D_i⁻¹u_i − W_iᵀ a'_i, a_i = a'_i + s_i q̈_i (``a0``: the base
-    acceleration, [0; −g] for gravity)."""
+def aba_accelerations(parent, Sw, v_start, nv_j, a0, c, U, Dinv, u, qdd, acc, r):
+    """Pass 3, root to leaves: a'_i = a_λ + c_i, q̈_i = D_i⁻¹(u_i − U_iᵀ a'_i) (= D_i⁻¹u_i − W_iᵀ a'_i), a_i = a'_i +
+    s_i q̈_i (``a0``: the base acceleration, [0; −g] for gravity; ``r``: scratch, 6)."""
     for i in range(parent.shape[0]):
         vs, nv, lam = v_start[i], nv_j[i], parent[i]
         for a in range(6):
             acc[i, a] = (a0[a] if lam < 0 else acc[lam, a]) + c[i, a]
+        for m in range(nv):
+            s = u[i, m]
+            for a in range(6):
+                s -= U[i, a, m] * acc[i, a]
+            r[m] = s
         for k in range(nv):
             s = 0.0
             for m in range(nv):
-                s += Dinv[i, k, m] * u[i, m]
-            for a in range(6):
-                s -= W[i, a, k] * acc[i, a]
+                s += Dinv[i, k, m] * r[m]
             qdd[vs + k] = s
         for k in range(nv):
             for a in range(6):
@@ -187,10 +191,11 @@ def aba_accelerations(parent, Sw, v_start, nv_j, a0, c, W, Dinv, u, qdd, acc):
 
 
 @njit
-def aba_solve(parent, Sw, v_start, nv_j, W, Dinv, tau, x, pA, u, acc, zero6):
+def aba_solve(parent, Sw, v_start, nv_j, U, W, Dinv, tau, x, pA, u, acc, zero6, r):
     """x ← M(q)⁻¹ τ in O(N) from pass 2's factorization at the same q: the articulated-body algorithm with no
     velocity, gravity or external force, so only u and p^A change (p^a_i = p^A_i + W_i u_i; RBDA §7.3), then pass
-    3 with c = 0 and a_0 = 0. ``pA``, ``u``, ``acc`` (N x 6) are scratch; ``zero6`` (6) is set to zero."""
+    3 with c = 0 and a_0 = 0. ``pA``, ``u``, ``acc`` (N x 6) and ``r`` (6) are scratch; ``zero6`` (6) is set to
+    zero."""
     N = parent.shape[0]
     for i in range(N):
         for a in range(6):
@@ -212,7 +217,7 @@ def aba_solve(parent, Sw, v_start, nv_j, W, Dinv, tau, x, pA, u, acc, zero6):
     for a in range(6):
         zero6[a] = 0.0
     pA[:, :] = 0.0                                            # now the zero c_i of pass 3
-    aba_accelerations(parent, Sw, v_start, nv_j, zero6, pA, W, Dinv, u, x, acc)
+    aba_accelerations(parent, Sw, v_start, nv_j, zero6, pA, U, Dinv, u, x, acc, r)
 
 
 @njit
@@ -226,8 +231,8 @@ def aba_passes(tree, kin, aba, qd, tau, qdd):
     a0 = aba.s6[2]                                            # gravity as a base acceleration
     a0[0], a0[1], a0[2] = 0.0, 0.0, 0.0
     a0[3], a0[4], a0[5] = -tree.gravity[0], -tree.gravity[1], -tree.gravity[2]
-    aba_accelerations(tree.parent, aba.Sw, tree.v_start, tree.nv_j, a0, aba.c, aba.W, aba.Dinv, aba.u, qdd,
-                      aba.acc)
+    aba_accelerations(tree.parent, aba.Sw, tree.v_start, tree.nv_j, a0, aba.c, aba.U, aba.Dinv, aba.u, qdd,
+                      aba.acc, aba.s6[3])
 
 
 @entry

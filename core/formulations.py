@@ -115,8 +115,8 @@ def minv_jt(tree, aba, rows, solve, m):
     ABA's pass 2 at this q (:func:`core.aba.aba_solve`; no mass matrix is formed)."""
     nv = solve.qdd_free.shape[0]
     for j in range(m):
-        aba_solve(tree.parent, aba.Sw, tree.v_start, tree.nv_j, aba.W, aba.Dinv, rows.J[j], solve.col, aba.pA, aba.u,
-                  aba.acc, aba.s6[0])
+        aba_solve(tree.parent, aba.Sw, tree.v_start, tree.nv_j, aba.U, aba.W, aba.Dinv, rows.J[j], solve.col, aba.pA,
+                  aba.u, aba.acc, aba.s6[0], aba.s6[1])
         for k in range(nv):
             solve.Y[k, j] = solve.col[k]
 

@@ -362,6 +362,20 @@ def _folded_rigs(doc) -> dict:
     return out
 
 
+def _lasting(events: list) -> list:
+    """The events without a stick at once undone by a slip of the same contact at the same instant (a sliding
+    impact resolved as a stick whose force is at once outside the cone: which of the two the impact's cone test
+    reports at its edge is round-off, and the motion is the same)."""
+    out = []
+    for e in events:
+        if (out and e["type"] == "slip" and out[-1]["type"] == "stick" and e.get("contact") == out[-1].get("contact")
+                and abs(e["t"] - out[-1]["t"]) < 1e-9):
+            out.pop()
+            continue
+        out.append(e)
+    return out
+
+
 def test_constraints_forces_and_contacts_at_welded_bodies_act_as_at_their_links():
     doc = _rigs()
     folded = _folded_rigs(doc)
@@ -375,10 +389,11 @@ def test_constraints_forces_and_contacts_at_welded_bodies_act_as_at_their_links(
         np.testing.assert_allclose(a.basis, b.basis, atol=1e-15)
     qa, sa = trajectory(merged, 0.6)
     qb, sb = trajectory(plain, 0.6)
-    kinds = [(e["type"], e.get("contact")) for e in sa.events]
+    ea, eb = _lasting(sa.events), _lasting(sb.events)
+    kinds = [(e["type"], e.get("contact")) for e in ea]
     assert ("touchdown", "ground") in kinds and ("touchdown", "landing") in kinds   # both contacts came into play
-    assert kinds == [(e["type"], e.get("contact")) for e in sb.events]
-    np.testing.assert_allclose([e["t"] for e in sa.events], [e["t"] for e in sb.events], atol=1e-12)
+    assert kinds == [(e["type"], e.get("contact")) for e in eb]
+    np.testing.assert_allclose([e["t"] for e in ea], [e["t"] for e in eb], atol=1e-12)
     np.testing.assert_allclose(qa, qb, rtol=0, atol=1e-12)
     pin = core.point_position(merged, qa[-1], "rod", "pin")
     np.testing.assert_allclose(pin, core.point_position(merged, merged.q0, "rod", "pin"), atol=1e-3)   # held (it falls 1.7 m unheld)
