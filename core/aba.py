@@ -260,7 +260,7 @@ def forward_dynamics(model: Model, q: np.ndarray, qd: np.ndarray, tau: np.ndarra
     ``f_ext`` (optional, N x 6) as in :func:`core.inverse_dynamics`: world coordinates about the world origin.
     """
     qdd = np.empty(model.nv)
-    kin, aba, _ = thread_work(model.n_links, model.nv)
+    kin, aba, _ = thread_work(model.n_links)
     if f_ext is None:
         aba_entry.fast(model.kernel_tree, kin, aba, as_f64(q), as_f64(qd), as_f64(tau), qdd)
     else:

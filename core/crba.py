@@ -80,6 +80,6 @@ def crba_entry(tree, kin, plant, q, H):
 def mass_matrix(model: Model, q: np.ndarray) -> np.ndarray:
     """Joint-space inertia ``H(q)`` (nv x nv), symmetric positive definite; ``KE = ½ q̇ᵀ H q̇`` (eq. 2.34)."""
     H = np.empty((model.nv, model.nv))
-    kin, _, plant = thread_work(model.n_links, model.nv)
+    kin, _, plant = thread_work(model.n_links)
     crba_entry.fast(model.kernel_tree, kin, plant, as_f64(q), H)
     return H

@@ -270,16 +270,22 @@ def plant_work(N, nv):
 
 
 _thread = threading.local()
+THREAD_WORK_SIZES = 8
 
 
-def thread_work(n_links: int, nv: int) -> tuple:
-    """This thread's ``(Kinematics, Articulated, Plant)`` for a model of these sizes, made on first use and kept:
-    what the single calls from Python (``core.forward_dynamics``, ``inverse_dynamics``, ``mass_matrix``) evaluate
-    in, so that a call allocates nothing but its result and threads never share scratch."""
+def thread_work(n_links: int) -> tuple:
+    """This thread's ``(Kinematics, Articulated, Plant)`` for a model of ``n_links`` links, made on first use and
+    kept: what the single calls from Python (``core.forward_dynamics``, ``inverse_dynamics``, ``mass_matrix``)
+    evaluate in, so that a call allocates nothing but its result and threads never share scratch. The Plant's
+    joint-space arrays are empty (those calls write M and τ into their results), so the scratch is O(N), and each
+    thread keeps it for the :data:`THREAD_WORK_SIZES` sizes used last."""
     works = getattr(_thread, "works", None)
     if works is None:
         works = _thread.works = {}
-    work = works.get((n_links, nv))
+    work = works.pop(n_links, None)
     if work is None:
-        work = works[(n_links, nv)] = (kinematics_work(n_links), articulated_work(n_links), plant_work(n_links, nv))
+        work = (kinematics_work(n_links), articulated_work(n_links), plant_work(n_links, 0))
+        while len(works) >= THREAD_WORK_SIZES:
+            works.pop(next(iter(works)))                 # the least recently used size
+    works[n_links] = work                                # (now the most recent)
     return work

@@ -86,7 +86,7 @@ def inverse_dynamics(model: Model, q: np.ndarray, qd: np.ndarray, qdd: np.ndarra
     """
     tau = np.empty(model.nv)
     f, use = external_forces(model, f_ext)
-    kin, _, plant = thread_work(model.n_links, model.nv)
+    kin, _, plant = thread_work(model.n_links)
     rnea_entry.fast(model.kernel_tree, kin, plant, as_f64(q), as_f64(qd), as_f64(qdd), f, use, tau)
     return tau
 

@@ -164,3 +164,42 @@ def test_gravity_torques_are_the_gradient_of_potential_energy(tree):
     grad = [(core.potential_energy(model, integrate_configuration(model, q, e, h))
              - core.potential_energy(model, integrate_configuration(model, q, e, -h))) / (2 * h) for e in np.eye(model.nv)]
     np.testing.assert_allclose(g, grad, rtol=1e-6, atol=1e-6)
+
+
+def test_single_calls_keep_bounded_scratch_per_thread():
+    """forward_dynamics, inverse_dynamics and mass_matrix evaluate in scratch kept per thread and per link count:
+    O(N) (no nv × nv matrix for a call that returns one), at most THREAD_WORK_SIZES sizes, never shared between
+    threads (two threads get their own, and their results agree)."""
+    import threading
+
+    from numba import njit
+
+    from core.layout import THREAD_WORK_SIZES, thread_work
+
+    @njit
+    def sizes(aba, plant):                              # (the proxies show their arrays to compiled code only)
+        return plant.M.shape[0], plant.M.shape[1], aba.IA.shape[0]
+    kin, aba, plant = thread_work(7)
+    assert sizes(aba, plant) == (0, 0, 7)
+    assert thread_work(7)[0] is kin
+    for n in range(1, 3 * THREAD_WORK_SIZES):
+        thread_work(n)
+    import core.layout as layout
+    assert len(layout._thread.works) == THREAD_WORK_SIZES
+    rng = np.random.default_rng(4)
+    model = random_tree(rng, n_links=6)
+    q, qd = random_state(rng, model)
+    tau = rng.normal(size=model.nv)
+    results, works = {}, {}
+
+    def run(name):
+        works[name] = thread_work(model.n_links)[1]
+        results[name] = [core.forward_dynamics(model, q, qd, tau) for _ in range(50)][-1]
+    threads = [threading.Thread(target=run, args=(k,)) for k in "ab"]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert works["a"] is not works["b"]
+    np.testing.assert_array_equal(results["a"], results["b"])
+    np.testing.assert_array_equal(results["a"], core.forward_dynamics(model, q, qd, tau))
