@@ -27,7 +27,7 @@ from .kinematics import external_forces, fk_kernel, world_frame
 from .layout import thread_work
 from .model import Model
 
-__all__ = ["forward_dynamics", "aba_entry", "aba_forces_entry", "aba_passes", "aba_velocities", "aba_inertias", "aba_accelerations", "aba_solve"]
+__all__ = ["forward_dynamics", "aba_entry", "aba_passes", "aba_velocities", "aba_inertias", "aba_accelerations", "aba_solve"]
 
 
 @njit
@@ -221,10 +221,13 @@ def aba_solve(parent, Sw, v_start, nv_j, U, W, Dinv, tau, x, pA, u, acc, zero6, 
 
 
 @njit
-def aba_passes(tree, kin, aba, qd, tau, qdd):
+def aba_passes(tree, kin, aba, qd, tau, qdd, framed):
     """q̈ ← H⁻¹(τ − b) by the three passes, at the link poses ``kin.R_WL``, ``kin.p_WL`` (:func:`fk_kernel`) with
-    the external forces ``aba.fx`` (world axes about W); leaves the factorization (U, W, D⁻¹) in ``aba``."""
-    world_frame(tree.S, tree.nv_j, tree.mass, tree.com, tree.inertia_com, kin.R_WL, kin.p_WL, aba.Sw, aba.IA)
+    the external forces ``aba.fx`` (world axes about W); leaves the factorization (U, W, D⁻¹) in ``aba``. With
+    ``framed`` the links' world subspaces and inertias are in ``aba.Sw`` and ``aba.IA`` already (the plant stage
+    made them, :func:`core.forward.plant_stage`), else :func:`world_frame` makes them here."""
+    if not framed:
+        world_frame(tree.S, tree.nv_j, tree.mass, tree.com, tree.inertia_com, kin.R_WL, kin.p_WL, aba.Sw, aba.IA)
     aba_velocities(tree.parent, aba.Sw, tree.v_start, tree.nv_j, aba.IA, qd, aba.fx, aba.v, aba.c, aba.pA, aba.s6)
     aba_inertias(tree.parent, aba.Sw, tree.v_start, tree.nv_j, tree.armature, tau, aba.c, aba.pA, aba.IA, aba.U,
                  aba.W, aba.Dinv, aba.u, aba.G, aba.D6)
@@ -236,21 +239,17 @@ def aba_passes(tree, kin, aba, qd, tau, qdd):
 
 
 @entry
-def aba_entry(tree, kin, aba, q, qd, tau, qdd):
-    """The entry point from Python: q̈ ← H⁻¹(τ − b) in the arrays of :func:`core.layout.thread_work`."""
+def aba_entry(tree, kin, aba, q, qd, tau, f_ext, use_f_ext, qdd):
+    """The entry point from Python: q̈ ← H⁻¹(τ + Σ J_iᵀ f_ext,i − b) in the arrays of
+    :func:`core.layout.thread_work` (``f_ext``: world forces about the world origin, N x 6, used when
+    ``use_f_ext``)."""
     fk_kernel(tree.parent, tree.joint_type, tree.axis, tree.R_tree, tree.p_tree, tree.q_start, q, kin.E, kin.r,
               kin.R_WL, kin.p_WL)
-    aba.fx[:, :] = 0.0
-    aba_passes(tree, kin, aba, qd, tau, qdd)
-
-
-@entry
-def aba_forces_entry(tree, kin, aba, q, qd, tau, f_ext, qdd):
-    """The entry point from Python with external forces (world, about W): q̈ ← H⁻¹(τ + Σ J_iᵀ f_i − b)."""
-    fk_kernel(tree.parent, tree.joint_type, tree.axis, tree.R_tree, tree.p_tree, tree.q_start, q, kin.E, kin.r,
-              kin.R_WL, kin.p_WL)
-    aba.fx[:, :] = f_ext
-    aba_passes(tree, kin, aba, qd, tau, qdd)
+    if use_f_ext:
+        aba.fx[:, :] = f_ext
+    else:
+        aba.fx[:, :] = 0.0
+    aba_passes(tree, kin, aba, qd, tau, qdd, False)
 
 
 def forward_dynamics(model: Model, q: np.ndarray, qd: np.ndarray, tau: np.ndarray,
@@ -260,10 +259,7 @@ def forward_dynamics(model: Model, q: np.ndarray, qd: np.ndarray, tau: np.ndarra
     ``f_ext`` (optional, N x 6) as in :func:`core.inverse_dynamics`: world coordinates about the world origin.
     """
     qdd = np.empty(model.nv)
+    f, use = external_forces(model, f_ext)
     kin, aba, _ = thread_work(model.n_links)
-    if f_ext is None:
-        aba_entry.fast(model.kernel_tree, kin, aba, as_f64(q), as_f64(qd), as_f64(tau), qdd)
-    else:
-        aba_forces_entry(model.kernel_tree, kin, aba, as_f64(q), as_f64(qd), as_f64(tau),
-                         external_forces(model, f_ext)[0], qdd)
+    aba_entry.fast(model.kernel_tree, kin, aba, as_f64(q), as_f64(qd), as_f64(tau), f, use, qdd)
     return qdd

@@ -68,18 +68,17 @@ def mass_matrix_kernel(parent, Sw, v_start, nv_j, armature, I, Ic, H, F):
 
 
 @entry
-def crba_entry(tree, kin, plant, q, H):
+def crba_entry(tree, kin, aba, plant, q, H):
     """The entry point from Python: H ← joint-space inertia at q, in the arrays of :func:`core.layout.thread_work`."""
     fk_kernel(tree.parent, tree.joint_type, tree.axis, tree.R_tree, tree.p_tree, tree.q_start, q, kin.E, kin.r,
               kin.R_WL, kin.p_WL)
-    world_frame(tree.S, tree.nv_j, tree.mass, tree.com, tree.inertia_com, kin.R_WL, kin.p_WL, plant.Sw, plant.Iw)
-    mass_matrix_kernel(tree.parent, plant.Sw, tree.v_start, tree.nv_j, tree.armature, plant.Iw, plant.Ic, H,
-                       plant.F6)
+    world_frame(tree.S, tree.nv_j, tree.mass, tree.com, tree.inertia_com, kin.R_WL, kin.p_WL, aba.Sw, aba.IA)
+    mass_matrix_kernel(tree.parent, aba.Sw, tree.v_start, tree.nv_j, tree.armature, aba.IA, plant.Ic, H, plant.F6)
 
 
 def mass_matrix(model: Model, q: np.ndarray) -> np.ndarray:
     """Joint-space inertia ``H(q)`` (nv x nv), symmetric positive definite; ``KE = ½ q̇ᵀ H q̇`` (eq. 2.34)."""
     H = np.empty((model.nv, model.nv))
-    kin, _, plant = thread_work(model.n_links)
-    crba_entry.fast(model.kernel_tree, kin, plant, as_f64(q), H)
+    kin, aba, plant = thread_work(model.n_links)
+    crba_entry.fast(model.kernel_tree, kin, aba, plant, as_f64(q), H)
     return H

@@ -63,16 +63,18 @@ def rows_stage(tree, tab, ws, t, q, qd, m, out):
 
 
 @njit
-def plant_stage(tree, kin, plant, qd, with_gravity):
+def plant_stage(tree, kin, aba, plant, qd, with_gravity):
     """M (CRBA) and b = C q̇ + g (RNEA with q̈ = 0) at this state, and g (RNEA at rest) when asked, all three from
-    the links' world motion subspaces and inertias (:func:`core.kinematics.world_frame`)."""
-    p = plant
-    world_frame(tree.S, tree.nv_j, tree.mass, tree.com, tree.inertia_com, kin.R_WL, kin.p_WL, p.Sw, p.Iw)
-    mass_matrix_kernel(tree.parent, p.Sw, tree.v_start, tree.nv_j, tree.armature, p.Iw, p.Ic, p.M, p.F6)
-    rnea_passes(tree.parent, p.Sw, tree.v_start, tree.nv_j, tree.armature, p.Iw, tree.gravity, qd, p.zero, p.fx,
+    the links' world motion subspaces and inertias (:func:`core.kinematics.world_frame`), made here into
+    ``aba.Sw`` and ``aba.IA``: the dynamics stage's ABA then starts from them (its pass 2 accumulates into IA, after
+    every use here)."""
+    p, Sw, Iw = plant, aba.Sw, aba.IA
+    world_frame(tree.S, tree.nv_j, tree.mass, tree.com, tree.inertia_com, kin.R_WL, kin.p_WL, Sw, Iw)
+    mass_matrix_kernel(tree.parent, Sw, tree.v_start, tree.nv_j, tree.armature, Iw, p.Ic, p.M, p.F6)
+    rnea_passes(tree.parent, Sw, tree.v_start, tree.nv_j, tree.armature, Iw, tree.gravity, qd, p.zero, p.fx,
                 p.v, p.acc, p.f, p.b, p.s6)
     if with_gravity:
-        rnea_passes(tree.parent, p.Sw, tree.v_start, tree.nv_j, tree.armature, p.Iw, tree.gravity, p.zero, p.zero,
+        rnea_passes(tree.parent, Sw, tree.v_start, tree.nv_j, tree.armature, Iw, tree.gravity, p.zero, p.zero,
                     p.fx, p.v, p.acc, p.f, p.g, p.s6)
 
 
@@ -97,7 +99,7 @@ def evaluate(tree, tab, ws, t, q, qd, z, m, n_groups, scale, full, out):
     elastic = forces_kernel(tree.parent, tree.S, tree.v_start, tree.nv_j, kin.R_WL, kin.p_WL, kin.v, q, qd, t,
                             tab.forces, tau, power[K:], rows.P3)
     if st.mass_matrix:
-        plant_stage(tree, kin, plant, qd, st.gravity_torque)
+        plant_stage(tree, kin, aba, plant, qd, st.gravity_torque)
     out.tau_control[:] = 0.0
     if ctl.shape[0] > 0:                                      # τ_c, ż; the force elements' τ is the force sensor
         control_stage(tree, kin, plant, rows, dense, ws.control, m, cons, ctl, tab.control_ints, tab.control_floats,
@@ -110,7 +112,7 @@ def evaluate(tree, tab, ws, t, q, qd, z, m, n_groups, scale, full, out):
         jacobian_svd(rows.J, m, nv, dense)
         projection(st, rows, solve, plant, dense, m, scale, tau, out)
     else:                                                     # ABA in world axes (core.aba): q̈_free = M⁻¹(τ − b)
-        aba_passes(tree, kin, aba, qd, tau, solve.qdd_free)
+        aba_passes(tree, kin, aba, qd, tau, solve.qdd_free, st.mass_matrix)   # (the plant stage made the frame)
         if m == 0:
             out.qdd[:] = solve.qdd_free
         else:

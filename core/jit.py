@@ -115,22 +115,21 @@ class Entry:
     ``fast`` is that wrapper itself once it exists (the entry before): calling it saves this class's own call,
     about 0.2 µs, where that matters (``core.forward_dynamics``)."""
 
-    __slots__ = ("dispatcher", "_call", "fast")
+    __slots__ = ("dispatcher", "fast")
 
     def __init__(self, dispatcher):
         self.dispatcher = dispatcher
-        self._call = None
         self.fast = self
 
     def __call__(self, *args):
-        call = self._call
-        if call is None:
-            result = self.dispatcher(*args)
-            overloads = getattr(self.dispatcher, "overloads", None)
-            if overloads is not None and len(self.dispatcher.signatures) == 1:
-                self._call = self.fast = overloads[self.dispatcher.signatures[0]].entry_point
-            return result
-        return call(*args)
+        fast = self.fast
+        if fast is not self:
+            return fast(*args)
+        result = self.dispatcher(*args)
+        overloads = getattr(self.dispatcher, "overloads", None)
+        if overloads is not None and len(self.dispatcher.signatures) == 1:
+            self.fast = overloads[self.dispatcher.signatures[0]].entry_point
+        return result
 
 
 def entry(f):

@@ -181,8 +181,8 @@ define_proxy(SolveWork, SolveWorkType, ['qdd_free', 'col', 'Y', 'A', 'B', 'svals
 class Plant(StructRefProxy):
     """The joint-space dynamics when a stage needs it: ``M`` (nv x nv, CRBA), ``b`` = C q̇ + g and ``g`` (nv,
     RNEA), with scratch ``Ic`` (N x 6 x 6), ``f``, ``v``, ``acc`` (N x 6), zero external forces ``fx`` (N x 6)
-    and a zero nv-vector ``zero``, ``F6`` (6 x 6), ``s6`` (3 x 6); the links' world motion subspaces ``Sw`` and
-    inertias ``Iw`` (N x 6 x 6, :func:`core.kinematics.world_frame`) that CRBA and RNEA work from."""
+    and a zero nv-vector ``zero``, ``F6`` (6 x 6), ``s6`` (3 x 6). CRBA and RNEA work from the links' world
+    subspaces and inertias in the :class:`Articulated` arrays ``Sw`` and ``IA``, before ABA's pass 2."""
 
 
 @structref.register
@@ -190,7 +190,7 @@ class PlantType(_Struct):
     pass
 
 
-define_proxy(Plant, PlantType, ['M', 'b', 'g', 'Ic', 'f', 'v', 'acc', 'fx', 'zero', 'F6', 's6', 'Sw', 'Iw'])
+define_proxy(Plant, PlantType, ['M', 'b', 'g', 'Ic', 'f', 'v', 'acc', 'fx', 'zero', 'F6', 's6'])
 
 class Dense(StructRefProxy):
     """Dense scratch of the projection and multiplier formulations: the SVD of J as ``Ju`` (nv x R: UΣ of Jᵀ),
@@ -266,7 +266,7 @@ def plant_work(N, nv):
     """A zeroed :class:`Plant` for N links and nv velocities (its external forces ``fx`` and ``zero`` zero)."""
     return Plant(np.zeros((nv, nv)), np.zeros(nv), np.zeros(nv), np.zeros((N, 6, 6)), np.zeros((N, 6)),
                  np.zeros((N, 6)), np.zeros((N, 6)), np.zeros((N, 6)), np.zeros(nv), np.zeros((6, 6)),
-                 np.zeros((3, 6)), np.zeros((N, 6, 6)), np.zeros((N, 6, 6)))
+                 np.zeros((3, 6)))
 
 
 _thread = threading.local()

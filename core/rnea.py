@@ -61,19 +61,19 @@ def rnea_passes(parent, Sw, v_start, nv_j, armature, I, gravity, qd, qdd, fx, v,
 
 
 @entry
-def rnea_entry(tree, kin, plant, q, qd, qdd, f_ext, use_f_ext, tau):
+def rnea_entry(tree, kin, aba, plant, q, qd, qdd, f_ext, use_f_ext, tau):
     """The entry point from Python: τ ← H q̈ + C q̇ + g − Σ J_iᵀ f_ext,i in the arrays of
     :func:`core.layout.thread_work` (``f_ext``: world forces about the world origin, N x 6, used when
     ``use_f_ext``)."""
     fk_kernel(tree.parent, tree.joint_type, tree.axis, tree.R_tree, tree.p_tree, tree.q_start, q, kin.E, kin.r,
               kin.R_WL, kin.p_WL)
-    world_frame(tree.S, tree.nv_j, tree.mass, tree.com, tree.inertia_com, kin.R_WL, kin.p_WL, plant.Sw, plant.Iw)
+    world_frame(tree.S, tree.nv_j, tree.mass, tree.com, tree.inertia_com, kin.R_WL, kin.p_WL, aba.Sw, aba.IA)
     fx = plant.fx
     if use_f_ext:
         fx[:, :] = f_ext
     else:
         fx[:, :] = 0.0
-    rnea_passes(tree.parent, plant.Sw, tree.v_start, tree.nv_j, tree.armature, plant.Iw, tree.gravity, qd, qdd, fx,
+    rnea_passes(tree.parent, aba.Sw, tree.v_start, tree.nv_j, tree.armature, aba.IA, tree.gravity, qd, qdd, fx,
                 plant.v, plant.acc, plant.f, tau, plant.s6)
 
 
@@ -86,8 +86,8 @@ def inverse_dynamics(model: Model, q: np.ndarray, qd: np.ndarray, qdd: np.ndarra
     """
     tau = np.empty(model.nv)
     f, use = external_forces(model, f_ext)
-    kin, _, plant = thread_work(model.n_links)
-    rnea_entry.fast(model.kernel_tree, kin, plant, as_f64(q), as_f64(qd), as_f64(qdd), f, use, tau)
+    kin, aba, plant = thread_work(model.n_links)
+    rnea_entry.fast(model.kernel_tree, kin, aba, plant, as_f64(q), as_f64(qd), as_f64(qdd), f, use, tau)
     return tau
 
 

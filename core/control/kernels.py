@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..energy import energies_kernel
 from ..formulations import jacobian_svd, pseudo_inverse
 from ..jit import njit
 from ..kinematics import velocities_kernel
@@ -189,17 +190,7 @@ def _kinetic_energy(tree, kin, v, w):
     """½ wᵀ M(q) w, as the kinetic energy Σ ½ v_iᵀ I_i v_i of the links moving with joint velocities w, plus the
     armature's Σ ½ a_k w_k² (O(N), no mass matrix; ``v``: N x 6 scratch)."""
     velocities_kernel(tree.parent, tree.S, tree.v_start, tree.nv_j, kin.E, kin.r, w, v)
-    inertia, armature = tree.inertia, tree.armature
-    energy = 0.0
-    for k in range(armature.shape[0]):
-        energy += 0.5 * armature[k] * w[k] * w[k]
-    for i in range(tree.parent.shape[0]):
-        for a in range(6):
-            t = 0.0
-            for b in range(6):
-                t += inertia[i, a, b] * v[i, b]
-            energy += 0.5 * v[i, a] * t
-    return energy
+    return energies_kernel(tree.inertia, tree.armature, tree.gravity, kin.R_WL, kin.p_WL, v, w)[0]
 
 
 @njit
