@@ -144,16 +144,16 @@ def _run(args) -> int:
     return 0
 
 
-def _print_events(events: list[dict]) -> None:
+def _print_events(events: list) -> None:
     """Broken constraints and rank losses, at most MAX_EVENT_LINES of them, then how many more."""
-    events = [e for e in events if e.get("type") in ("break", "rank_deficient")]
+    events = [e for e in events if e.kind in ("break", "rank_deficient")]
     for event in events[:MAX_EVENT_LINES]:
-        if event["type"] == "break":
-            print(f"t = {event['t']:.4f} s: constraint {event['constraint']!r} broke "
-                  f"(deviation {event['deviation']:.3g} > {event['max_deviation']:.3g})", file=sys.stderr)
-        elif event["type"] == "rank_deficient":
-            print(f"t = {event['t']:.4f} s: the constraint Jacobian has rank {event['jacobian_rank']} for "
-                  f"{event['rows']} constraint rows (redundant or singular constraints)", file=sys.stderr)
+        if event.kind == "break":
+            print(f"t = {event.t:.4f} s: constraint {event.constraint!r} broke "
+                  f"(deviation {event.deviation:.3g} > {event.max_deviation:.3g})", file=sys.stderr)
+        elif event.kind == "rank_deficient":
+            print(f"t = {event.t:.4f} s: the constraint Jacobian has rank {event.rank} for "
+                  f"{event.rows} constraint rows (redundant or singular constraints)", file=sys.stderr)
     if len(events) > MAX_EVENT_LINES:
         print(f"and {len(events) - MAX_EVENT_LINES} more event(s); summary.json lists them all", file=sys.stderr)
 
@@ -164,26 +164,26 @@ def contact_report(model, events) -> list[str]:
     touches, each followed by a touchdown)."""
     lines = []
     for c in model.contacts:
-        mine = [e for e in events if e.get("contact") == c.name]
+        mine = [e for e in events if e.contact == c.name]
         if not mine:
             lines.append(f"contact {c.name!r}: no events")
             continue
         counts: dict[str, int] = {}
         for e in mine:
-            counts[e["type"]] = counts.get(e["type"], 0) + 1
+            counts[e.kind] = counts.get(e.kind, 0) + 1
         touching, hops, airborne = set(), 0, False
         for e in mine:
-            if e["type"] == "touchdown":
+            if e.kind == "touchdown":
                 if airborne and not touching:
                     hops += 1
-                touching.add(e["point"])
+                touching.add(e.what)
                 airborne = False
-            elif e["type"] == "lift-off":
-                touching.discard(e["point"])
+            elif e.kind == "lift-off":
+                touching.discard(e.what)
                 airborne = airborne or not touching
         kinds = ", ".join(f"{n} {k}{'s' if n != 1 else ''}" for k, n in counts.items())
         lines.append(f"contact {c.name!r}: {kinds}; {hops} hop{'s' if hops != 1 else ''}; "
-                     f"first at t = {mine[0]['t']:.6g} s, last at t = {mine[-1]['t']:.6g} s")
+                     f"first at t = {mine[0].t:.6g} s, last at t = {mine[-1].t:.6g} s")
     return lines
 
 

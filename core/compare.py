@@ -107,7 +107,7 @@ def summarize(model: Model, runs: list[FormulationRun], reference: str | None = 
         phi, rate = _drift(d)
         applied = sum(d[f"work_{s}"] for s in POWER_SOURCES)
         energy = d["energy_total"] - d["energy_total"][0] - applied
-        rank_events = sum(1 for e in r.events if e["type"] == "rank_deficient")
+        rank_events = sum(1 for e in r.events if e.kind == "rank_deficient")
         rows = sum(c.rows for c in model.constraints if c.enabled)
         r.summary = {
             "formulation": r.formulation,
@@ -159,7 +159,7 @@ def _markdown(model: Model, runs: list[FormulationRun], reference, duration, sce
     for r in runs:
         if r.diverged:
             lines.append(f"- **{r.formulation} diverged**: {r.diverged}")
-        times = [e["t"] for e in r.events if e["type"] == "rank_deficient"]
+        times = [e.t for e in r.events if e.kind == "rank_deficient"]
         if times:
             shown = ", ".join(f"{t:.4g}" for t in times[:12]) + (" …" if len(times) > 12 else "")
             lines.append(f"- {r.formulation}: J lost rank at t = {shown} s")
@@ -184,8 +184,8 @@ def _figure(model: Model, runs: list[FormulationRun], reference) -> bytes:
         phi, _ = _drift(r.data)
         bottom.semilogy(r.data["t"], np.maximum(phi, tiny), label=r.formulation, **style)
         for e in r.events:
-            if e["type"] == "rank_deficient":
-                bottom.axvline(e["t"], color="0.8", lw=0.6, zorder=0)
+            if e.kind == "rank_deficient":
+                bottom.axvline(e.t, color="0.8", lw=0.6, zorder=0)
     top.set_ylabel("‖q − q_ref‖")
     top.set_title(f"{model.name}: trajectory differences against {reference}")
     bottom.set_ylabel("‖Φ‖ (constraint drift)")

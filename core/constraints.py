@@ -58,6 +58,7 @@ __all__ = ["PointConstraint", "JointSpaceConstraint", "constraint_table", "const
 #: studio's drag (a nail put at ``drag_position`` at ``drag_t0``, moving with ``drag_velocity``) when
 #: ``dragged``. Joint-space constraints: their program ``tape[tape_start : tape_start + tape_length]`` over the
 #: variables ``variables[var_start : var_start + n_vars]`` (:data:`JOINT_VARIABLE`) and the ``value`` of Φ.
+#: ``unilateral``: a contact's or joint limit's row, which events add and remove (:mod:`core.contacts`).
 CONSTRAINT = np.dtype([
     ("kind", np.int64), ("link_a", np.int64), ("link_b", np.int64), ("rows", np.int64),
     ("r_a", np.float64, (3,)), ("r_b", np.float64, (3,)), ("basis", np.float64, (3, 3)),
@@ -68,7 +69,7 @@ CONSTRAINT = np.dtype([
     ("dragged", np.bool_), ("drag_t0", np.float64), ("drag_position", np.float64, (3,)),
     ("drag_velocity", np.float64, (3,)),
     ("tape_start", np.int64), ("tape_length", np.int64), ("var_start", np.int64), ("n_vars", np.int64),
-    ("value", np.float64), ("body_basis", np.bool_),
+    ("value", np.float64), ("body_basis", np.bool_), ("unilateral", np.bool_),
 ], align=True)
 
 #: A joint coordinate a joint-space constraint reads: its entries in q and q̇ and the link it moves.
@@ -122,15 +123,18 @@ def perpendicular_basis(direction: np.ndarray) -> np.ndarray:
     return np.column_stack([e1, np.cross(d, e1)])
 
 
-def constraint_table(constraints, drags: dict | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def constraint_table(constraints, drags: dict | None = None,
+                     unilateral=frozenset()) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``(table, tape, variables)``: the :data:`CONSTRAINT` table of ``constraints``, the joint-space constraints'
     programs one after another (:data:`core.joint_constraints.TAPE`) and the joint variables they read
-    (:data:`JOINT_VARIABLE`). ``drags``: the studio's dragged nails, name → (t0, position, velocity)."""
+    (:data:`JOINT_VARIABLE`). ``drags``: the studio's dragged nails, name → (t0, position, velocity);
+    ``unilateral``: the indices of the contacts' and joint limits' rows."""
     table = np.zeros(len(constraints), CONSTRAINT)
     tapes, variables = [np.zeros(0, TAPE)], [np.zeros(0, JOINT_VARIABLE)]
     n_tape = n_vars = 0
-    for row, c in zip(table, constraints):
+    for i, (row, c) in enumerate(zip(table, constraints)):
         row["kind"], row["link_a"], row["link_b"], row["rows"] = c.kind, c.link_a, c.link_b, c.rows
+        row["unilateral"] = i in unilateral
         row["r_a"], row["r_b"] = c.r_a, c.r_b
         row["basis"][:, :c.rows] = c.basis
         row["stabilization"], row["max_force"], row["max_deviation"] = c.stabilization, c.max_force, c.max_deviation

@@ -31,8 +31,8 @@ from .forces import ACTUATORS, forces_kernel
 from .formulations import dynamic_constraints, jacobian_svd, minv_jt, multipliers, projection
 from .jit import njit
 from .kinematics import fk_kernel, world_frame
-from .layout import (MULTIPLIERS, PROJECTION, ControlWork, Dense, IntegratorWork, RowsWork, SolveWork, Workspace,
-                     articulated_work, kinematics_work, plant_work)
+from .layout import (MULTIPLIERS, PROJECTION, ControlWork, Dense, EventWork, IntegratorWork, RowsWork, SolveWork,
+                     Workspace, articulated_work, kinematics_work, plant_work)
 from .linalg import numerical_rank
 from .points import velocity_product_kernel
 from .rnea import rnea_passes
@@ -205,10 +205,10 @@ def diagnostics(tree, cons, st, kin, rows, dense, m, formulation, scale, elastic
 
 
 @njit
-def workspace(N, nv, K, R, L, V, P, F, n):
+def workspace(N, nv, K, R, L, V, P, F, n, n_points, n_limits):
     """A :class:`Workspace` for N links, nv velocities, K constraints of R rows, joint-space programs of at
-    most L instructions over V variables, a regressor of P parameters, mixtures of F features and an integrated
-    vector of n entries."""
+    most L instructions over V variables, a regressor of P parameters, mixtures of F features, an integrated
+    vector of n entries, and ``n_points`` contact points and ``n_limits`` joint limits."""
     kin, aba = kinematics_work(N), articulated_work(N)
     Lr, Vr = max(L, 1), max(V, 1)
     rows = RowsWork(np.zeros((R, nv)), np.zeros(R), np.zeros(R), np.zeros(R), np.zeros(R),
@@ -230,4 +230,10 @@ def workspace(N, nv, K, R, L, V, P, F, n):
     flags = np.zeros(2, np.bool_)
     flags[1] = True
     integrator = IntegratorWork(np.zeros((6, n)), np.zeros(n), np.zeros(n), flags)
-    return Workspace(kin, aba, rows, solve, plant, dense, control, integrator)
+    F_ev = n_points + 2 * n_limits + K + 1                    # events found at one state, at most
+    E = n_points + 2 * n_limits + 1                           # an impact's entries, at most
+    events = EventWork(np.zeros(F_ev, np.int64), np.zeros(F_ev, np.int64), np.zeros(F_ev),
+                       np.zeros(n_points, np.bool_), np.zeros(n_points, np.bool_), np.zeros(n_points, np.int64),
+                       np.zeros((E, 2), np.int64), np.zeros(E, np.bool_), np.zeros((E, 6)), np.zeros(nv),
+                       np.zeros(n), np.zeros(n))
+    return Workspace(kin, aba, rows, solve, plant, dense, control, integrator, events)

@@ -1,5 +1,5 @@
 """The integrators of the compiled step, and the batch of steps one call into compiled code takes
-(:func:`advance`, called by :func:`core.step` and :meth:`core.Simulation.run`).
+(:func:`advance`, called by :func:`core.step` and :meth:`core.Simulation.run`), with the events inside it.
 
 The integrated vector is ``y = [q (nq), q̇ (nv), w]`` with ``w = [work (K + 4), z (nz)]``: the energy audit's
 work integrals of every constraint and power source (thesis §2.3.2), then the controllers' state. Its derivative
@@ -15,12 +15,16 @@ renormalized.
 - ``semi_implicit_euler``: ``q̇ ← q̇ + h q̈(q, q̇)``, then ``q ← q ⊕ q̇ h``; first order, symplectic for
   unconstrained systems.
 
-After each step: the projection formulation removes the drift (:func:`core.formulations.project_state`; its
-energy change is booked as ``corrections``), the new state is evaluated in full (its q̈ is the next step's first
-stage), and the batch stops early at a step that ends with an *event* — an active constraint beyond its
-deviation bound, or a change of the constraint Jacobian's rank deficiency — or with a state or evaluation that
-is not finite. (Events are handled at the step boundary by :func:`core.step`; Kearney's events with isolation of
-their time inside a step belong here too.)
+After each step the projection formulation removes the drift (:func:`core.formulations.project_state`; its
+energy change is booked as ``corrections``) and the new state is evaluated in full (its q̈ is the next step's
+first stage). Then the events (:mod:`core.witnesses`, Kearney §3): if a witness changed sign over the step, the
+step is taken again from its start with bisected lengths until the first crossing is bracketed within
+``simulation.event_tolerance`` (Kearney's isolation predicate on time), the events at the bracket's end are
+resolved (impacts, modes switched and settled) and the step goes on from there to its end. Breaks and rank
+changes are detected at the step's end. A batch stops early on a state that is not finite, on more than
+:data:`MAX_EVENTS_PER_STEP` event instants inside one step (chatter), when its event buffer is full, or — for a
+scene with control programs, which answer events in Python — after an event (``stop_on_events``): the step in
+progress is then finished by the next call (``clock.t_target``).
 """
 from __future__ import annotations
 
@@ -33,19 +37,27 @@ from .formulations import project_state
 from .forward import evaluate, kinematics_stage
 from .jit import entry, njit
 from .kinematics import integrate_kernel, normalize_kernel, qdot_kernel
-from .layout import PROJECTION, RK4, SEMI_IMPLICIT_EULER
+from .layout import CASH_KARP, PROJECTION, RK4, SEMI_IMPLICIT_EULER
 from .records import write_record
+from .witnesses import (breaks_and_rank, close_touching, find, mark_eligible, rank_change, refresh_slip, resolve,
+                        settle_round, update_tables)
 
-__all__ = ["advance", "CLOCK", "RUNNING", "EVENT", "NOT_FINITE"]
+__all__ = ["advance", "CLOCK", "RUNNING", "EVENT", "NOT_FINITE", "CHATTER", "MAX_EVENTS_PER_STEP"]
 
-RUNNING, EVENT, NOT_FINITE = 0, 1, 2
+RUNNING, EVENT, NOT_FINITE, CHATTER = 0, 1, 2, 3
+#: At most this many event instants inside one step; more is chatter the rest speed did not end.
+MAX_EVENTS_PER_STEP = 64
 
 #: The scalars a batch reads and writes (one record). In: ``t``, ``t_end`` (no step goes past it), ``dt`` (the
 #: step, or the largest adaptive one), ``step_size`` (the adaptive step to try first; NaN: dt), ``corrections``,
 #: ``max_steps``, ``rank_deficient`` (as last reported), ``evaluated`` (``out`` already holds the full
-#: evaluation at y), ``iterations`` (the projection's, that produced y). Out: the same after the last good step,
-#: ``steps`` taken and ``status`` (RUNNING: the batch ended normally, EVENT: it stopped after a step that ends
-#: with an event, NOT_FINITE: the next step diverged; ``out`` is then not valid). Records (:mod:`core.records`)
+#: evaluation at y), ``iterations`` (the projection's, that produced y), ``t_target`` (the end of a step in
+#: progress, NaN if none), ``stop_on_events`` (return after an event: control programs answer it),
+#: ``close_touching`` (first close the contacts that touch at the state: :func:`core.witnesses.close_touching`),
+#: ``check_events`` (first handle the events at the state itself: breaks, a rank change).
+#: Out: the same after the last good step, ``steps`` completed, ``status`` (RUNNING: the batch ended normally,
+#: EVENT: it stopped after an event, NOT_FINITE: the next step diverged (``out`` is then not valid), CHATTER),
+#: ``n_events`` written into the event buffer (``overflow``: it filled up). Records (:mod:`core.records`)
 #: go into the rows of ``trace``: the state it starts from when ``record_first``, then every ``record_every``-th
 #: step (``since`` counts the steps since the last record, across calls) and the step that reaches ``t_end``;
 #: ``recorded`` rows are written (E(0) of the energy audit: ``energy0``); a full ``trace`` ends the batch.
@@ -54,7 +66,8 @@ CLOCK = np.dtype([
     ("corrections", np.float64), ("max_steps", np.int64), ("steps", np.int64), ("status", np.int64),
     ("iterations", np.int64), ("rank_deficient", np.bool_), ("evaluated", np.bool_),
     ("energy0", np.float64), ("record_every", np.int64), ("since", np.int64), ("recorded", np.int64),
-    ("record_first", np.bool_),
+    ("record_first", np.bool_), ("t_target", np.float64), ("n_events", np.int64), ("overflow", np.bool_),
+    ("stop_on_events", np.bool_), ("close_touching", np.bool_), ("check_events", np.bool_),
 ], align=True)
 
 # Butcher tableaux: nodes c, the lower-triangular A (rows by stage) and the weights of each solution.
@@ -81,17 +94,19 @@ def _derivative(tree, y, nq, nv, ev, kq, kv, kw):
 
 
 @njit
-def _explicit_rk(tree, tab, ws, stage, out, t, y, h, nq, nv, C, A, B1, B2, k, y1, y2, m, n_groups, scale, partial):
+def _explicit_rk(tree, tab, ws, stage, out, t, y, h, nq, nv, C, A, B1, B2, k, y1, y2, m, n_groups, scale, fresh,
+                 partial):
     """The stages of an explicit Runge–Kutta tableau (C, A) from y over h: k[0] from ``out`` (the evaluation at
-    y), then one evaluation per further stage (into ``stage``); y1 ← y + h Σ B1 k and y2 ← y + h Σ B2 k. Returns
-    False if a stage does not evaluate to finite numbers. (``partial`` is False at run time: a literal would
-    compile a second evaluation.)"""
+    y) when ``fresh`` (else k[0] is kept from the last step from y), then one evaluation per further stage (into
+    ``stage``); y1 ← y + h Σ B1 k and y2 ← y + h Σ B2 k. Returns False if a stage does not evaluate to finite
+    numbers. (``fresh`` and ``partial`` are run-time bools: a literal would compile a second evaluation.)"""
     n = y.shape[0]
     z0 = n - out.z_rate.shape[0]
     for i in range(C.shape[0]):
         ki = k[i]
         if i == 0:
-            _derivative(tree, y, nq, nv, out, ki[:nq], ki[nq:nq + nv], ki[nq + nv:])
+            if fresh:
+                _derivative(tree, y, nq, nv, out, ki[:nq], ki[nq:nq + nv], ki[nq + nv:])
             continue
         ys = y1                                               # the stage's state, in y1 until the end
         for j in range(n):
@@ -137,114 +152,284 @@ def _finite(y):
     return True
 
 
-@entry
-def advance(tree, tab, ws, stage, y, active, clock, out, trace):
-    """Up to ``clock.max_steps`` steps from (clock.t, y) with the constraints flagged in ``active`` (module
-    docstring), in the scratch ``ws`` (:func:`core.forward.workspace`) with the stages evaluated into ``stage``;
-    y, the clock and ``out`` (the full evaluation at the final y) are updated in place; records go into
-    ``trace`` (:data:`CLOCK`)."""
-    st = tab.settings[0]
-    ck = clock[0]
+@njit
+def _layout(tab, tree, rows, active):
+    """The active constraints' rows and groups (:func:`core.constraints.active_layout`) and the largest Jacobian
+    scale among them: ``(m, n_groups, scale)``."""
     cons = tab.constraints
-    nv, K = out.qdd.shape[0], cons.shape[0]
-    nz, npow = out.z_rate.shape[0], out.power.shape[0]
-    nq = y.shape[0] - nv - npow - nz
-    rows = ws.rows
     m, n_groups = active_layout(cons, tab.variables, tree.root, active, rows.row_of, rows.group_of, rows.uf)
     scale = 0.0
-    for c in range(K):
+    for c in range(cons.shape[0]):
         if active[c]:
             scale = max(scale, cons[c].jacobian_scale)
+    return m, n_groups, scale
+
+
+@njit
+def _take_step(tree, tab, ws, stage, out, st, t, y, h, y1, nq, nv, m, n_groups, scale, fresh, partial):
+    """One step of h from (t, y) by the scene's tableau, without error control (Cash–Karp: its fifth-order
+    solution), into y1; its first stage from the full evaluation at y in ``out`` when ``fresh``, else kept in
+    ``k[0]`` from the last step from y. False if a stage is not finite."""
+    iw = ws.integrator
+    k, y2 = iw.k, iw.y2
     n = y.shape[0]
+    if st.integrator == RK4:
+        return _explicit_rk(tree, tab, ws, stage, out, t, y, h, nq, nv, _RK4_C, _RK4_A, _RK4_B, _RK4_B, k, y1, y2,
+                            m, n_groups, scale, fresh, partial)
+    if st.integrator == CASH_KARP:
+        return _explicit_rk(tree, tab, ws, stage, out, t, y, h, nq, nv, _CK_C, _CK_A, _CK_B5, _CK_B4, k, y1, y2,
+                            m, n_groups, scale, fresh, partial)
+    if fresh:
+        _derivative(tree, y, nq, nv, out, k[0, :nq], k[0, nq:nq + nv], k[0, nq + nv:])
+    for j in range(nq, n):                                    # q̇ ← q̇ + h q̈;  w ← w + h ẇ
+        y1[j] = y[j] + h * k[0, j]
+    integrate_kernel(tree.joint_type, tree.q_start, tree.v_start, y[:nq], y1[nq:nq + nv], h, y1[:nq])
+    normalize_kernel(tree.quat_starts, y1[:nq])               # q ← q ⊕ q̇ h
+    return True
+
+
+@njit
+def _adaptive_step(tree, tab, ws, stage, out, st, t, y, h, limit, y1, nq, nv, z0, m, n_groups, scale, partial):
+    """Cash–Karp with error control on q, q̇ and z from (t, y): tries h (at most ``limit``), shrinks until the
+    step is accepted; the fifth-order solution goes into y1. Returns ``(h taken, next h to try)``."""
+    iw = ws.integrator
+    y2 = iw.y2
+    n = y.shape[0]
+    h = min(h, limit)
+    while True:
+        ok = _explicit_rk(tree, tab, ws, stage, out, t, y, h, nq, nv, _CK_C, _CK_A, _CK_B5, _CK_B4, iw.k, y1, y2,
+                          m, n_groups, scale, iw.flags[1], partial)
+        err = 0.0
+        if ok:
+            for j in range(n):
+                if nq + nv <= j < z0:
+                    continue                                  # (not on the work integrals)
+                e = abs(y1[j] - y2[j]) / (st.tolerance * (1.0 + abs(y1[j])))
+                err = max(err, e) if np.isfinite(e) else np.inf
+        else:
+            err = np.inf
+        if err <= 1.0 or h < 1e-12:
+            grow = 5.0 if err == 0.0 else min(5.0, max(1.0, 0.9 * err ** -0.2))
+            return h, h * grow
+        h *= 0.1 if not np.isfinite(err) else max(0.1, 0.9 * err ** -0.25)
+
+
+@njit
+def _settle_step(tree, tab, ws, st, t, y1, active, nq, nv, z0, m, n_groups, scale, full, out):
+    """After a step to (t, y1): the projection formulation's drift removal, then the full evaluation at y1.
+    Returns ``(ok, energy the projection changed, its iterations)``."""
+    q1, qd1 = y1[:nq], y1[nq:nq + nv]
+    iterations = 0
+    correction = 0.0
+    if st.formulation == PROJECTION and m > 0:               # Aghili's drift removal, its energy booked
+        before = _total_energy(tree, tab, ws, t, q1, qd1)
+        iterations = project_state(tree, tab, ws, t, q1, qd1, active, scale)
+        active_layout(tab.constraints, tab.variables, tree.root, active, ws.rows.row_of, ws.rows.group_of,
+                      ws.rows.uf)
+        if _finite(y1):
+            correction = _total_energy(tree, tab, ws, t, q1, qd1) - before
+    if not _finite(y1):
+        return False, 0.0, iterations
+    return evaluate(tree, tab, ws, t, q1, qd1, y1[z0:], m, n_groups, scale, full, out), correction, iterations
+
+
+@njit
+def _settle_modes(tree, tab, ws, t, y, active, slip, touched, events, clock, nq, nv, z0, full, out):
+    """At an event's state: until the modes are consistent (at most 8 rounds), write the contact tables, evaluate,
+    refresh the slipping points' forces and switch the lift-offs, slips and releases the modes cause. Leaves the
+    full evaluation at y in ``out``; returns ``(ok, m, n_groups, scale)``."""
+    rows = ws.rows
+    m, n_groups, scale = _layout(tab, tree, rows, active)
+    for _ in range(8):
+        update_tables(tab, ws.kin, active, slip, 0.0)
+        if not evaluate(tree, tab, ws, t, y[:nq], y[nq:nq + nv], y[z0:], m, n_groups, scale, full, out):
+            return False, m, n_groups, scale
+        if not settle_round(tab, ws, out, t, y[:nq], active, slip, touched, events, clock):
+            return True, m, n_groups, scale
+        m, n_groups, scale = _layout(tab, tree, rows, active)
+    update_tables(tab, ws.kin, active, slip, 0.0)
+    ok = evaluate(tree, tab, ws, t, y[:nq], y[nq:nq + nv], y[z0:], m, n_groups, scale, full, out)
+    return ok, m, n_groups, scale
+
+
+@njit
+def _boundary_events(tree, tab, ws, t, y, active, events, clock, nq, nv, z0, m, n_groups, scale, full, out):
+    """The events first detected at a step's end: breaks (then the state is evaluated again) and a rank change.
+    Returns ``(ok, m, n_groups, scale)``."""
+    ok = True
+    if breaks_and_rank(tab, out, t, active, events, clock):
+        m, n_groups, scale = _layout(tab, tree, ws.rows, active)
+        ok = evaluate(tree, tab, ws, t, y[:nq], y[nq:nq + nv], y[z0:], m, n_groups, scale, full, out)
+    rank_change(out, m, t, events, clock)
+    return ok, m, n_groups, scale
+
+
+@entry
+def advance(tree, tab, ws, stage, y, active, slip, touched, clock, out, trace, events):
+    """Up to ``clock.max_steps`` steps from (clock.t, y) with the constraints flagged in ``active``, the contact
+    points' Coulomb forces ``slip`` (P x 3) and touchdown times ``touched`` (module docstring), in the scratch
+    ``ws`` (:func:`core.forward.workspace`) with the stages evaluated into ``stage``; y, ``active``, ``slip``,
+    ``touched``, the clock and ``out`` (the full evaluation at the final y) are updated in place; records go into
+    ``trace`` and events into ``events`` (:data:`CLOCK`, :data:`core.events.EVENT`)."""
+    st = tab.settings[0]
+    ck = clock[0]
+    nv = out.qdd.shape[0]
+    nz, npow = out.z_rate.shape[0], out.power.shape[0]
+    nq = y.shape[0] - nv - npow - nz
     z0 = nq + nv + npow                                        # where z starts in y
+    ev = ws.events
+    y0, y_hi = ev.y0, ev.y_hi
     iw = ws.integrator
     partial, full = iw.flags[0], iw.flags[1]                   # run-time bools: one compiled evaluation
+    y1 = iw.y1
+    m, n_groups, scale = _layout(tab, tree, ws.rows, active)
     t = ck.t
     ck.steps = 0
     ck.status = RUNNING
     ck.recorded = 0
+    ck.n_events = 0
+    ck.overflow = False
     capacity = trace.shape[0]
     if not ck.evaluated:
         if not evaluate(tree, tab, ws, t, y[:nq], y[nq:nq + nv], y[z0:], m, n_groups, scale, full, out):
             ck.status = NOT_FINITE
             return
+        if update_tables(tab, ws.kin, active, slip, 0.0):      # (the tables of the state itself)
+            if not evaluate(tree, tab, ws, t, y[:nq], y[nq:nq + nv], y[z0:], m, n_groups, scale, full, out):
+                ck.status = NOT_FINITE
+                return
         ck.evaluated = True
+    if ck.close_touching:                                     # contacts that touch at the start close at once
+        ck.close_touching = False
+        ck.corrections += close_touching(tree, tab, ws, out, t, y[:nq], y[nq:nq + nv], active, slip, touched,
+                                         events, clock)
+        ok, m, n_groups, scale = _settle_modes(tree, tab, ws, t, y, active, slip, touched, events, clock, nq, nv,
+                                               z0, full, out)
+        if not ok:
+            ck.status = NOT_FINITE
+            ck.evaluated = False
+            return
+    if ck.check_events and np.isnan(ck.t_target):             # events at the state itself
+        ok, m, n_groups, scale = _boundary_events(tree, tab, ws, t, y, active, events, clock, nq, nv, z0, m,
+                                                  n_groups, scale, full, out)
+        if not ok:
+            ck.status = NOT_FINITE
+            ck.evaluated = False
+            return
     if ck.record_first and capacity > 0:
         write_record(out, tab.controllers, t, y, nq, nv, ck.corrections, ck.iterations, ck.energy0, active,
                      trace[0])
         ck.recorded = 1
-    k, y1, y2 = iw.k, iw.y1, iw.y2
     eps = 1e-12 * max(1.0, abs(ck.t_end))
     h_try = ck.step_size if ck.step_size > 0.0 else ck.dt
-    for _ in range(ck.max_steps):
-        if t >= ck.t_end - eps or (capacity > 0 and ck.recorded == capacity):
-            break
-        limit = min(ck.dt, ck.t_end - t)
-        if st.integrator == RK4:
-            h = limit
-            if not _explicit_rk(tree, tab, ws, stage, out, t, y, h, nq, nv, _RK4_C, _RK4_A, _RK4_B, _RK4_B, k, y1, y2, m,
-                                n_groups, scale, partial):
-                ck.status = NOT_FINITE
+    instants = 0
+    while ck.steps < ck.max_steps:
+        if np.isnan(ck.t_target):                             # a new step
+            if t >= ck.t_end - eps or (capacity > 0 and ck.recorded == capacity):
                 break
-        elif st.integrator == SEMI_IMPLICIT_EULER:
-            h = limit
-            _derivative(tree, y, nq, nv, out, k[0, :nq], k[0, nq:nq + nv], k[0, nq + nv:])
-            for j in range(nq, n):                            # q̇ ← q̇ + h q̈;  w ← w + h ẇ
-                y1[j] = y[j] + h * k[0, j]
-            integrate_kernel(tree.joint_type, tree.q_start, tree.v_start, y[:nq], y1[nq:nq + nv], h, y1[:nq])
-            normalize_kernel(tree.quat_starts, y1[:nq])       # q ← q ⊕ q̇ h
-        else:
-            h = min(h_try, limit)
-            while True:                                       # Cash–Karp with error control on q, q̇ and z
-                ok = _explicit_rk(tree, tab, ws, stage, out, t, y, h, nq, nv, _CK_C, _CK_A, _CK_B5, _CK_B4, k, y1, y2, m,
-                                  n_groups, scale, partial)
-                err = 0.0
-                if ok:
-                    for j in range(n):
-                        if nq + nv <= j < z0:
-                            continue                          # (not on the work integrals)
-                        e = abs(y1[j] - y2[j]) / (st.tolerance * (1.0 + abs(y1[j])))
-                        err = max(err, e) if np.isfinite(e) else np.inf
-                else:
-                    err = np.inf
-                if err <= 1.0 or h < 1e-12:
-                    grow = 5.0 if err == 0.0 else min(5.0, max(1.0, 0.9 * err ** -0.2))
-                    h_try = min(h * grow, ck.dt)
+            ck.t_target = t + min(ck.dt, ck.t_end - t)
+            for p in range(tab.points.shape[0]):
+                ev.switches[p] = 0
+                ev.held[p] = False
+            instants = 0
+        target = ck.t_target
+        if t < target - 1e-12 * max(1.0, abs(target)):       # (what remains of) the step from (t, y)
+            # the contact tables with the point that touches halfway, the points that may stick, then the step
+            if update_tables(tab, ws.kin, active, slip, 0.5 * (target - t)):
+                if not evaluate(tree, tab, ws, t, y[:nq], y[nq:nq + nv], y[z0:], m, n_groups, scale, full, out):
+                    ck.status = NOT_FINITE
+                    ck.evaluated = False
                     break
-                h *= 0.1 if not np.isfinite(err) else max(0.1, 0.9 * err ** -0.25)
-            ck.step_size = h_try
-        if not _finite(y1):
-            ck.status = NOT_FINITE
-            break
-        t_new = t + h
-        q1, qd1 = y1[:nq], y1[nq:nq + nv]
-        iterations = 0
-        if st.formulation == PROJECTION and m > 0:            # Aghili's drift removal, its energy booked
-            before = _total_energy(tree, tab, ws, t_new, q1, qd1)
-            iterations = project_state(tree, tab, ws, t_new, q1, qd1, active, scale)
-            m, n_groups = active_layout(cons, tab.variables, tree.root, active, rows.row_of, rows.group_of,
-                                        rows.uf)
-            if _finite(y1):
-                ck.corrections += _total_energy(tree, tab, ws, t_new, q1, qd1) - before
-        if not evaluate(tree, tab, ws, t_new, q1, qd1, y1[z0:], m, n_groups, scale, full, out):
-            ck.status = NOT_FINITE                            # a finite state whose evaluation overflows
-            ck.evaluated = False
-            break
-        y[:] = y1
-        t = t_new
+            mark_eligible(tab, ws, out, active, slip)
+            y0[:] = y
+            if st.integrator == CASH_KARP:
+                h, h_next = _adaptive_step(tree, tab, ws, stage, out, st, t, y, h_try, target - t, y1, nq, nv, z0,
+                                           m, n_groups, scale, partial)
+                h_try = min(h_next, ck.dt)
+                ck.step_size = h_try
+                if t + h < target:
+                    target = t + h                            # (Cash–Karp: an accepted step is a step)
+                    ck.t_target = target
+            else:
+                h = target - t
+                if not _take_step(tree, tab, ws, stage, out, st, t, y, h, y1, nq, nv, m, n_groups, scale, full,
+                                  partial):
+                    ck.status = NOT_FINITE
+                    break
+            ok, correction, iterations = _settle_step(tree, tab, ws, st, t + h, y1, active, nq, nv, z0, m,
+                                                      n_groups, scale, full, out)
+            if not ok:
+                ck.status = NOT_FINITE                        # a finite state whose evaluation overflows
+                ck.evaluated = False
+                break
+            if find(tab, ws, out, t + h, y1[:nq], active, slip, touched, False) > 0:
+                # an event inside the step: bisect the step from its start until the first crossing is
+                # bracketed within the event tolerance (the first stage, at y0, is kept in k[0])
+                lo, hi, at_hi = 0.0, h, True
+                y_hi[:] = y1
+                while hi - lo > st.event_tolerance:
+                    mid = 0.5 * (lo + hi)
+                    if not _take_step(tree, tab, ws, stage, out, st, t, y0, mid, y1, nq, nv, m, n_groups, scale,
+                                      partial, partial):
+                        break
+                    ok, _, _ = _settle_step(tree, tab, ws, st, t + mid, y1, active, nq, nv, z0, m, n_groups,
+                                            scale, full, out)
+                    if not ok:
+                        break
+                    if find(tab, ws, out, t + mid, y1[:nq], active, slip, touched, False) > 0:
+                        hi, at_hi = mid, True
+                        y_hi[:] = y1
+                    else:
+                        lo, at_hi = mid, False
+                y[:] = y_hi
+                t = t + hi
+                if not at_hi and not evaluate(tree, tab, ws, t, y[:nq], y[nq:nq + nv], y[z0:], m, n_groups, scale,
+                                              full, out):
+                    ck.status = NOT_FINITE
+                    ck.evaluated = False
+                    break
+                found = find(tab, ws, out, t, y[:nq], active, slip, touched, False)
+                ck.corrections += resolve(tree, tab, ws, out, t, y[:nq], y[nq:nq + nv], active, slip, touched,
+                                          found, events, clock, out.scalars[0].energy_kinetic)
+                ok, m, n_groups, scale = _settle_modes(tree, tab, ws, t, y, active, slip, touched, events, clock,
+                                                       nq, nv, z0, full, out)
+                if not ok:
+                    ck.status = NOT_FINITE
+                    ck.evaluated = False
+                    break
+                instants += 1
+                if instants > MAX_EVENTS_PER_STEP:
+                    ck.status = CHATTER
+                    break
+                if ck.overflow or ck.stop_on_events:
+                    ck.status = EVENT
+                    break
+                continue
+            y[:] = y1                                         # no event: the step is taken
+            t = target
+            ck.corrections += correction
+            ck.iterations = iterations
+        ck.t_target = np.nan                                  # the step is complete
         ck.steps += 1
         ck.since += 1
-        ck.iterations = iterations
+        changed = refresh_slip(tab, ws.kin, out, active, slip)
+        if update_tables(tab, ws.kin, active, slip, 0.0) or changed:
+            if not evaluate(tree, tab, ws, t, y[:nq], y[nq:nq + nv], y[z0:], m, n_groups, scale, full, out):
+                ck.status = NOT_FINITE
+                ck.evaluated = False
+                break
+        ok, m, n_groups, scale = _boundary_events(tree, tab, ws, t, y, active, events, clock, nq, nv, z0, m,
+                                                  n_groups, scale, full, out)
+        if not ok:
+            ck.status = NOT_FINITE
+            ck.evaluated = False
+            break
         if capacity > 0 and (ck.since >= ck.record_every or t >= ck.t_end - eps):
             write_record(out, tab.controllers, t, y, nq, nv, ck.corrections, ck.iterations, ck.energy0, active,
                          trace[ck.recorded])
             ck.recorded += 1
             ck.since = 0
-        for c in range(K):                                    # events at the step boundary
-            if active[c] and out.deviation[c] > cons[c].max_deviation:
-                ck.status = EVENT
-        if (m > 0 and out.scalars[0].jacobian_rank < m) != ck.rank_deficient:
+        if ck.overflow or (ck.stop_on_events and ck.n_events > 0):
             ck.status = EVENT
-        if ck.status != RUNNING or (capacity > 0 and ck.recorded == capacity):
             break
     ck.t = t

@@ -31,7 +31,7 @@ class _Struct(types.StructRef):
 
 
 __all__ = ["kinematics_work", "articulated_work", "plant_work", "thread_work", "Tables", "Outputs", "OutputArrays", "OUTPUT_FIELDS", "TreeRef", "Workspace", "Kinematics", "Articulated", "RowsWork", "SolveWork", "Plant", "Dense",
-           "ControlWork", "IntegratorWork", "SETTINGS", "SCALARS", "outputs", "DYNAMIC_CONSTRAINTS", "PROJECTION",
+           "ControlWork", "IntegratorWork", "EventWork", "SETTINGS", "SCALARS", "outputs", "DYNAMIC_CONSTRAINTS", "PROJECTION",
            "MULTIPLIERS", "FORMULATION_CODES", "RK4", "CASH_KARP", "SEMI_IMPLICIT_EULER", "INTEGRATOR_CODES",
            "MC", "MC_SYMMETRIC", "MC_GAMMA", "VARIANT_CODES"]
 
@@ -48,12 +48,14 @@ VARIANT_CODES = {"Mc": MC, "Mc_symmetric": MC_SYMMETRIC, "Mc_gamma": MC_GAMMA}
 #: Aghili's projection (``variant`` of the constraint inertia, its ``gamma`` (NaN: ‖M‖₂), the pseudo-inverse
 #: tolerance ``projection_tolerance`` and the Newton–Raphson ``position_tolerance`` and ``max_iterations``), the
 #: integrator and the adaptive one's ``tolerance``, and what the step must assemble: ``mass_matrix`` (the
-#: projection formulation or a controller needs M and b), ``gravity_torque`` (a controller needs g(q)).
+#: projection formulation or a controller needs M and b), ``gravity_torque`` (a controller needs g(q)); the time
+#: to which events are isolated (``event_tolerance``, s).
 SETTINGS = np.dtype([
     ("formulation", np.int64), ("method", np.int64), ("rcond", np.float64), ("rho", np.float64),
     ("rank_tolerance", np.float64), ("variant", np.int64), ("gamma", np.float64),
     ("projection_tolerance", np.float64), ("position_tolerance", np.float64), ("max_iterations", np.int64),
     ("integrator", np.int64), ("tolerance", np.float64), ("mass_matrix", np.bool_), ("gravity_torque", np.bool_),
+    ("event_tolerance", np.float64),
 ], align=True)
 
 #: The scalar results of one evaluation (one record of :class:`Outputs`): see :class:`core.data.Data`.
@@ -67,8 +69,9 @@ SCALARS = np.dtype([
 class Tables(StructRefProxy):
     """What a step reads besides the model's tree: the constraints (:data:`core.constraints.CONSTRAINT`), the
     joint-space programs and their variables, the force elements (:data:`core.forces.FORCE`), the controllers
-    (:data:`core.control.kernels.CONTROLLER`) with their integer and float pools, and the settings
-    (:data:`SETTINGS`, one record)."""
+    (:data:`core.control.kernels.CONTROLLER`) with their integer and float pools, the settings (:data:`SETTINGS`,
+    one record), and the contact points, joint limits and held joints (:data:`core.contacts.CONTACT_POINT`,
+    :data:`core.contacts.LIMIT`)."""
 
 
 @structref.register
@@ -76,7 +79,8 @@ class TablesType(_Struct):
     pass
 
 
-define_proxy(Tables, TablesType, ['constraints', 'tape', 'variables', 'forces', 'controllers', 'control_ints', 'control_floats', 'settings'])
+define_proxy(Tables, TablesType, ['constraints', 'tape', 'variables', 'forces', 'controllers', 'control_ints',
+                                  'control_floats', 'settings', 'points', 'limits', 'holds'])
 
 class Outputs(StructRefProxy):
     """What one evaluation writes (see :class:`core.data.Data` for the meaning): ``qdd``, ``tau`` (all applied
@@ -234,6 +238,24 @@ class IntegratorWorkType(_Struct):
 define_proxy(IntegratorWork, IntegratorWorkType, ["k", "y1", "y2", "flags"])
 
 
+class EventWork(StructRefProxy):
+    """The event stage's scratch (:mod:`core.witnesses`): the events found at a state (``kind``, ``index``, the
+    witness value ``g``; at most one per contact point and two per joint limit, plus one per constraint), per
+    contact point whether it may stick in this step (``eligible``), is held in stick (``held``) and how often it
+    switched (``switches``); an impact's entries (``ents``, E x 2), which are new (``is_new``), their results
+    (``result``, E x 6) and q̇⁺ (``qd``); the state a step starts from (``y0``) and the first one found past an
+    event (``y_hi``)."""
+
+
+@structref.register
+class EventWorkType(_Struct):
+    pass
+
+
+define_proxy(EventWork, EventWorkType, ['kind', 'index', 'g', 'eligible', 'held', 'switches', 'ents', 'is_new',
+                                        'result', 'qd', 'y0', 'y_hi'])
+
+
 class Workspace(StructRefProxy):
     """All scratch of one compiled call, by stage."""
 
@@ -243,7 +265,8 @@ class WorkspaceType(_Struct):
     pass
 
 
-define_proxy(Workspace, WorkspaceType, ['kin', 'aba', 'rows', 'solve', 'plant', 'dense', 'control', 'integrator'])
+define_proxy(Workspace, WorkspaceType, ['kin', 'aba', 'rows', 'solve', 'plant', 'dense', 'control', 'integrator',
+                                        'events'])
 
 
 @njit

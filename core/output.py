@@ -69,30 +69,17 @@ def csv_columns(model: Model, data: dict[str, np.ndarray]) -> tuple[list[str], n
 
 
 def event_arrays(events) -> dict[str, np.ndarray]:
-    """The event log as arrays, one entry per event (``timeseries.npz``): ``event_t`` (s), ``event_type``,
-    ``event_what`` (the contact point, joint bound, constraint or program it concerns), ``event_impulse`` (N·s or
-    N·m·s at an impact, NaN otherwise), ``event_added`` and ``event_removed`` (the constraint rows, joined by
-    ``;``)."""
-    def what(e: dict) -> str:
-        if "point" in e:
-            return str(e["point"])
-        if "joint" in e:
-            return f"{e['joint']}.{e.get('bound', '')}".rstrip(".")
-        return str(e.get("constraint", e.get("program", e.get("contact", ""))))
-
-    def number(value) -> float:
-        try:
-            return float(value)
-        except (TypeError, ValueError):
-            return math.nan
-
+    """The event log (:class:`core.events.Event`) as arrays, one entry per event (``timeseries.npz``): ``event_t``
+    (s), ``event_type``, ``event_what`` (the contact point, joint bound, constraint or program it concerns),
+    ``event_impulse`` (N·s or N·m·s at an impact, NaN otherwise), ``event_added`` and ``event_removed`` (the
+    constraint rows, joined by ``;``)."""
     events = list(events)
-    return {"event_t": np.array([number(e.get("t")) for e in events], dtype=float),
-            "event_type": np.array([str(e.get("type", "")) for e in events], dtype=str),
-            "event_what": np.array([what(e) for e in events], dtype=str),
-            "event_impulse": np.array([number(e.get("impulse")) for e in events], dtype=float),
-            "event_added": np.array([";".join(map(str, e.get("added") or ())) for e in events], dtype=str),
-            "event_removed": np.array([";".join(map(str, e.get("removed") or ())) for e in events], dtype=str)}
+    return {"event_t": np.array([e.t for e in events], dtype=float),
+            "event_type": np.array([e.kind for e in events], dtype=str),
+            "event_what": np.array([e.what for e in events], dtype=str),
+            "event_impulse": np.array([e.impulse for e in events], dtype=float),
+            "event_added": np.array([";".join(e.added) for e in events], dtype=str),
+            "event_removed": np.array([";".join(e.removed) for e in events], dtype=str)}
 
 
 def write_run(out: Path, model: Model, sim, data: dict[str, np.ndarray], scene_path: str | None = None,
@@ -269,7 +256,7 @@ class RunWriter:
                 "nv": model.nv,
                 "joint_names": model.joint_names,
                 "constraint_names": names,
-                "events": list(getattr(sim, "events", [])),
+                "events": [e.as_dict() for e in getattr(sim, "events", [])],
                 "max_deviation": {c: float(st.max_deviation[i]) if st.ever_active[i] else None
                                   for i, c in enumerate(names)},
                 "final_work_constraints_J": {c: float(last["work_constraints"][i]) for i, c in enumerate(names)}

@@ -27,11 +27,11 @@ from .data import Data
 from .formulations import FORMULATIONS
 from .joint_constraints import JOINT_SPACE
 from .model import Model, State
+from .plan import NO_TRACE, plan_of, run
 from .programs import Controls
 from .records import record_width, split
-from .step import (_NO_TRACE, INTEGRATOR_NAMES, DivergenceError, Inputs, _contact_advance, _plan, _run,
-                   actuator_response, advance,
-                   controllers_under, evaluate, handle_events, record_layout, touching_at_start)
+from .step import (INTEGRATOR_NAMES, DivergenceError, Inputs, actuator_response, controllers_under, evaluate,
+                   failure, record_layout, touching_at_start)
 
 __all__ = ["Simulation", "Snapshot", "Records", "DivergenceError", "INTEGRATOR_NAMES"]
 
@@ -96,7 +96,7 @@ class Simulation:
             self.state, events = touching_at_start(self.model, self.state, self.inputs)
         except DivergenceError:
             pass                                              # (the first step reports it, with its time)
-        self.events: list[dict] = events
+        self.events: list = events
         self.steps_taken = 0
         self.wall_time = 0.0
         self._energy0: float | None = None
@@ -116,7 +116,7 @@ class Simulation:
         scene whose settings or gains alone changed)."""
         self.state = snapshot.state.copy()
         self.inputs = snapshot.inputs
-        self.events = [dict(e) for e in snapshot.events]
+        self.events = list(snapshot.events)
         self.steps_taken = snapshot.steps_taken
         self.wall_time = snapshot.wall_time
         self._energy0 = snapshot.energy0
@@ -271,12 +271,9 @@ class Simulation:
         return d.energy_total - self._reference_energy() - float(self.state.work.sum()) - self.state.corrections
 
     # ---- stepping -----------------------------------------------------------------------------------------
-    def _handle_events(self) -> None:
+    def _started(self) -> None:
         if self._energy0 is None:
             self._reference_energy()
-        self.state, events = handle_events(self.model, self.state, self.inputs)
-        if events:
-            self.events.extend(events)
 
     # ---- control programs (Kearney §4) --------------------------------------------------------------------
     def _start_programs(self) -> None:
@@ -295,49 +292,63 @@ class Simulation:
     def _after_step(self) -> None:
         """Hand the events logged since the last delivery to the control programs' event hooks."""
         if not self.programs:
+            self._delivered = len(self.events)
             return
         self._start_programs()
         while self._delivered < len(self.events):
             event = self.events[self._delivered]
             self._delivered += 1
-            if "program" in event:
+            if event.program:
                 continue
             for p in self.programs:
                 p.event(Controls(self, p), event)
 
-    def _respond(self, state: State, events: list) -> tuple[State, Inputs]:
-        """The control programs' answer to contact events inside a step (Kearney §4: a program reacts at the
-        event, not at the next step): the events are logged and handed to the event hooks at the event's state,
-        then the step hooks set the commands (and owned constraints) the step goes on with."""
-        self.state = state
-        self.events.extend(events)
-        self._after_step()
-        for p in self.programs:
-            p.step(Controls(self, p))
-        return self.state, self.inputs
+    def _batch(self, t_end: float, max_steps: int, trace=NO_TRACE, since: int = 0, record_first: bool = False,
+               record_every: int = 1):
+        """Steps from the current state in compiled batches; with control programs, one step per call and every
+        event answered where it happens (Kearney §4: a program reacts at the event, not at the next step): the
+        batch stops at it, the events go to the programs' event hooks and their step hooks set the commands the
+        step goes on with. Returns the last batch, with ``steps`` and ``recorded`` summed over the calls."""
+        plan = plan_of(self.model, self.inputs)
+        programs = bool(self.programs)
+        steps = recorded = 0
+        t_target = np.nan
+        while True:
+            with plan.lock:
+                batch = run(self.model, self.state, plan, self.dt, t_end, max_steps - steps, trace[recorded:],
+                            self._reference_energy(), record_every, since, record_first and recorded == 0,
+                            t_target, programs)
+            self.state = batch.state
+            self.events.extend(batch.events)
+            steps += batch.steps
+            recorded += batch.recorded
+            since = batch.since
+            self.steps_taken += batch.steps
+            if batch.status != "event" or batch.steps >= max_steps and np.isnan(batch.t_target):
+                break
+            t_target = batch.t_target
+            if programs:                                      # the programs answer, then the step goes on
+                self._after_step()
+                for p in self.programs:
+                    p.step(Controls(self, p))
+                plan = plan_of(self.model, self.inputs)
+            if np.isnan(t_target) and steps >= max_steps:
+                break
+            if trace.shape[0] and recorded >= trace.shape[0]:
+                break
+        return batch._replace(steps=steps, recorded=recorded, since=since)
 
     def step(self, dt_max: float | None = None) -> State:
         """Advance one step (``dt``, or one accepted adaptive step no longer than ``dt_max``); raises
         :class:`DivergenceError` with the state unchanged if the result is not finite."""
+        self._started()
         if self.programs:
             self._before_step()
-        plan = _plan(self.model, self.inputs)
-        if plan.clear_state is not self.state:                # (the last step saw no event at its end)
-            self._handle_events()
         h = self.dt if dt_max is None else min(self.dt, dt_max)
         t_end = np.inf if h == self.dt else self.state.t + h   # (t + dt − t is not always dt in floating point)
-        with plan.lock:
-            if self.model.contacts or self.model.limits:
-                batch = _contact_advance(self.model, self.state, plan, self.dt, t_end, 1, _NO_TRACE, 0.0, 1, 0,
-                                         False, self._respond if self.programs else None)
-                self.events.extend(batch.events)
-            else:
-                batch = _run(self.model, self.state, plan, self.dt, t_end, 1)
-        if batch.status == "diverged" or batch.steps == 0:
-            raise DivergenceError(f"the step from t = {self.state.t:.6g} s (dt = {h:g} s) gave a non-finite state "
-                                  f"or dynamics; the state is diverging")
-        self.state = batch.state
-        self.steps_taken += 1
+        batch = self._batch(t_end, 1)
+        if batch.status in ("diverged", "chatter") or batch.steps == 0:
+            raise DivergenceError(failure(batch, h))
         self._after_step()
         return self.state
 
@@ -346,8 +357,9 @@ class Simulation:
         """Step until ``duration`` more seconds of simulated time have passed; returns the recorded time series
         as arrays (:mod:`core.records`: the state it starts from, every ``record_every``-th step and the last;
         per-constraint arrays have one column per constraint, in ``model.constraint_names`` order). Whole
-        batches of steps run in one compiled call, which records as it goes; raises :class:`DivergenceError`
-        if the state diverges, with the state the last good one and the records up to it in its ``records``.
+        batches of steps run in one compiled call, which records as it goes and handles the events inside the
+        steps; raises :class:`DivergenceError` if the state diverges, with the state the last good one and the
+        records up to it in its ``records``.
 
         With ``sink`` (a callable), the records are not kept: each chunk of at most a few thousand rows goes to
         ``sink(chunk)`` as soon as it is recorded (the same dict of arrays), so memory stays bounded however long
@@ -359,7 +371,7 @@ class Simulation:
         expected = int(min(duration / self.dt, 1e9) / max(record_every, 1)) + 2
         trace = np.empty((max(2, min(expected, _CHUNK)), record_width(columns)))   # bounded: one chunk
         chunks: list[np.ndarray] = []
-        energy0 = self._reference_energy()
+        self._started()
         bar = None
         if progress:
             from tqdm import tqdm
@@ -369,28 +381,22 @@ class Simulation:
         since, shown, first = 0, self.state.t, True
         try:
             while first or self.state.t < t_end - eps:
-                if not first:
-                    if self.programs:
-                        self._before_step()
-                    self._handle_events()
-                batch = advance(self.model, self.state, self.inputs, self.dt, t_end,
-                                0 if first else (1 if self.programs else 1 << 62), trace, energy0, record_every, since,
-                                first, self._respond if self.programs else None)
+                if not first and self.programs:
+                    self._before_step()
+                batch = self._batch(t_end, 0 if first else (1 if self.programs else 1 << 62), trace, since, first,
+                                    record_every)
                 first = False
-                self.state, since = batch.state, batch.since
-                self.steps_taken += batch.steps
-                self.events.extend(batch.events)
+                since = batch.since
                 self._after_step()
                 if batch.recorded:
                     if sink is None:
                         chunks.append(trace[:batch.recorded].copy())
                     else:
                         sink(split(trace[:batch.recorded], columns))
-                if batch.status == "diverged":
+                if batch.status in ("diverged", "chatter"):
                     so_far = None if sink is not None else split(
                         np.concatenate(chunks) if chunks else np.zeros((0, record_width(columns))), columns)
-                    raise DivergenceError(f"the step from t = {batch.state.t:.6g} s (dt = {self.dt:g} s) gave a "
-                                          "non-finite state or dynamics; the state is diverging", so_far)
+                    raise DivergenceError(failure(batch, self.dt), so_far)
                 if bar is not None and self.state.t - shown >= 0.01 * duration:
                     bar.update(self.state.t - shown)
                     shown = self.state.t
@@ -407,8 +413,10 @@ class Simulation:
         """Append the current state and everything derived at it (the columns of :mod:`core.records`)."""
         columns = record_layout(self.model, self.inputs)
         trace = np.empty((1, record_width(columns)))
-        batch = advance(self.model, self.state, self.inputs, self.dt, self.state.t, 0, trace,
-                        self._reference_energy(), 1, 0, True)
+        plan = plan_of(self.model, self.inputs)
+        with plan.lock:
+            batch = run(self.model, self.state, plan, self.dt, self.state.t, 0, trace, self._reference_energy(), 1,
+                        0, True, check_events=False)
         if batch.status == "diverged":
             raise DivergenceError(f"the state at t = {self.state.t:.6g} s cannot be evaluated; it is diverging")
         records.append(**{name: value[0] for name, value in split(trace, columns).items()})

@@ -22,7 +22,7 @@ from core.formulations import project_state
 from core.jit import njit
 from core.model import State
 from core.solver import DAMPED_LEAST_SQUARES, SVD, solve_groups
-from core.step import _build_plan, _data, _run
+from core.plan import build_plan, data as plan_data, run
 
 __all__ = ["look", "project", "bounded_solve", "with_settings"]
 
@@ -68,10 +68,10 @@ def look(model: core.Model, t=0.0, q=None, qd=None, z=None, active=None, inputs:
     state = State(float(t), np.array(init.q if q is None else q, float), np.array(init.qd if qd is None else qd, float),
                   init.z if z is None else np.array(z, float), init.work,
                   init.active if active is None else np.array(active, bool))
-    plan = _build_plan(model, inputs)
-    if _run(model, state, plan, 1.0, state.t, 0).status == "diverged":
+    plan = build_plan(model, inputs)
+    if run(model, state, plan, 1.0, state.t, 0, check_events=False).status == "diverged":
         raise core.DivergenceError("the evaluation is not finite")
-    data = _data(model, plan, state)
+    data = plan_data(model, plan, state)
     m = int(plan.out.scalars[0]["rows"])
     J, gamma, D, D_rate, stab, row_of, group_of = _rows(plan.workspace, m)
     slices = [None if r < 0 else slice(int(r), int(r) + c.rows) for r, c in zip(row_of, model.constraints)]
@@ -90,7 +90,7 @@ def project(model: core.Model, t, q, qd, active=None, inputs: core.Inputs = core
     """The projection formulation's drift removal at (t, q, q̇) (Newton–Raphson on the positions, Aghili eq. 39,
     then the velocity projection), with the model's ``projection`` settings: ``(q, q̇, iterations)``."""
     active = np.array([c.enabled for c in model.constraints] if active is None else active, bool)
-    plan = _build_plan(model, inputs)
+    plan = build_plan(model, inputs)
     q, qd = np.array(q, float), np.array(qd, float)
     iterations = project_state(model.kernel_tree, plan.tables, plan.workspace, float(t), q, qd, active,
                                _scale(model, active))
@@ -127,3 +127,24 @@ def bounded_solve(A, B, blocks, bases, bounds, groups, method="svd", rcond=1e-12
                                              float(rho))
     return SimpleNamespace(F=F, residual=A @ F + B, rank=int(rank), dropped=int(dropped), min_kept=float(kept),
                            svals=svals)
+
+
+def impact_at(model: core.Model, state, entries, new=None, inputs: core.Inputs = core.Inputs()):
+    """The compiled impact (:func:`core.impacts.impact`) at ``state`` for ``entries`` — ``("point", slot)`` or
+    ``("bound", 2 · limit + bound)`` — of which ``new`` (default all) touch down now. Returns a namespace ``qd``
+    (q̇⁺), ``pn``, ``pt`` (E x 3), ``vn``, ``mode`` per entry and ``energy_change``."""
+    from core.impacts import BOUND, POINT, impact
+    from core.plan import build_plan, evaluated
+    state = model.complete(state)
+    plan = build_plan(model, inputs)
+    evaluated(model, state, plan)
+    E = len(entries)
+    ents = np.array([[POINT if kind == "point" else BOUND, i] for kind, i in entries], dtype=np.int64).reshape(E, 2)
+    fresh = np.ones(E, bool) if new is None else np.array(new, bool)
+    qd = np.zeros(model.nv)
+    result = np.zeros((E, 6))
+    ke = float(plan.out.scalars[0]["energy_kinetic"])
+    de = impact(model.kernel_tree, plan.tables, plan.workspace, np.array(state.q, float), np.array(state.qd, float),
+                ke, state.active.copy(), ents, fresh, E, qd, result)
+    return SimpleNamespace(qd=qd, pn=result[:, 0].copy(), pt=result[:, 1:4].copy(), vn=result[:, 4].copy(),
+                           mode=result[:, 5].astype(int), energy_change=float(de))

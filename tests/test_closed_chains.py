@@ -62,8 +62,8 @@ def test_four_bar_formulations_agree_and_report_the_redundant_row(four_bar):
     assert ref["q"][-1, 0] - ref["q"][0, 0] > 2 * np.pi                     # the crank turns fully
     for f, (sim, d) in four_bar.items():
         assert np.all(d["jacobian_rank"] == 2) and np.all(d["rank_deficient"] == 1), f
-        (event,) = [e for e in sim.events if e["type"] == "rank_deficient"]
-        assert event["t"] == 0.0 and event["rows"] == 3 and event["jacobian_rank"] == 2
+        (event,) = [e for e in sim.events if e.kind == "rank_deficient"]
+        assert event.t == 0.0 and event.rows == 3 and event.rank == 2
         assert max_difference(model, ref, d) < 1e-6, f
         np.testing.assert_allclose(d["constraint_force"][:, 0, 2], 0.0, atol=1e-9)   # min-norm: no z force
         np.testing.assert_allclose(d["constraint_force"], ref["constraint_force"], rtol=1e-4, atol=1e-4)

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import core
-from core.contacts import OPEN, PENETRATION, STICK, normal_forces, point_modes
+from core.contacts import OPEN, PENETRATION, STICK, point_modes
 from core.scene import SceneError, compile_scene, parse_spec
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -35,8 +35,13 @@ def _ball(height=1.0, radius=0.1, e=0.8, **contact) -> dict:
     return doc
 
 
+def normal_forces(model, data):
+    """The normal force n·F of every contact point against its (ground) plane."""
+    return np.array([c.normal @ data.constraint_force[p.normal] for c in model.contacts for p in c.points])
+
+
 def _events(sim, kind=None):
-    return [e for e in sim.events if kind is None or e["type"] == kind]
+    return [e for e in sim.events if kind is None or e.kind == kind]
 
 
 # ---- a bouncing ball ------------------------------------------------------------------------------------------
@@ -56,13 +61,13 @@ def test_ball_bounces_at_the_analytic_times_with_the_restitution_energy_ratio():
     for k, ev in enumerate(impacts[:6]):
         # each impact isolated within the tolerance, and touching down at 1e-9 m of penetration: the error of
         # one impact time carries into the next flights (measured 2.1e-9 s at the second impact)
-        assert ev["t"] == pytest.approx(t, abs=(k + 1) * (2 * tol + PENETRATION / v)), k
-        assert -ev["normal_velocity"] == pytest.approx(v, rel=1e-7), k
-        assert ev["impulse"] == pytest.approx((1 + e) * v, rel=1e-7)          # m = 1 kg
+        assert ev.t == pytest.approx(t, abs=(k + 1) * (2 * tol + PENETRATION / v)), k
+        assert -ev.velocity == pytest.approx(v, rel=1e-7), k
+        assert ev.impulse == pytest.approx((1 + e) * v, rel=1e-7)          # m = 1 kg
         t += 2 * e * v / G
         v *= e
     # energy ratio between consecutive bounces: (v_{k+1}/v_k)² = e²
-    speeds = np.array([-ev["normal_velocity"] for ev in impacts[:6]])
+    speeds = np.array([-ev.velocity for ev in impacts[:6]])
     assert np.allclose((speeds[1:] / speeds[:-1]) ** 2, e * e, rtol=1e-6)
 
 
@@ -72,8 +77,8 @@ def test_ball_comes_to_rest_in_a_resting_contact_without_a_hang():
     sim.run(6.0)
     assert sim.steps_taken == 6000
     last = sim.events[-1]
-    assert last["type"] == "touchdown" and last["added"] == ["ground.0"]
-    assert -last["normal_velocity"] * 0.8 < model.contacts[0].rest_speed
+    assert last.kind == "touchdown" and last.added == ("ground.0",)
+    assert -last.velocity * 0.8 < model.contacts[0].rest_speed
     assert sim.state.q[2] == pytest.approx(0.1, abs=1e-9)
     assert np.abs(sim.state.qd).max() < 1e-9
     N = normal_forces(model, sim.data)
@@ -100,8 +105,8 @@ def test_other_integrators_isolate_the_first_impact(integrator):
     sim.run(0.6)
     first = _events(sim)[0]
     tol = 1e-8 if integrator == "cash_karp" else 2e-3                    # Euler: first order in dt
-    assert first["type"] == "bounce"
-    assert first["t"] == pytest.approx(np.sqrt(2 * 0.9 / G), abs=tol)
+    assert first.kind == "bounce"
+    assert first.t == pytest.approx(np.sqrt(2 * 0.9 / G), abs=tol)
 
 
 @pytest.mark.parametrize("formulation", ["multipliers", "projection"])
@@ -130,8 +135,8 @@ def test_block_holds_with_non_negative_normal_forces_then_lifts_off_when_pulled(
     liftoffs = _events(sim, "lift-off")
     assert len(liftoffs) == 4
     for ev in liftoffs:                                                        # the pull starts at 0.5 s
-        assert ev["t"] == pytest.approx(0.5, abs=2e-9)
-        assert ev["removed"] == [ev["point"], ev["point"] + ".stick"]
+        assert ev.t == pytest.approx(0.5, abs=2e-9)
+        assert ev.removed == (ev.what, ev.what + ".stick")
     a = 30.0 / 2.0 - G                                                         # then free flight up
     assert sim.state.q[2] == pytest.approx(0.1 + 0.5 * a * (sim.state.t - 0.5) ** 2, rel=1e-6)
     assert np.all(point_modes(model, sim.state) == OPEN)
@@ -160,7 +165,7 @@ def test_sliding_block_decelerates_at_mu_g_and_sticks_when_it_stops():
     assert np.allclose(x[sliding], v0 * t[sliding] - 0.5 * mu * G * t[sliding] ** 2, atol=1e-6)
     sticks = _events(sim, "stick")
     assert len(sticks) == 4
-    assert all(ev["t"] == pytest.approx(t_stop, abs=1e-6) for ev in sticks)
+    assert all(ev.t == pytest.approx(t_stop, abs=1e-6) for ev in sticks)
     assert sim.state.q[0] == pytest.approx(v0 * v0 / (2 * mu * G), abs=1e-6)
     assert abs(sim.state.qd[3]) < 1e-9
     assert np.all(point_modes(model, sim.state) == STICK)
@@ -177,7 +182,7 @@ def test_a_sliding_ball_starts_rolling_at_five_sevenths_of_its_speed():
     sim.run(0.8)
     sticks = _events(sim, "stick")
     assert len(sticks) == 1
-    assert sticks[0]["t"] == pytest.approx(2 * v0 / (7 * mu * G), rel=1e-5)
+    assert sticks[0].t == pytest.approx(2 * v0 / (7 * mu * G), rel=1e-5)
     v = core.point_velocity(model, sim.state.q, sim.state.qd, "ball", [0, 0, 0])     # world, of the centre
     assert v[0] == pytest.approx(5 / 7 * v0, rel=1e-5) and abs(v[1]) < 1e-9
     stick = model.constraint_names.index("ground.0.stick")
@@ -192,12 +197,12 @@ def test_the_event_log_lists_additions_and_removals_in_time_order():
     model = core.load_scene(ROOT / "scenes" / "block_lifted.json")
     sim = core.Simulation(model)
     sim.run(1.0)
-    times = [e["t"] for e in sim.events]
+    times = [e.t for e in sim.events]
     assert times == sorted(times)
     touch = _events(sim, "touchdown")
-    assert [e["added"] for e in touch] == [[f"ground.{i}", f"ground.{i}.stick"] for i in range(4)]
-    assert all(e["t"] == 0.0 for e in touch)                             # resting from the start
-    assert [e["removed"][0] for e in _events(sim, "lift-off")] == [f"ground.{i}" for i in range(4)]
+    assert [e.added for e in touch] == [(f"ground.{i}", f"ground.{i}.stick") for i in range(4)]
+    assert all(e.t == 0.0 for e in touch)                             # resting from the start
+    assert [e.removed[0] for e in _events(sim, "lift-off")] == [f"ground.{i}" for i in range(4)]
 
 
 def test_pure_step_and_simulation_agree_through_an_impact():
@@ -209,7 +214,7 @@ def test_pure_step_and_simulation_agree_through_an_impact():
         state, data, events = core.step(model, state)
         log.extend(events)
         sim.step()
-    assert [e["type"] for e in log] == [e["type"] for e in sim.events]
+    assert [e.kind for e in log] == [e.kind for e in sim.events]
     assert np.array_equal(state.q, sim.state.q) and np.array_equal(state.qd, sim.state.qd)
 
 
@@ -297,13 +302,13 @@ def test_impact_holds_keep_a_joints_velocity_through_an_impact():
             before = sim.state.qd.copy()
             sim.step()
         impact_event = sim.events[0]
-        assert impact_event["t"] < 0.2
+        assert impact_event.t < 0.2
         results[bool(holds)] = (impact_event, sim.state.qd.copy(), before)
     free, held = results[False], results[True]
     knee = 1
     assert abs(held[1][knee] - held[2][knee]) < 0.1                   # held: a step of smooth motion (0.03)
     assert abs(free[1][knee] - free[2][knee]) > 0.5                   # free: the knee jumps
-    assert held[0]["impulse"] > free[0]["impulse"]
+    assert held[0].impulse > free[0].impulse
 
 
 def test_impact_holds_name_hinges_or_sliders():
@@ -329,13 +334,13 @@ def test_a_pendulum_strikes_its_joint_limit_at_the_time_and_speed_energy_gives()
     t1 = quad(lambda u: 2 * u / speed(q0 - u * u), 0.0, np.sqrt(q0 - lower), epsabs=1e-13, epsrel=1e-13)[0]
     sim = core.Simulation(model)
     sim.run(6.0)
-    strikes = [ev for ev in sim.events if ev["type"] in ("limit", "limit-bounce")]
-    assert strikes[0]["t"] == pytest.approx(t1, abs=1e-8)
-    assert -strikes[0]["velocity"] == pytest.approx(speed(lower), rel=1e-8)
-    assert strikes[0]["impulse"] == pytest.approx(I * (1 + e) * speed(lower), rel=1e-8)
-    v = np.array([-ev["velocity"] for ev in strikes])
+    strikes = [ev for ev in sim.events if ev.kind in ("limit", "limit-bounce")]
+    assert strikes[0].t == pytest.approx(t1, abs=1e-8)
+    assert -strikes[0].velocity == pytest.approx(speed(lower), rel=1e-8)
+    assert strikes[0].impulse == pytest.approx(I * (1 + e) * speed(lower), rel=1e-8)
+    v = np.array([-ev.velocity for ev in strikes])
     assert np.allclose(v[1:6] / v[:5], e, rtol=1e-6)
-    assert strikes[-1]["type"] == "limit" and strikes[-1]["added"] == ["swing.lower"]
+    assert strikes[-1].kind == "limit" and strikes[-1].added == ("swing.lower",)
     assert sim.state.q[0] == pytest.approx(lower, abs=1e-9) and abs(sim.state.qd[0]) < 1e-9
     lam = sim.data.constraint_force[model.constraint_names.index("swing.lower")][0]
     assert lam == pytest.approx(G * np.sin(lower), rel=1e-9)
@@ -351,9 +356,9 @@ def test_a_joint_limit_releases_when_the_joint_is_driven_away():
     assert sim.state.active[model.constraint_names.index("swing.lower")]
     sim.set_actuator("motor", 5.0)                          # more than m g l sin 0.3 = 2.9 N·m: it lifts off
     sim.run(0.2)
-    release = [ev for ev in sim.events if ev["type"] == "limit-release"]
-    assert len(release) == 1 and release[0]["removed"] == ["swing.lower"]
-    assert release[0]["t"] == pytest.approx(0.3, abs=2e-3)
+    release = [ev for ev in sim.events if ev.kind == "limit-release"]
+    assert len(release) == 1 and release[0].removed == ("swing.lower",)
+    assert release[0].t == pytest.approx(0.3, abs=2e-3)
     assert sim.state.q[0] > 0.3
 
 
@@ -399,17 +404,20 @@ def test_a_lift_off_delay_holds_a_fresh_contact_until_it_has_passed():
     assert not _events(sim, "lift-off")
     sim.run(0.1)
     liftoffs = _events(sim, "lift-off")
-    assert len(liftoffs) == 4 and all(ev["t"] == pytest.approx(0.2, abs=2e-9) for ev in liftoffs)
+    assert len(liftoffs) == 4 and all(ev.t == pytest.approx(0.2, abs=2e-9) for ev in liftoffs)
     assert np.all(np.isnan(sim.state.touched))
 
 
-def _box_impacts(mu: float, count: int, seed: int):
+def _box_impacts(mu: float, count: int, seed: int, oracle: bool = False):
     """A box's eight corners in one inelastic impact against the ground with friction ``mu``, at random
-    orientations and velocities: ``(qd⁻, per corner (world velocity after, P_n, P_t), the impact's info)``."""
+    orientations and velocities, by the compiled impact (``oracle``: by the NumPy one of tests/oracle):
+    ``(qd⁻, per corner (world velocity after, P_n, P_t), the impact's energy change)``."""
     from dataclasses import replace
 
-    from core.contacts import contact_rows, impact
+    from core.contacts import contact_rows
     from core.points import jacobian_at, link_kinematics
+    from oracle.impacts import impact
+    from probe import impact_at
     doc = _scene("block_lifted")
     doc["forces"] = []
     doc["contacts"][0]["friction"] = mu
@@ -424,9 +432,16 @@ def _box_impacts(mu: float, count: int, seed: int):
         q[3:7] = u / np.linalg.norm(u)
         qd = 2.0 * rng.standard_normal(6)
         kin = link_kinematics(model, q)
-        after, info = impact(model, replace(model.initial_state(), q=q, qd=qd), touching, contact_rows(model))
-        corners = [(jacobian_at(model, kin, p.link, p.r) @ after, *info[(c.name, p.label)][:2]) for _, p in touching]
-        yield qd, corners, info
+        state = replace(model.initial_state(), q=q, qd=qd)
+        if oracle:
+            after, info = impact(model, state, touching, contact_rows(model))
+            per = [info[(c.name, p.label)][:2] for _, p in touching]
+            de = info["energy_change"]
+        else:
+            res = impact_at(model, state, [("point", p.slot) for _, p in touching])
+            after, per, de = res.qd, list(zip(res.pn, res.pt)), res.energy_change
+        corners = [(jacobian_at(model, kin, p.link, p.r) @ after, *per[k]) for k, (_, p) in enumerate(touching)]
+        yield qd, corners, de
 
 
 def test_a_frictionless_impact_on_several_corners_leaves_none_moving_into_the_ground():
@@ -452,10 +467,25 @@ def test_a_frictional_impact_on_several_corners_satisfies_coulombs_complementari
     slip when the active set solved it, the post-impact slip when the cone problem did.)"""
     for qd, corners, info in _box_impacts(mu, 300, 1):
         tol = 1e-6 * (1 + np.abs(qd).max())
-        assert info["energy_change"] <= tol
+        assert info <= tol
         for w, pn, pt in corners:
             vn, vt = w[2], np.array([w[0], w[1], 0.0])                   # the ground's normal is +z
             assert vn >= -tol and pn >= -tol and (pn <= tol or abs(vn) <= tol)
             assert np.linalg.norm(pt) <= mu * max(pn, 0.0) * (1 + 1e-6) + tol
             if np.linalg.norm(pt) < mu * pn * (1 - 1e-6):
                 assert np.linalg.norm(vt) <= tol                       # inside the cone: it sticks
+
+
+@pytest.mark.parametrize("mu", [0.0, 0.3, 1.0])
+def test_the_compiled_impact_equals_the_numpy_oracle(mu):
+    """The compiled impact (articulated-body solves for M⁻¹Rᵀ, a compiled SVD for the active set's least squares)
+    gives the impulses and post-impact velocities of the NumPy oracle (M inverted, numpy's lstsq) on random
+    eight-corner impacts."""
+    mine = _box_impacts(mu, 60, 2)
+    theirs = _box_impacts(mu, 60, 2, oracle=True)
+    for (qd, a, de_a), (_, b, de_b) in zip(mine, theirs):
+        scale = 1 + np.abs(qd).max()
+        for (wa, pna, pta), (wb, pnb, ptb) in zip(a, b):
+            assert np.allclose(wa, wb, atol=1e-7 * scale)
+            assert pna == pytest.approx(pnb, abs=1e-7 * scale) and np.allclose(pta, ptb, atol=1e-7 * scale)
+        assert de_a == pytest.approx(de_b, abs=1e-7 * scale ** 2)

@@ -49,7 +49,7 @@ def _table_scene(k=500.0, q0=-0.3, m=1.0, M=4.0) -> dict:
 
 
 def _events(sim, kind):
-    return [e for e in sim.events if e["type"] == kind]
+    return [e for e in sim.events if e.kind == kind]
 
 
 def test_a_block_on_a_sprung_table_is_pressed_by_m_g_plus_a_and_leaves_it_when_the_spring_is_at_rest():
@@ -71,9 +71,9 @@ def test_a_block_on_a_sprung_table_is_pressed_by_m_g_plus_a_and_leaves_it_when_t
     offs = _events(sim, "lift-off")
     assert len(offs) == 4
     for e in offs:
-        assert e["t"] == pytest.approx(t_star, abs=2e-6)
+        assert e.t == pytest.approx(t_star, abs=2e-6)
     touch = _events(sim, "touchdown")
-    assert len(touch) == 4 and all(e["t"] == 0.0 for e in touch)      # resting on it from the start
+    assert len(touch) == 4 and all(e.t == 0.0 for e in touch)      # resting on it from the start
 
 
 def test_the_block_and_table_keep_the_pairs_energy_and_momentum_books():
@@ -188,7 +188,7 @@ def test_every_formulation_lets_go_of_the_block_at_the_same_instant(formulation)
     sim = core.Simulation(model)
     sim.run(0.25)
     offs = _events(sim, "lift-off")
-    assert len(offs) == 4 and offs[0]["t"] == pytest.approx(0.2078170741, abs=2e-6)
+    assert len(offs) == 4 and offs[0].t == pytest.approx(0.2078170741, abs=2e-6)
     doc = _turntable_scene()
     doc["simulation"]["formulation"] = formulation
     model = compile_scene(parse_spec(doc))

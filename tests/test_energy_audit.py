@@ -97,12 +97,12 @@ def test_constraint_breaks_beyond_its_deviation_bound_and_the_rest_is_resolved()
              {"type": "nail", "name": "hold_puck", "body": "puck", "point": [0, 0, 0], "stabilization": 40}]
     sim = core.Simulation(compile_scene(parse_spec(arm_doc(constraints=nails))), dt=1e-3)
     sim.run(0.2)
-    breaks = lambda: [e for e in sim.events if e["type"] == "break"]          # noqa: E731
+    breaks = lambda: [e for e in sim.events if e.kind == "break"]          # noqa: E731
     assert breaks() == [] and sim.active.all()
     sim.move_nail("hold_tip", sim.data.constraint_force[0] * 0 + [5.0, 5.0, 0.0])  # yank it out of reach
     d = sim.run(0.2)
-    assert [e["constraint"] for e in breaks()] == ["hold_tip"]
-    assert breaks()[0]["deviation"] > 0.05 and list(sim.active) == [False, True]
+    assert [e.constraint for e in breaks()] == ["hold_tip"]
+    assert breaks()[0].deviation > 0.05 and list(sim.active) == [False, True]
     assert d["constraint_force_magnitude"][-1, 0] == 0.0                                 # removed from the solve
     assert d["deviation"][-1, 1] < 1e-6                                                   # the other still holds
 

@@ -368,8 +368,8 @@ def _lasting(events: list) -> list:
     reports at its edge is round-off, and the motion is the same)."""
     out = []
     for e in events:
-        if (out and e["type"] == "slip" and out[-1]["type"] == "stick" and e.get("contact") == out[-1].get("contact")
-                and abs(e["t"] - out[-1]["t"]) < 1e-9):
+        if (out and e.kind == "slip" and out[-1].kind == "stick" and e.get("contact") == out[-1].get("contact")
+                and abs(e.t - out[-1].t) < 1e-9):
             out.pop()
             continue
         out.append(e)
@@ -390,10 +390,10 @@ def test_constraints_forces_and_contacts_at_welded_bodies_act_as_at_their_links(
     qa, sa = trajectory(merged, 0.6)
     qb, sb = trajectory(plain, 0.6)
     ea, eb = _lasting(sa.events), _lasting(sb.events)
-    kinds = [(e["type"], e.get("contact")) for e in ea]
+    kinds = [(e.kind, e.get("contact")) for e in ea]
     assert ("touchdown", "ground") in kinds and ("touchdown", "landing") in kinds   # both contacts came into play
-    assert kinds == [(e["type"], e.get("contact")) for e in eb]
-    np.testing.assert_allclose([e["t"] for e in ea], [e["t"] for e in eb], atol=1e-12)
+    assert kinds == [(e.kind, e.get("contact")) for e in eb]
+    np.testing.assert_allclose([e.t for e in ea], [e.t for e in eb], atol=1e-12)
     np.testing.assert_allclose(qa, qb, rtol=0, atol=1e-12)
     pin = core.point_position(merged, qa[-1], "rod", "pin")
     np.testing.assert_allclose(pin, core.point_position(merged, merged.q0, "rod", "pin"), atol=1e-3)   # held (it falls 1.7 m unheld)

@@ -62,7 +62,7 @@ def test_scenes_on_their_constraints_run_alike_under_every_formulation(name):
 def test_elbow_singularity_is_reported_by_every_formulation():
     for f in FORMULATIONS:
         sim, d = run("elbow_singularity", f, 0.6)
-        lost = [e["t"] for e in sim.events if e["type"] == "rank_deficient"]
+        lost = [e.t for e in sim.events if e.kind == "rank_deficient"]
         assert lost and abs(lost[0] - 0.5) < 0.01, f
         assert np.nanmax(d["deviation"]) < 5e-3, f
 
@@ -88,6 +88,6 @@ def test_arm_nailed_far_from_a_singular_start_shows_each_formulation_s_domain():
     with pytest.raises(core.DivergenceError):
         sim.run(0.1)
     assert np.all(np.isfinite(sim.state.q))                               # the last good state is kept
-    assert sim.events[0]["type"] == "rank_deficient" and sim.events[0]["t"] == 0.0
+    assert sim.events[0].kind == "rank_deficient" and sim.events[0].t == 0.0
     _, pr = run("arm_nail_singular", "projection", 0.1)
     assert np.all(np.isfinite(pr["q"])) and pr["deviation"][-1, 0] > 1.0  # first-order correction cannot reach

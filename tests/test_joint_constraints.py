@@ -238,8 +238,8 @@ def test_force_bound_and_breaking_apply_to_joint_space_constraints():
                                                           max_deviation=0.01))))
     sim = core.Simulation(off)
     sim.run(0.01)
-    (event,) = [e for e in sim.events if e["type"] == "break"]
-    assert event["constraint"] == "phi" and event["deviation"] == pytest.approx(0.05, rel=1e-9)
+    (event,) = [e for e in sim.events if e.kind == "break"]
+    assert event.constraint == "phi" and event.deviation == pytest.approx(0.05, rel=1e-9)
 
 
 def test_a_joint_space_constraint_joins_the_group_of_the_trees_it_reads():

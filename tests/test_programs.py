@@ -31,7 +31,7 @@ class Toggler(ControlProgram):
         self.started_at = ctl.t
 
     def event(self, ctl, event):
-        self.seen.append(event["type"])
+        self.seen.append(event.kind)
 
     def step(self, ctl):
         c = self.p["constraint"]
@@ -55,9 +55,9 @@ def test_a_program_adds_and_removes_its_own_constraints_and_the_log_says_when():
     name = model.constraint_names[0]
     sim = core.Simulation(model)
     sim.run(0.3)
-    log = [(e["type"], e["constraint"], e["program"]) for e in sim.events if e["type"] in ("added", "removed")]
+    log = [(e.kind, e.constraint, e.program) for e in sim.events if e.kind in ("added", "removed")]
     assert log == [("removed", name, "p"), ("added", name, "p")]
-    times = [e["t"] for e in sim.events if e["type"] in ("added", "removed")]
+    times = [e.t for e in sim.events if e.kind in ("added", "removed")]
     assert times[0] == pytest.approx(0.1, abs=1.5e-3) and times[1] == pytest.approx(0.2, abs=1.5e-3)
     assert sim.state.active[0]
     assert sim.programs[0].started_at == 0.0
@@ -146,7 +146,7 @@ def test_raibert_hopper_hops_on_at_the_commanded_speed_with_no_angular_momentum_
     assert "raibert_hopper" in PROGRAMS
     sim = core.Simulation(model)
     rec = sim.run(12.0, record_every=10)
-    hops = [e for e in sim.events if e["type"] == "hop"]
+    hops = [e for e in sim.events if e.kind == "hop"]
     assert len(hops) >= 20
     assert [h["hop"] for h in hops] == list(range(1, len(hops) + 1))
     z, pitch = rec["q"][:, model.q_slice("z").start], rec["q"][:, model.q_slice("pitch").start]
@@ -156,9 +156,9 @@ def test_raibert_hopper_hops_on_at_the_commanded_speed_with_no_angular_momentum_
     assert np.abs(speeds - 0.5).max() < 0.05, speeds
     H = np.array([h["angular_momentum"] for h in settled])
     assert np.abs(H).max() < 0.02, H
-    lift = [e for e in sim.events if e["type"] == "lift-off"]
-    touch = [e for e in sim.events if e["type"] == "touchdown"]
-    assert len(touch) == len(lift) + 1 and all(a["t"] < b["t"] for a, b in zip(touch, lift))
+    lift = [e for e in sim.events if e.kind == "lift-off"]
+    touch = [e for e in sim.events if e.kind == "touchdown"]
+    assert len(touch) == len(lift) + 1 and all(a.t < b.t for a, b in zip(touch, lift))
 
 
 def test_a_view_that_follows_an_unknown_body_is_refused():
@@ -177,7 +177,7 @@ def test_the_anthropomorphic_hopper_hops_on_a_kneed_leg():
     model = core.load_scene(ROOT / "scenes" / "anthropomorphic_hopper.json")
     sim = core.Simulation(model)
     rec = sim.run(12.0, record_every=10)
-    hops = [e for e in sim.events if e["type"] == "hop"]
+    hops = [e for e in sim.events if e.kind == "hop"]
     assert len(hops) >= 20
     z, pitch = rec["q"][:, model.q_slice("z").start], rec["q"][:, model.q_slice("pitch").start]
     assert z.min() > 0.3 and np.abs(pitch).max() < 0.05
@@ -230,10 +230,10 @@ def test_a_program_holds_a_joint_where_it_is_with_a_torque_solved_as_a_constrain
     I, kappa, qd = 1.0 + 1e-4, 40.0, sim.state.qd[0]
     assert lam == pytest.approx(I * (-2 * kappa * qd - kappa ** 2 * (q - angle)) + 9.81 * np.sin(q), rel=1e-9)
     assert lam == pytest.approx(9.81 * np.sin(q), rel=0.03)            # nearly all of it holds against gravity
-    log = [(e["type"], e["constraint"]) for e in sim.events if e["type"] in ("added", "removed")]
+    log = [(e.kind, e.constraint) for e in sim.events if e.kind in ("added", "removed")]
     assert log == [("added", "hold")]
     sim.run(0.2)
-    assert [(e["type"], e["constraint"]) for e in sim.events if e["type"] in ("added", "removed")] == \
+    assert [(e.kind, e.constraint) for e in sim.events if e.kind in ("added", "removed")] == \
         [("added", "hold"), ("removed", "hold")]
     assert abs(sim.state.qd[0]) > 0.1                                 # swinging again
 
@@ -286,7 +286,7 @@ def test_control_equations_on_the_ground_force_hold_at_every_step_and_are_logged
         F = core.evaluate(model, state, inputs).constraint_force[[foot.normal, foot.stick]].sum(axis=0)
         assert abs(F[2] - 300.0) < 1e-8
         assert abs(np.cross(r, F)[1]) < 1e-8
-    log = [(e["type"], e.get("constraint")) for e in sim.events if e["type"] in ("touchdown", "lift-off", "added",
+    log = [(e.kind, e.get("constraint")) for e in sim.events if e.kind in ("touchdown", "lift-off", "added",
                                                                                 "removed")]
     assert log[:3] == [("touchdown", None), ("added", "p.moment"), ("added", "p.push")]
     assert ("lift-off", None) in log
@@ -328,7 +328,7 @@ class Recorder(ControlProgram):
         self.seen = [("start", ctl.t)]
 
     def event(self, ctl, event):
-        self.seen.append((event["type"], event["t"]))
+        self.seen.append((event.kind, event.t))
 
 
 def test_a_program_starts_before_it_hears_of_the_contacts_closed_at_t0():

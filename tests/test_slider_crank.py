@@ -77,15 +77,15 @@ def test_projection_carries_it_through_the_singularities_on_its_branch(runs):
     assert np.abs(d["energy_error"]).max() < 1e-6                            # books close with the corrections
     print(f"projection: max |y_C| {np.abs(y_C(q)).max():.2e}, off-branch {np.abs(off_branch(q)).max():.2e}, "
           f"energy drift {np.abs(E - E[0]).max():.2e} J, max force {d['constraint_force_magnitude'].max():.4g} N, "
-          f"{crossings(q[:, 0])} crossings, rank events at {[round(e['t'], 3) for e in sim.events][::2]}")
+          f"{crossings(q[:, 0])} crossings, rank events at {[round(e.t, 3) for e in sim.events][::2]}")
 
 
 @pytest.mark.slow
 def test_multipliers_flag_rank_loss_at_the_singularity(runs):
     sim, d = runs["multipliers"]
     q = d["q"]
-    lost = [e for e in sim.events if e["type"] == "rank_deficient"]
-    assert lost and all(e["formulation"] == "multipliers" and e["jacobian_rank"] == 0 for e in lost)
+    lost = [e for e in sim.events if e.kind == "rank_deficient"]
+    assert lost and all(e.formulation == "multipliers" and e.rank == 0 for e in lost)
     flagged = d["rank_deficient"] > 0.5
     assert flagged.any()
     assert np.abs(np.cos(q[flagged, 0])).max() < 2e-3                       # only next to q1 = π/2 + nπ
@@ -93,7 +93,7 @@ def test_multipliers_flag_rank_loss_at_the_singularity(runs):
     assert np.all(np.isfinite(d["constraint_force"]))
     assert d["constraint_force_magnitude"].max() < 30.0                      # no garbage multiplier
     assert np.abs(y_C(q)).max() < 1e-8 and np.abs(off_branch(q)).max() <= 1e-6
-    print(f"multipliers: {len(lost)} rank_deficient events at t = {[round(e['t'], 3) for e in lost]}, "
+    print(f"multipliers: {len(lost)} rank_deficient events at t = {[round(e.t, 3) for e in lost]}, "
           f"max |y_C| {np.abs(y_C(q)).max():.2e}, max force {d['constraint_force_magnitude'].max():.4g} N")
 
 
@@ -102,7 +102,7 @@ def test_dynamic_constraints_follow_the_branch_but_their_multiplier_spikes(runs)
     sim, d = runs["dynamic_constraints"]
     q = d["q"]
     assert np.abs(y_C(q)).max() < 1e-8 and np.abs(off_branch(q)).max() <= 1e-5
-    assert any(e["type"] == "rank_deficient" for e in sim.events)          # reported, though not acted on
+    assert any(e.kind == "rank_deficient" for e in sim.events)          # reported, though not acted on
     spike = d["constraint_force_magnitude"].max()
     print(f"dynamic_constraints: max |y_C| {np.abs(y_C(q)).max():.2e}, off-branch {np.abs(off_branch(q)).max():.2e}, "
           f"max force {spike:.4g} N next to the singularity (projection and multipliers: ~26 N)")

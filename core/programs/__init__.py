@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from ..contacts import OPEN, SLIP, point_modes
+from ..events import Event
 from ..points import jacobian_at, link_kinematics, position_at, velocity_at
 
 __all__ = ["ControlProgram", "Controls", "Equation", "ProgramSpec", "ProgramError", "PROGRAMS", "register",
@@ -325,7 +326,7 @@ class Controls:
 
     def log(self, kind: str, **fields) -> None:
         """Put an event of the program into the simulation's log."""
-        self._sim.events.append({"t": self.t, "type": kind, "program": self.program.name, **fields})
+        self._sim.events.append(Event.logged(self.t, kind, self.program.name, **fields))
 
     def _toggle(self, constraint: str, on: bool) -> None:
         if constraint not in self.program.owned:

@@ -163,11 +163,11 @@ class RaibertHopper(ControlProgram):
         ctl.actuate(self.p["leg_actuator"], float(tau[1]))
 
     def event(self, ctl, event: dict) -> None:
-        if event.get("contact") != self.p["foot"]:
+        if event.contact != self.p["foot"]:
             return
         touching = ctl.in_contact(self.p["foot"])
         if touching and not self.stance:
-            self.stance, self.stance_start = True, event["t"]
+            self.stance, self.stance_start = True, event.t
             # 1. hopping height: thrust for the energy of a hop to the commanded apex height, plus the loss
             g = float(np.linalg.norm(ctl.model.gravity))
             if self.apex is not None:
@@ -183,7 +183,7 @@ class RaibertHopper(ControlProgram):
             if self.p["stance_control"] == "contact_force":
                 ctl.retract()
             if self.stance_start is not None:
-                self.stance_time = min(max(event["t"] - self.stance_start, 0.02), 1.0)
+                self.stance_time = min(max(event.t - self.stance_start, 0.02), 1.0)
             self.hops += 1
             _, cd = ctl.centre_of_mass()
             H = ctl.angular_momentum()

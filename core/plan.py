@@ -1,0 +1,357 @@
+"""Plans: the compiled tables of a model under some inputs, the memory the compiled batch works in, and the calls
+into it (:func:`run`). A plan is cached per (model, inputs); a cache never changes a result.
+
+:func:`run` is the one way into compiled code for a step or a batch: it packs a :class:`~core.model.State` into
+the integrated vector, calls :func:`core.integrators.advance` (steps, their events, records) and unpacks what it
+returns into a new State, leaving the full evaluation at that state in the plan's output buffer (``plan.out``),
+from which :func:`data` makes a :class:`core.Data`.
+"""
+from __future__ import annotations
+
+import copy
+import threading
+from dataclasses import dataclass, field, replace
+from typing import NamedTuple
+
+import numpy as np
+
+from .constraints import constraint_table
+from .contacts import contact_rows, contact_tables
+from .control.kernels import COMPUTED_TORQUE, PROJECTED, controller_table
+from .data import Data
+from .events import EVENT, decode
+from .forces import ACTUATOR, force_table, pull_force
+from .formulations import FORMULATIONS, RANK_TOLERANCE
+from .forward import workspace
+from .inputs import Inputs
+from .integrators import CHATTER, CLOCK, EVENT as EVENT_STATUS, MAX_EVENTS_PER_STEP, NOT_FINITE, RUNNING
+from .integrators import advance as advance_kernel
+from .joint_constraints import JOINT_SPACE
+from .layout import (FORMULATION_CODES, INTEGRATOR_CODES, PROJECTION, SETTINGS, VARIANT_CODES, OutputArrays, Outputs,
+                     Tables, outputs)
+from .model import Model, State
+
+__all__ = ["Plan", "Batch", "DivergenceError", "plan_of", "build_plan", "run", "evaluated", "data",
+           "controllers_under", "command", "NO_TRACE", "EVENT_CAPACITY"]
+
+#: Events one compiled call may write before it returns to have them read (it then goes on).
+EVENT_CAPACITY = 1024
+NO_TRACE = np.zeros((0, 1))
+
+
+class DivergenceError(RuntimeError):
+    """The state became non-finite or could not be evaluated, or its events chattered; the caller keeps its last
+    good state. ``records``: what :meth:`core.Simulation.run` recorded up to that state (None elsewhere)."""
+
+    def __init__(self, message: str, records: dict | None = None):
+        super().__init__(message)
+        self.records = records
+
+
+@dataclass
+class Plan:
+    """The tables of one (model, inputs), the sizes of the integrated vector, the compiled call's memory, and the
+    output buffer of the last full evaluation with the state it belongs to (``at_state``)."""
+    tables: Tables
+    controllers: tuple
+    nq: int
+    nv: int
+    nw: int
+    integrator: str
+    formulation: str
+    out: OutputArrays
+    kernel_out: Outputs
+    workspace: object
+    stage: Outputs
+    clock: np.ndarray
+    constraints: np.ndarray                # the tables' constraint and force rows (the contacts write theirs)
+    forces: np.ndarray
+    events: np.ndarray                     # the compiled call's event buffer (:data:`core.events.EVENT`)
+    actuator_rows: tuple = ()              # rows of the force table that are actuators (:func:`command`)
+    commanded: tuple | None = None         # the actuator commands written into the force table
+    targeted: tuple | None = None          # the constraint targets written into the constraint table
+    at_state: State | None = None          # the State `out` was evaluated at (States are values)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+
+class Batch(NamedTuple):
+    """What :func:`run` did: the ``state`` after the last good step, the ``steps`` completed, the ``status`` ("ok";
+    "event": it stopped at an event for control programs to answer, the step in progress to be finished by the next
+    call; "diverged": the next step failed; "chatter": more than :data:`core.integrators.MAX_EVENTS_PER_STEP` event
+    instants in one step), the rows ``recorded`` into the trace, the steps ``since`` the last record, the
+    ``events`` of the batch (:class:`core.events.Event`) and ``t_target``, the end of a step in progress (NaN if
+    none)."""
+    state: State
+    steps: int
+    status: str
+    recorded: int
+    since: int
+    events: tuple = ()
+    t_target: float = float("nan")
+
+
+_PLANS: dict = {}
+_PLANS_LOCK = threading.Lock()
+
+
+def plan_of(model: Model, inputs: Inputs) -> Plan:
+    """The plan of (model, inputs), cached. Actuator commands and constraint targets are not part of the key:
+    they are written into the plan's tables (:func:`command`), so a controller or program that commands
+    actuators at every step reuses one plan."""
+    plan = cached_plan(_PLANS, _PLANS_LOCK, 32, model, _keyed(inputs))
+    command(model, plan, inputs)
+    return plan
+
+
+def _keyed(inputs: Inputs) -> Inputs:
+    """``inputs`` without its actuator commands and constraint targets: the key of its plan (made once)."""
+    keyed = inputs.__dict__.get("_keyed")
+    if keyed is None:
+        keyed = replace(inputs, actuators=(), targets=()) if inputs.actuators or inputs.targets else inputs
+        object.__setattr__(inputs, "_keyed", keyed)
+    return keyed
+
+
+def cached_plan(cache: dict, lock, limit: int, model: Model, inputs: Inputs) -> Plan:
+    """The plan of (model, inputs without commands) in ``cache``, built on a miss (at most ``limit`` kept, oldest
+    out)."""
+    keyed = _keyed(inputs)
+    key = (id(model), keyed)
+    plan = cache.get(key)
+    if plan is None or plan[0] is not model:
+        plan = (model, build_plan(model, keyed))
+        with lock:
+            if len(cache) > limit:
+                cache.pop(next(iter(cache)))
+            cache[key] = plan
+    return plan[1]
+
+
+def command(model: Model, plan: Plan, inputs: Inputs) -> None:
+    """Write the actuator commands and constraint targets of ``inputs`` (else the scene's) into the plan's
+    tables; an evaluation cached under other ones is dropped."""
+    if plan.commanded is inputs.actuators and plan.targeted is inputs.targets:
+        return
+    if plan.targeted is not inputs.targets:
+        targets = dict(inputs.targets)
+        names = model.constraint_names
+        for name in targets:
+            if name not in names or model.constraints[names.index(name)].kind != JOINT_SPACE:
+                raise KeyError(f"no joint-space constraint {name!r} to set the value of")
+        for i, c in enumerate(model.constraints):
+            if c.kind == JOINT_SPACE:
+                value = float(targets.get(c.name, c.value))
+                if plan.constraints["value"][i] != value:
+                    plan.constraints["value"][i] = value
+                    plan.at_state = None
+        plan.targeted = inputs.targets
+    given = dict(inputs.actuators)
+    for name in given:
+        if all(model.forces[i].name != name for i in plan.actuator_rows):
+            known = ", ".join(model.forces[i].name for i in plan.actuator_rows) or "none"
+            raise KeyError(f"no force element {name!r} (actuators: {known})")
+    changed = False
+    for i in plan.actuator_rows:
+        e = model.forces[i]
+        u = given.get(e.name, e.torque)
+        if plan.forces["command"][i] != u:
+            plan.forces["command"][i] = u
+            changed = True
+    if changed:
+        plan.at_state = None
+    plan.commanded = inputs.actuators
+
+
+def controllers_under(model: Model, inputs: Inputs) -> tuple:
+    """The model's controllers with the gains of ``inputs`` applied (copies; validated by each controller)."""
+    if not inputs.gains:
+        return model.controllers
+    out = []
+    for c in model.controllers:
+        mine = [(p, v) for name, p, v in inputs.gains if name == c.name]
+        if mine:
+            c = copy.copy(c)
+            for p, v in mine:
+                c.set_parameter(p, list(v) if isinstance(v, tuple) else v)
+        out.append(c)
+    return tuple(out)
+
+
+def build_plan(model: Model, inputs: Inputs) -> Plan:
+    """A new plan of (model, inputs): its tables, memory and buffers."""
+    s = model.settings
+    formulation = inputs.formulation or s.get("formulation", "dynamic_constraints")
+    if formulation not in FORMULATIONS:
+        raise ValueError(f"unknown formulation {formulation!r}; choose one of {', '.join(FORMULATIONS)}")
+    integrator = inputs.integrator or s.get("integrator", "rk4")
+    if integrator not in INTEGRATOR_CODES:
+        raise ValueError(f"unknown integrator {integrator!r}; choose one of {', '.join(INTEGRATOR_CODES)}")
+    names = model.constraint_names
+    for name, *_ in inputs.nails:
+        if name not in names:
+            raise KeyError(f"no constraint {name!r}; constraints: {', '.join(names)}")
+    force_names = [f.name for f in model.forces]
+    for name, _ in inputs.actuators:
+        if name not in force_names:
+            raise KeyError(f"no force element {name!r}")
+    solver = {**s.get("solver", {}), **dict(inputs.solver)}
+    projection = s.get("projection", {}) or {}
+    drags = {n: (t0, np.array(p), np.array(v)) for n, t0, p, v in inputs.nails}
+    cons, tape, variables = constraint_table(model.constraints, drags, contact_rows(model))
+    pull = () if inputs.pull is None else (pull_force(*inputs.pull),)
+    forces = force_table(model.forces + pull, dict(inputs.actuators))
+    controllers = controllers_under(model, inputs)
+    K = len(model.constraints)
+    ctl, ints, floats = controller_table(controllers, model.nv, K)
+    kinds = set(ctl["kind"].tolist())
+    settings = np.zeros(1, SETTINGS)
+    st = settings[0]
+    st["formulation"] = FORMULATION_CODES[formulation]
+    st["method"] = 1 if solver.get("method", "svd") == "damped_least_squares" else 0
+    st["rcond"], st["rho"] = solver.get("rcond", 1e-12), solver.get("rho", 1e-3)
+    st["rank_tolerance"] = s.get("rank_tolerance", RANK_TOLERANCE)
+    st["variant"] = VARIANT_CODES[projection.get("variant", "Mc")]
+    st["gamma"] = projection.get("gamma") or np.nan
+    st["projection_tolerance"] = projection.get("tolerance") or st["rank_tolerance"]
+    st["position_tolerance"] = projection.get("position_tolerance", 1e-12)
+    st["max_iterations"] = projection.get("max_iterations", 20)
+    st["integrator"] = INTEGRATOR_CODES[integrator]
+    tolerance = inputs.tolerance if inputs.tolerance is not None else s.get("tolerance", 1e-8)
+    if not (np.isfinite(tolerance) and tolerance > 0):
+        raise ValueError(f"the integrator tolerance must be positive, got {tolerance}")
+    st["tolerance"] = tolerance
+    st["mass_matrix"] = (st["formulation"] == PROJECTION or COMPUTED_TORQUE in kinds or PROJECTED in kinds)
+    st["gravity_torque"] = any(c.kind == "computed_torque" and not c.model_gravity for c in controllers)
+    st["event_tolerance"] = float(s.get("event_tolerance", 1e-9))
+    points, limits, holds = contact_tables(model)
+    tables = Tables(cons, tape, variables, forces, ctl, ints, floats, settings, points, limits, holds)
+    nz = sum(c.n_state for c in controllers)
+    nc = sum(c.n for c in controllers)
+    R = sum(c.rows for c in model.constraints)
+    arrays, out = outputs(model.nv, K, R, nz, nc, len(controllers))
+    stage = outputs(model.nv, K, R, nz, nc, len(controllers))[1]
+    L = max([len(c.tape) for c in model.constraints if c.kind == JOINT_SPACE] + [1])
+    V = max([len(c.names) for c in model.constraints if c.kind == JOINT_SPACE] + [1])
+    P = max([10 * model.n_links] + [c.n_parameters for c in controllers if c.kind == "slotine_li"]) \
+        if controllers else 0                                   # the regressors' columns (Slotine–Li)
+    F = max([2 * c.n * c.experts for c in controllers if c.kind == "mixture"] + [1])
+    n = model.nq + model.nv + K + 4 + nz
+    ws = workspace(model.n_links, model.nv, K, R, L, V, P, F, n, len(points), len(limits))
+    actuators = tuple(i for i, e in enumerate(model.forces) if e.kind == ACTUATOR)
+    clock = np.zeros(1, CLOCK)
+    clock[0]["t_target"] = np.nan
+    return Plan(tables, controllers, model.nq, model.nv, K + 4 + nz, integrator, formulation, arrays, out, ws,
+                stage, clock, cons, forces, np.zeros(EVENT_CAPACITY, EVENT), actuators)
+
+
+# ---- the state as the integrated vector ----------------------------------------------------------------
+
+def _pack(model: Model, state: State) -> np.ndarray:
+    """A fresh integrated vector y = [q, q̇, work, z] of ``state`` (the kernel advances it in place)."""
+    y = state.__dict__.get("_y")
+    if y is not None and state.q.base is y and state.qd.base is y and state.work.base is y and state.z.base is y:
+        return y.copy()                                       # (a State made by _unpack: its fields are views)
+    return np.concatenate([np.asarray(state.q, float), np.asarray(state.qd, float), state.work, state.z])
+
+
+def _unpack(model: Model, y: np.ndarray, state: State, t: float, corrections: float, step_size: float,
+            iterations: int, active, slip, touched, rank_deficient: bool) -> State:
+    """The State of the integrated vector y (which it takes over: q, q̇, work and z are views of it)."""
+    nq, nv = model.nq, model.nv
+    w = nq + nv + len(model.constraints) + 4
+    new = replace(state, t=t, q=y[:nq], qd=y[nq:nq + nv], z=y[w:], work=y[nq + nv:w], active=active,
+                  corrections=corrections, step_size=step_size, rank_deficient=rank_deficient,
+                  projection_iterations=iterations, slip=slip, touched=touched)
+    new.__dict__["_y"] = y
+    return new
+
+
+def _key(state: State) -> tuple:
+    return (state.t, state.q.tobytes(), state.qd.tobytes(), state.z.tobytes(), state.active.tobytes(),
+            state.slip.tobytes())
+
+
+def _holds(plan: Plan, state: State) -> bool:
+    """Whether the plan's output buffer holds the evaluation at ``state`` (the same State, or an equal one)."""
+    at = plan.at_state
+    return at is not None and (at is state or _key(at) == _key(state))
+
+
+_STATUS = {RUNNING: "ok", EVENT_STATUS: "event", NOT_FINITE: "diverged", CHATTER: "chatter"}
+
+
+def run(model: Model, state: State, plan: Plan, dt: float, t_end: float, max_steps: int, trace=NO_TRACE,
+        energy0: float = 0.0, record_every: int = 1, since: int = 0, record_first: bool = False,
+        t_target: float = np.nan, stop_on_events: bool = False, close_touching: bool = False,
+        check_events: bool = True) -> Batch:
+    """One call of the compiled batch (:func:`core.integrators.advance`): up to ``max_steps`` steps of ``dt`` from
+    ``state`` (none past ``t_end``), with their events; ``t_target``: the end of a step in progress to finish
+    first; ``check_events``: handle the events at ``state`` itself first (breaks, a rank change; False: evaluate
+    it as it is). The plan's output buffer then holds the full evaluation at the returned state (unless it diverged
+    before one could be made). The caller holds ``plan.lock``."""
+    y = _pack(model, state)
+    active = state.active.copy()
+    slip = np.array(state.slip, dtype=float)
+    touched = np.array(state.touched, dtype=float)
+    clock = plan.clock
+    c = clock[0]
+    c["t"], c["t_end"], c["dt"], c["step_size"], c["corrections"] = state.t, t_end, dt, state.step_size, \
+        state.corrections
+    c["max_steps"], c["steps"], c["status"], c["iterations"] = max_steps, 0, 0, state.projection_iterations
+    c["rank_deficient"], c["evaluated"], c["energy0"] = state.rank_deficient, _holds(plan, state), energy0
+    c["record_every"], c["since"], c["recorded"], c["record_first"] = max(1, record_every), since, 0, record_first
+    c["t_target"], c["n_events"], c["overflow"] = t_target, 0, False
+    c["stop_on_events"], c["close_touching"], c["check_events"] = stop_on_events, close_touching, check_events
+    advance_kernel(model.kernel_tree, plan.tables, plan.workspace, plan.stage, y, active, slip, touched, clock,
+                   plan.kernel_out, trace, plan.events)
+    (t, _, _, step_size, corrections, _, steps, status, iterations, rank_deficient, evaluated, _, _, since, recorded,
+     _, t_target, n_events, _, _, _, _) = clock[0].item()
+    changed = steps > 0 or n_events > 0 or t != state.t or not np.array_equal(active, state.active) \
+        or not np.array_equal(slip, state.slip)
+    new = state if not changed else _unpack(model, y, state, t, corrections, step_size, iterations, active, slip,
+                                            touched, bool(rank_deficient))
+    plan.at_state = new if evaluated and status != NOT_FINITE else None
+    events = tuple(decode(model, plan.events[:n_events], plan.formulation)) if n_events else ()
+    return Batch(new, steps, _STATUS[status], recorded, since, events, t_target)
+
+
+def evaluated(model: Model, state: State, plan: Plan) -> None:
+    """Make sure the plan's output buffer holds the full evaluation at ``state`` (its contact tables written from
+    it). Raises :class:`DivergenceError` if it is not finite."""
+    if _holds(plan, state):
+        return
+    batch = run(model, state, plan, 1.0, state.t, 0, check_events=False)
+    if batch.status == "diverged" or plan.at_state is None:
+        raise DivergenceError(f"the dynamics could not be evaluated near t = {state.t:.6g} s (non-finite "
+                                 f"accelerations or powers); the state is diverging")
+    plan.at_state = state
+
+
+def data(model: Model, plan: Plan, state: State) -> Data:
+    """A :class:`Data` (copies) of the plan's output buffer, which holds the evaluation at ``state``."""
+    o = plan.out
+    sc = o.scalars[0]
+    K = len(model.constraints)
+    R = o.singular_values.shape[0]
+    ns = int(sc["n_svals"])
+    sv = np.full(R, np.nan)
+    sv[:ns] = o.singular_values[:ns]
+    force = o.constraint_force.copy()
+    m = int(sc["rows"])
+    controllers, k = {}, 0
+    for i, c in enumerate(plan.controllers):
+        controllers[c.name] = {"tracking_error": o.tracking_error[k:k + c.n].copy(),
+                               "desired": o.desired[k:k + c.n].copy(),
+                               "sliding_variable": o.sliding[k:k + c.n].copy(),
+                               "s_energy": float(o.s_energy[i]), "torque": o.torque[i].copy()}
+        k += c.n
+    return Data(qdd=o.qdd.copy(), tau_applied=o.tau.copy(), tau_control=o.tau_control.copy(), constraint_force=force,
+                constraint_force_magnitude=np.linalg.norm(force, axis=1) if K else np.zeros(0),
+                point_a=o.point_a.copy(), point_b=o.point_b.copy(), velocity_a=o.velocity_a.copy(),
+                deviation=o.deviation.copy(), deviation_rate=o.deviation_rate.copy(), residual=o.residual.copy(),
+                singular_values=sv, rank=int(sc["rank"]), dropped=int(sc["dropped"]),
+                singular_value_cutoff=float(sc["cutoff"]), jacobian_rank=int(sc["jacobian_rank"]),
+                rank_deficient=bool(m > 0 and sc["jacobian_rank"] < m), power_constraints=o.power[:K].copy(),
+                power_sources=o.power[K:].copy(), energy_kinetic=float(sc["energy_kinetic"]),
+                energy_gravity=float(sc["energy_gravity"]), energy_elastic=float(sc["energy_elastic"]),
+                controller_rate=o.z_rate.copy(), controllers=controllers)

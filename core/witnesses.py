@@ -1,0 +1,480 @@
+"""The event stage of the compiled step: witness functions, and the resolution of the events they find (Kearney
+§3: "an event consists of a triggering condition, an isolation predicate, and a resolution method"; Drake's
+witness functions). The integrator (:mod:`core.integrators`) evaluates the witnesses at the end of every step,
+isolates the first crossing in time by re-stepping from the step's start, and calls :func:`resolve` at it.
+
+Each witness is a signed function of what an evaluation already computed, positive before its event and negative
+after (``EventWork.g``); per contact point p with world normal n (turned with a body's plane), in the order
+:func:`find` tests them:
+
+- touchdown (open point):   g = h + ε,  h = n·(x_a − x_b) the separation, while the point approaches (n·ẋ < 0)
+  (ε = :data:`core.contacts.PENETRATION`: a point that just lifted off, at h ≈ 0, does not touch down again);
+- lift-off (point in contact): g = N = n·F_n, its normal force — once its ``liftoff_delay`` after touching
+  down has passed;
+- slip (sticking point):    g = μN − ‖F_t‖ (the friction cone), unless the point is held (below);
+- stick (slipping point):   g = −v_t·f̂, its slip velocity against its friction's direction — only for a point
+  whose slip opposed its friction at the step's start (``eligible``: a slip that has just begun from rest may
+  not stick at once);
+- a joint limit (bound open):  g = s (q − bound) + ε, s = ±1; (bound active): g = s λ, its force;
+- a break (active constraint):  g = max_deviation − ‖D‖ — detected at the step's end, not isolated ("the
+  isolation predicate accepts the time of first detection", as Kearney's lift-off);
+- a rank change of J: reported at the step's end where it is first seen.
+
+Resolution (:func:`resolve`): touchdowns and limits reached take an impact (:func:`core.impacts.impact`:
+impulses on the touching points, the bounds and every linked active constraint; each point's mode after it),
+lift-offs remove a point's rows, slips its stick rows (its Coulomb force μN taking over in the stick force's
+direction), sticks add them back; then, until the modes are consistent (at most 8 rounds), the lift-offs and slips
+that the new modes cause at once (:func:`settle`). A point that switches between stick and slip
+:data:`MAX_SWITCHES` times inside one step is held in stick to the step's end (chatter at the cone's edge).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .contacts import OPEN, PENETRATION, SLIP, STICK
+from .events import (BOUNCE, BREAK, FULL_RANK, LIFT_OFF, LIMIT, LIMIT_BOUNCE, LIMIT_RELEASE, RANK_DEFICIENT,
+                     SLIP as SLIP_EVENT, STICK as STICK_EVENT, TOUCHDOWN)
+from .impacts import BOUND, NOT_IN_IMPACT, POINT, impact
+from .jit import njit
+
+__all__ = ["find", "resolve", "settle_round", "close_touching", "update_tables", "refresh_slip", "mark_eligible",
+           "breaks_and_rank", "rank_change", "log", "MAX_SWITCHES"]
+
+#: A point that switches between stick and slip this many times inside one step sticks until the step ends.
+MAX_SWITCHES = 4
+
+
+@njit
+def _normal(tab, kin, p, n):
+    """n ← the world unit normal of contact point p's plane."""
+    pt = tab.points[p]
+    if pt.plane_link < 0:
+        for a in range(3):
+            n[a] = pt.plane_normal[a]
+    else:
+        k = pt.plane_link
+        for a in range(3):
+            n[a] = kin.R_WL[k, a, 0] * pt.plane_normal[0] + kin.R_WL[k, a, 1] * pt.plane_normal[1] + \
+                kin.R_WL[k, a, 2] * pt.plane_normal[2]
+
+
+@njit
+def _dot(n, x, i):
+    return n[0] * x[i, 0] + n[1] * x[i, 1] + n[2] * x[i, 2]
+
+
+@njit
+def _slip_speed_against(n, out, stick, f):
+    """−v_t·f̂: the slip velocity of the point's material point (the stick rows' point) along the plane, against
+    the direction of its friction force f (positive while the friction opposes the slip)."""
+    fn = np.sqrt(f[0] * f[0] + f[1] * f[1] + f[2] * f[2])
+    if fn == 0.0:
+        return 0.0
+    vn = _dot(n, out.velocity_a, stick)
+    s = 0.0
+    for a in range(3):
+        s -= (out.velocity_a[stick, a] - n[a] * vn) * f[a]
+    return s / fn
+
+
+@njit
+def _add(ev, count, kind, index, g):
+    ev.kind[count] = kind
+    ev.index[count] = index
+    ev.g[count] = g
+    return count + 1
+
+
+@njit
+def find(tab, ws, out, t, y_q, active, slip, touched, settling):
+    """The events whose witnesses are negative at the state of the last full evaluation ``out`` (time t,
+    configuration ``y_q``; module docstring), into ``ws.events`` (``kind``, ``index``, ``g``); returns how many.
+    ``settling``: only the events that modes set at an event cause at once (lift-off, slip, a limit's release)."""
+    ev, kin = ws.events, ws.kin
+    n = np.empty(3)
+    count = 0
+    for p in range(tab.points.shape[0]):
+        pt = tab.points[p]
+        _normal(tab, kin, p, n)
+        i = pt.normal
+        if not active[i]:
+            if settling:
+                continue
+            h = n[0] * (out.point_a[i, 0] - out.point_b[i, 0]) + n[1] * (out.point_a[i, 1] - out.point_b[i, 1]) + \
+                n[2] * (out.point_a[i, 2] - out.point_b[i, 2])
+            if h < -PENETRATION and _dot(n, out.velocity_a, i) < 0.0:
+                count = _add(ev, count, TOUCHDOWN, p, h + PENETRATION)
+            continue
+        N = _dot(n, out.constraint_force, i)
+        loading = pt.liftoff_delay > 0 and np.isfinite(touched[p]) and t - touched[p] < pt.liftoff_delay
+        if N < 0.0 and not loading:
+            count = _add(ev, count, LIFT_OFF, p, N)
+            continue
+        s = pt.stick
+        if s < 0:
+            continue
+        if active[s]:
+            F = out.constraint_force
+            g = pt.mu * N - np.sqrt(F[s, 0] * F[s, 0] + F[s, 1] * F[s, 1] + F[s, 2] * F[s, 2])
+            if g < 0.0 and not ev.held[p]:
+                count = _add(ev, count, SLIP_EVENT, p, g)
+        elif not settling and ev.eligible[p]:
+            g = _slip_speed_against(n, out, s, slip[p])
+            if g < 0.0:
+                count = _add(ev, count, STICK_EVENT, p, g)
+    for k in range(2 * tab.limits.shape[0]):
+        lim = tab.limits[k // 2]
+        sign = 1.0 if k % 2 == 0 else -1.0
+        row = lim.lower_row if k % 2 == 0 else lim.upper_row
+        if not active[row]:
+            if settling:
+                continue
+            h = sign * (y_q[lim.q] - (lim.lower if k % 2 == 0 else lim.upper))
+            if h < -PENETRATION:
+                count = _add(ev, count, LIMIT, k, h + PENETRATION)
+        else:
+            N = sign * out.constraint_force[row, 0]
+            if N < 0.0:
+                count = _add(ev, count, LIMIT_RELEASE, k, N)
+    return count
+
+
+@njit
+def mark_eligible(tab, ws, out, active, slip):
+    """``ws.events.eligible[p]``: whether slipping point p's slip opposes its friction at the state of ``out`` (the
+    points that may stick in the step about to be taken)."""
+    ev, kin = ws.events, ws.kin
+    n = np.empty(3)
+    for p in range(tab.points.shape[0]):
+        pt = tab.points[p]
+        ev.eligible[p] = False
+        if pt.stick < 0 or not active[pt.normal] or active[pt.stick]:
+            continue
+        _normal(tab, kin, p, n)
+        ev.eligible[p] = _slip_speed_against(n, out, pt.stick, slip[p]) > 0.0
+
+
+@njit
+def update_tables(tab, kin, active, slip, lead):
+    """Write what the contact rows take from the state into the tables: each slipping point's Coulomb force
+    (``slip``; its reaction on a plane's body), and where a sphere touches (the stick rows' and the friction's
+    body point: the material point that touches ``lead`` seconds later, to first order — a step holds the one
+    that touches at its middle, so a rolling sphere's contact is held with no bias of first order in the step;
+    the reaction's point on the plane's body). ``kin``: the link kinematics (with velocities) at the state.
+    Returns whether anything changed (an evaluation made before is then stale)."""
+    changed = False
+    n = np.empty(3)
+    w = np.empty(3)
+    r = np.empty(3)
+    cons, forces = tab.constraints, tab.forces
+    for p in range(tab.points.shape[0]):
+        pt = tab.points[p]
+        fi = pt.friction
+        if fi < 0:
+            continue
+        for a in range(3):
+            if forces[fi].force[a] != slip[p, a]:
+                forces[fi].force[a] = slip[p, a]
+                changed = True
+            if pt.reaction >= 0 and forces[pt.reaction].force[a] != -slip[p, a]:
+                forces[pt.reaction].force[a] = -slip[p, a]
+                changed = True
+        if not ((pt.radius > 0 or pt.reaction >= 0) and active[pt.normal]):
+            continue
+        k = pt.link
+        _normal(tab, kin, p, n)
+        for a in range(3):                                    # the normal in the link's frame
+            w[a] = kin.R_WL[k, 0, a] * n[0] + kin.R_WL[k, 1, a] * n[1] + kin.R_WL[k, 2, a] * n[2]
+        if lead != 0.0 and pt.radius > 0:                     # turned back by the link's rotation relative to the
+            o0, o1, o2 = kin.v[k, 0], kin.v[k, 1], kin.v[k, 2]   # plane: dn/dt = −ω × n (link frame)
+            if pt.plane_link >= 0:
+                b = pt.plane_link
+                for a in range(3):
+                    wb = 0.0
+                    for c in range(3):
+                        wb += kin.R_WL[b, c, 0] * kin.v[b, 0] * kin.R_WL[k, c, a] + \
+                            kin.R_WL[b, c, 1] * kin.v[b, 1] * kin.R_WL[k, c, a] + \
+                            kin.R_WL[b, c, 2] * kin.v[b, 2] * kin.R_WL[k, c, a]
+                    if a == 0:
+                        o0 -= wb
+                    elif a == 1:
+                        o1 -= wb
+                    else:
+                        o2 -= wb
+            c0, c1, c2 = o1 * w[2] - o2 * w[1], o2 * w[0] - o0 * w[2], o0 * w[1] - o1 * w[0]
+            w[0], w[1], w[2] = w[0] - lead * c0, w[1] - lead * c1, w[2] - lead * c2
+            norm = np.sqrt(w[0] * w[0] + w[1] * w[1] + w[2] * w[2])
+            for a in range(3):
+                w[a] /= norm
+        for a in range(3):
+            r[a] = pt.r[a] - pt.radius * w[a]
+        for a in range(3):
+            if cons[pt.stick].r_a[a] != r[a]:
+                cons[pt.stick].r_a[a] = r[a]
+                forces[fi].r_a[a] = r[a]
+                changed = True
+        if pt.reaction >= 0:                                  # the reaction acts on b's point where p touches
+            b = pt.plane_link
+            for a in range(3):
+                x = kin.p_WL[k, a] + kin.R_WL[k, a, 0] * r[0] + kin.R_WL[k, a, 1] * r[1] + kin.R_WL[k, a, 2] * r[2]
+                w[a] = x - kin.p_WL[b, a]
+            for a in range(3):
+                rb = kin.R_WL[b, 0, a] * w[0] + kin.R_WL[b, 1, a] * w[1] + kin.R_WL[b, 2, a] * w[2]
+                if forces[pt.reaction].r_a[a] != rb:
+                    forces[pt.reaction].r_a[a] = rb
+                    changed = True
+    return changed
+
+
+@njit
+def refresh_slip(tab, kin, out, active, slip):
+    """Each slipping point's Coulomb force μN opposing its slip velocity, N and the velocity from the evaluation
+    ``out`` at the state (the direction kept while the point hardly moves): friction explicit over the next step.
+    Returns whether a force changed."""
+    changed = False
+    n = np.empty(3)
+    f = np.empty(3)
+    for p in range(tab.points.shape[0]):
+        pt = tab.points[p]
+        if pt.stick < 0 or not active[pt.normal] or active[pt.stick]:
+            continue
+        _normal(tab, kin, p, n)
+        N = max(_dot(n, out.constraint_force, pt.normal), 0.0)
+        vn = _dot(n, out.velocity_a, pt.stick)
+        v0 = out.velocity_a[pt.stick, 0] - n[0] * vn
+        v1 = out.velocity_a[pt.stick, 1] - n[1] * vn
+        v2 = out.velocity_a[pt.stick, 2] - n[2] * vn
+        speed = np.sqrt(v0 * v0 + v1 * v1 + v2 * v2)
+        if speed > 1e-9:
+            f[0], f[1], f[2] = -v0 / speed, -v1 / speed, -v2 / speed
+        else:
+            old = np.sqrt(slip[p, 0] ** 2 + slip[p, 1] ** 2 + slip[p, 2] ** 2)
+            old = max(old, 1e-300)
+            f[0], f[1], f[2] = slip[p, 0] / old, slip[p, 1] / old, slip[p, 2] / old
+        d2, f2 = 0.0, 0.0
+        for a in range(3):
+            f[a] *= pt.mu * N
+            d2 += (f[a] - slip[p, a]) ** 2
+            f2 += f[a] * f[a]
+        if np.sqrt(d2) > 1e-12 * (np.sqrt(f2) + 1e-300):
+            for a in range(3):
+                slip[p, a] = f[a]
+            changed = True
+    return changed
+
+
+@njit
+def log(events, clock, t, kind, index, impulse, tangential, velocity, force, mode, value):
+    """Append one event to the buffer (:data:`core.events.EVENT`); False when it is full."""
+    ck = clock[0]
+    k = ck.n_events
+    if k >= events.shape[0]:
+        ck.overflow = True
+        return False
+    e = events[k]
+    e.t, e.kind, e.index, e.impulse, e.tangential_impulse = t, kind, index, impulse, tangential
+    e.velocity, e.force, e.mode, e.value = velocity, force, mode, value
+    ck.n_events = k + 1
+    return True
+
+
+@njit
+def _switch(tab, ws, out, n_found, active, slip, events, clock, t):
+    """Apply the mode switches among the events found (lift-off, slip, stick, a limit's release) and log them;
+    counts each point's slips and sticks (``switches``; a point at :data:`MAX_SWITCHES` is ``held``)."""
+    ev, kin = ws.events, ws.kin
+    nan = np.nan
+    n = np.empty(3)
+    for e in range(n_found):
+        kind, i, g = ev.kind[e], ev.index[e], ev.g[e]
+        if kind == LIMIT_RELEASE:
+            lim = tab.limits[i // 2]
+            active[lim.lower_row if i % 2 == 0 else lim.upper_row] = False
+            log(events, clock, t, LIMIT_RELEASE, i, nan, nan, nan, g, -1, nan)
+        elif kind == LIFT_OFF:
+            pt = tab.points[i]
+            active[pt.normal] = False
+            if pt.stick >= 0:
+                active[pt.stick] = False
+                for a in range(3):
+                    slip[i, a] = 0.0
+            log(events, clock, t, LIFT_OFF, i, nan, nan, nan, g, -1, nan)
+        elif kind == SLIP_EVENT:
+            pt = tab.points[i]
+            F = out.constraint_force
+            _normal(tab, kin, i, n)
+            N = _dot(n, F, pt.normal)
+            ft = np.sqrt(F[pt.stick, 0] ** 2 + F[pt.stick, 1] ** 2 + F[pt.stick, 2] ** 2)
+            active[pt.stick] = False
+            for a in range(3):
+                slip[i, a] = pt.mu * N * F[pt.stick, a] / max(ft, 1e-300)
+            log(events, clock, t, SLIP_EVENT, i, nan, nan, nan, ft, -1, N)
+            _count_switch(ws, i)
+        elif kind == STICK_EVENT:
+            pt = tab.points[i]
+            active[pt.stick] = True
+            for a in range(3):
+                slip[i, a] = 0.0
+            log(events, clock, t, STICK_EVENT, i, nan, nan, nan, nan, -1, nan)
+            _count_switch(ws, i)
+
+
+@njit
+def _count_switch(ws, p):
+    ev = ws.events
+    ev.switches[p] += 1
+    if ev.switches[p] >= MAX_SWITCHES:
+        ev.held[p] = True
+
+
+@njit
+def _touch_times(tab, before_normal, active, touched, t):
+    """``touched``: the time each point touched down (now, for those that just did), NaN for open ones."""
+    for p in range(tab.points.shape[0]):
+        i = tab.points[p].normal
+        if not active[i]:
+            touched[p] = np.nan
+        elif not before_normal[p]:
+            touched[p] = t
+
+
+@njit
+def resolve(tree, tab, ws, out, t, q, qd, active, slip, touched, n_found, events, clock, ke):
+    """Resolve the events found at the state (t, q, q̇) of the full evaluation ``out`` (``ws.events`` holds them,
+    ``n_found``): an impact for the touchdowns and limits reached — with every point in contact and bound at its
+    limit linked to them — then the other switches. Writes q̇⁺ into ``qd`` and updates ``active``, ``slip``,
+    ``touched``; logs the events. Returns the impact's change of kinetic energy (``ke``: the kinetic energy at the
+    state). The caller settles the modes after (:func:`settle`)."""
+    ev = ws.events
+    nan = np.nan
+    P = tab.points.shape[0]
+    before = np.empty(P, np.bool_)
+    for p in range(P):
+        before[p] = active[tab.points[p].normal]
+    impacting = False
+    for e in range(n_found):
+        impacting = impacting or ev.kind[e] == TOUCHDOWN or ev.kind[e] == LIMIT
+    de = 0.0
+    if impacting:
+        ents, new = ev.ents, ev.is_new
+        n_ent = 0
+        for e in range(n_found):                              # the new ones, then those already touching
+            if ev.kind[e] == TOUCHDOWN or ev.kind[e] == LIMIT:
+                ents[n_ent, 0] = POINT if ev.kind[e] == TOUCHDOWN else BOUND
+                ents[n_ent, 1] = ev.index[e]
+                new[n_ent] = True
+                n_ent += 1
+        for p in range(P):
+            if active[tab.points[p].normal]:
+                ents[n_ent, 0], ents[n_ent, 1], new[n_ent] = POINT, p, False
+                n_ent += 1
+        for k in range(2 * tab.limits.shape[0]):
+            lim = tab.limits[k // 2]
+            if active[lim.lower_row if k % 2 == 0 else lim.upper_row]:
+                ents[n_ent, 0], ents[n_ent, 1], new[n_ent] = BOUND, k, False
+                n_ent += 1
+        result = ev.result
+        de = impact(tree, tab, ws, q, qd, ke, active, ents, new, n_ent, ev.qd, result)
+        for j in range(qd.shape[0]):
+            qd[j] = ev.qd[j]
+        for e in range(n_ent):
+            mode = int(result[e, 5])
+            if mode == NOT_IN_IMPACT:
+                continue
+            i = ents[e, 1]
+            pn, vn = result[e, 0], result[e, 4]
+            if ents[e, 0] == BOUND:
+                lim = tab.limits[i // 2]
+                row = lim.lower_row if i % 2 == 0 else lim.upper_row
+                was = active[row]
+                active[row] = mode != OPEN
+                if new[e]:
+                    log(events, clock, t, LIMIT if mode != OPEN else LIMIT_BOUNCE, i, pn, nan, vn, nan, mode, nan)
+                elif was and mode == OPEN:
+                    log(events, clock, t, LIMIT_RELEASE, i, nan, nan, nan, 0.0, mode, nan)
+                continue
+            pt = tab.points[i]
+            was = active[pt.normal]
+            active[pt.normal] = mode != OPEN
+            if pt.stick >= 0:
+                active[pt.stick] = mode == STICK
+                ptn = np.sqrt(result[e, 1] ** 2 + result[e, 2] ** 2 + result[e, 3] ** 2)
+                for a in range(3):                            # slipping: the direction; μN once settled
+                    slip[i, a] = pt.mu * 1e-300 * result[e, 1 + a] / ptn if (mode == SLIP and ptn > 0) else 0.0
+            if new[e]:
+                ptn = np.sqrt(result[e, 1] ** 2 + result[e, 2] ** 2 + result[e, 3] ** 2)
+                log(events, clock, t, BOUNCE if mode == OPEN else TOUCHDOWN, i, pn, ptn, vn, nan, mode, nan)
+            elif was and mode == OPEN:
+                log(events, clock, t, LIFT_OFF, i, nan, nan, nan, 0.0, mode, nan)
+    _switch(tab, ws, out, n_found, active, slip, events, clock, t)
+    _touch_times(tab, before, active, touched, t)
+    return de
+
+
+@njit
+def settle_round(tab, ws, out, t, q, active, slip, touched, events, clock):
+    """One round of settling the modes at an event, at the full evaluation ``out`` of the state: refresh the
+    slipping points' forces (True: they changed, evaluate again), else switch the lift-offs, slips and releases
+    the modes cause at once (True if any). False: the modes are consistent."""
+    if refresh_slip(tab, ws.kin, out, active, slip):
+        return True
+    n_found = find(tab, ws, out, t, q, active, slip, touched, True)
+    if n_found == 0:
+        return False
+    P = tab.points.shape[0]
+    before = np.empty(P, np.bool_)
+    for p in range(P):
+        before[p] = active[tab.points[p].normal]
+    _switch(tab, ws, out, n_found, active, slip, events, clock, t)
+    _touch_times(tab, before, active, touched, t)
+    return True
+
+
+@njit
+def breaks_and_rank(tab, out, t, active, events, clock):
+    """The events first detected at a step's end: every active constraint beyond its deviation bound breaks
+    (removed; thesis §2.3.4); returns whether one did (the caller evaluates again and calls :func:`rank_change`)."""
+    cons = tab.constraints
+    broke = False
+    for c in range(cons.shape[0]):
+        if active[c] and out.deviation[c] > cons[c].max_deviation:
+            active[c] = False
+            log(events, clock, t, BREAK, c, np.nan, np.nan, np.nan, np.nan, -1, out.deviation[c])
+            broke = True
+    return broke
+
+
+@njit
+def rank_change(out, m, t, events, clock):
+    """Log a change of the constraint Jacobian's rank deficiency since the last report (``clock.rank_deficient``)."""
+    ck = clock[0]
+    sc = out.scalars[0]
+    deficient = m > 0 and sc.jacobian_rank < m
+    if deficient != ck.rank_deficient:
+        log(events, clock, t, RANK_DEFICIENT if deficient else FULL_RANK, sc.jacobian_rank, np.nan, np.nan, np.nan,
+            np.nan, m, np.nan)
+        ck.rank_deficient = deficient
+
+
+@njit
+def close_touching(tree, tab, ws, out, t, q, qd, active, slip, touched, events, clock):
+    """Close the open contact points that touch the state of ``out`` — within :data:`core.contacts.PENETRATION`
+    of their plane — as at a touchdown (an impact with their current velocities, so a point that slides starts
+    slipping): a block put on the ground rests from t = 0 instead of falling the penetration tolerance first.
+    Returns the impact's change of kinetic energy; the caller settles the modes."""
+    ev, kin = ws.events, ws.kin
+    n = np.empty(3)
+    count = 0
+    for p in range(tab.points.shape[0]):
+        i = tab.points[p].normal
+        if active[i]:
+            continue
+        _normal(tab, kin, p, n)
+        h = n[0] * (out.point_a[i, 0] - out.point_b[i, 0]) + n[1] * (out.point_a[i, 1] - out.point_b[i, 1]) + \
+            n[2] * (out.point_a[i, 2] - out.point_b[i, 2])
+        if abs(h) <= PENETRATION:
+            count = _add(ev, count, TOUCHDOWN, p, 0.0)
+    if count == 0:
+        return 0.0
+    return resolve(tree, tab, ws, out, t, q, qd, active, slip, touched, count, events, clock,
+                   out.scalars[0].energy_kinetic)
