@@ -116,6 +116,70 @@ class Event:
             return default
         return value
 
+    @property
+    def reading(self) -> tuple[float, str, str]:
+        """The number an event list shows for it: ``(value, what it is, unit)`` — an impact's impulse, the force at a
+        lift-off, slip or release, a break's deviation, the rank at a rank change, a hop's forward speed (NaN when
+        none)."""
+        kind = self.kind
+        if kind in ("touchdown", "bounce", "limit", "limit-bounce"):
+            return self.impulse, "impulse", self.unit or "N·s"
+        if kind == "lift-off":
+            quantity = "normal force (left at an impact)" if self.force == 0.0 else "normal force"
+            return self.force, quantity, "N"
+        if kind == "slip":
+            return self.force, "tangential force", "N"
+        if kind == "limit-release":
+            return self.force, "force", self.unit or "N·m"
+        if kind == "break":
+            return self.deviation, "deviation", "m"
+        if kind == "rank_deficient":
+            return float(self.rank), "rank of J", ""
+        if kind == "watch":
+            return self.value, "value", ""
+        speed = self.get("speed")
+        if kind == "hop" and speed is not None:
+            return float(speed), "forward speed", "m/s"
+        return _NAN, "", ""
+
+    @property
+    def value_text(self) -> str:
+        """The reading with its unit ("7.564 N·s"), or "" when the event has none."""
+        value, _, unit = self.reading
+        if not math.isfinite(value):
+            return ""
+        return f"{_number(value)} {unit}".strip()
+
+    @property
+    def text(self) -> str:
+        """A sentence that says it all: "t = 0.4284 s: bounce of ground.0 — impulse 7.564 N·s, …"."""
+        kind = self.kind.replace("_", " ")
+        if self.kind == "rank_deficient":
+            head = f"the constraint Jacobian lost rank ({self.rank} of {self.rows} rows independent)"
+        elif self.kind == "full_rank":
+            head = "the constraint Jacobian has full rank again"
+        elif self.kind == "break":
+            head = f"constraint {self.what!r} broke"
+        else:
+            head = f"{kind} of {self.what}" if self.what else kind
+        parts = []
+        value, quantity, _ = self.reading
+        if self.value_text and self.kind != "rank_deficient":
+            parts.append(f"{quantity} {self.value_text}")
+        if self.kind in ("touchdown", "bounce", "limit", "limit-bounce") and math.isfinite(self.velocity):
+            parts.append(f"normal velocity {_number(self.velocity)} {'rad/s' if self.unit == 'N·m·s' else 'm/s'}")
+        if self.tangential_impulse and math.isfinite(self.tangential_impulse):
+            parts.append(f"tangential impulse {_number(self.tangential_impulse)} N·s")
+        if self.mode and self.kind in ("touchdown", "bounce"):
+            parts.append(f"then {self.mode}")
+        if self.kind == "break" and math.isfinite(self.max_deviation):
+            parts.append(f"over its bound {_number(self.max_deviation)}")
+        if self.added:
+            parts.append("added " + ", ".join(self.added))
+        if self.removed:
+            parts.append("removed " + ", ".join(self.removed))
+        return f"t = {self.t:.6g} s: {head}" + (" — " + "; ".join(parts) if parts else "")
+
     def as_dict(self) -> dict:
         """The fields that apply, as a dict for JSON (``type`` for the kind; numbers that do not apply left out)."""
         out = {"t": self.t, "type": self.kind}
@@ -128,6 +192,13 @@ class Event:
         for k, v in self.info:
             out[k] = v
         return out
+
+
+def _number(v: float) -> str:
+    a = abs(v)
+    if a != 0 and (a < 1e-3 or a >= 1e5):
+        return f"{v:.3e}".replace("-", "−")
+    return f"{v:.4g}".replace("-", "−")
 
 
 def decode(model, buffer: np.ndarray, formulation: str = "") -> list[Event]:
@@ -147,7 +218,7 @@ def decode(model, buffer: np.ndarray, formulation: str = "") -> list[Event]:
                 added = () if kind == BOUNCE else tuple(rows[:1 + (mode == 1)])
                 out.append(Event(t, name, impulse=float(row["impulse"]),
                                  tangential_impulse=float(row["tangential_impulse"]), velocity=float(row["velocity"]),
-                                 restitution=c.restitution, mode=_MODES[mode], added=added, **base))
+                                 restitution=c.restitution, mode=_MODES[mode], unit="N·s", added=added, **base))
             elif kind == LIFT_OFF:
                 out.append(Event(t, name, force=float(row["force"]), unit="N", removed=tuple(rows), **base))
             elif kind == SLIP:

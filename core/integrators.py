@@ -54,7 +54,10 @@ MAX_EVENTS_PER_STEP = 64
 #: evaluation at y), ``iterations`` (the projection's, that produced y), ``t_target`` (the end of a step in
 #: progress, NaN if none), ``stop_on_events`` (return after an event: control programs answer it),
 #: ``close_touching`` (first close the contacts that touch at the state: :func:`core.witnesses.close_touching`),
-#: ``check_events`` (first handle the events at the state itself: breaks, a rank change).
+#: ``check_events`` (first handle the events at the state itself: breaks, a rank change), ``instants`` (the event
+#: instants resolved so far inside the step in progress), ``settle`` (the modes at the state are to be settled
+#: first: a batch that stops at an event for the control programs stops before, so that the settling sees the
+#: commands they answer with).
 #: Out: the same after the last good step, ``steps`` completed, ``status`` (RUNNING: the batch ended normally,
 #: EVENT: it stopped after an event, NOT_FINITE: the next step diverged (``out`` is then not valid), CHATTER),
 #: ``n_events`` written into the event buffer (``overflow``: it filled up). Records (:mod:`core.records`)
@@ -67,7 +70,8 @@ CLOCK = np.dtype([
     ("iterations", np.int64), ("rank_deficient", np.bool_), ("evaluated", np.bool_),
     ("energy0", np.float64), ("record_every", np.int64), ("since", np.int64), ("recorded", np.int64),
     ("record_first", np.bool_), ("t_target", np.float64), ("n_events", np.int64), ("overflow", np.bool_),
-    ("stop_on_events", np.bool_), ("close_touching", np.bool_), ("check_events", np.bool_),
+    ("stop_on_events", np.bool_), ("close_touching", np.bool_), ("check_events", np.bool_), ("instants", np.int64),
+    ("settle", np.bool_),
 ], align=True)
 
 # Butcher tableaux: nodes c, the lower-triangular A (rows by stage) and the weights of each solution.
@@ -309,6 +313,17 @@ def advance(tree, tab, ws, stage, y, active, slip, touched, clock, out, trace, e
             ck.status = NOT_FINITE
             ck.evaluated = False
             return
+    if ck.settle:                                             # an event's modes, settled with the programs' answer
+        ck.settle = False
+        ok, m, n_groups, scale = _settle_modes(tree, tab, ws, t, y, active, slip, touched, events, clock, nq, nv,
+                                               z0, full, out)
+        if not ok:
+            ck.status = NOT_FINITE
+            ck.evaluated = False
+            return
+        if ck.stop_on_events and ck.n_events > 0:
+            ck.status = EVENT
+            return
     if ck.check_events and np.isnan(ck.t_target):             # events at the state itself
         ok, m, n_groups, scale = _boundary_events(tree, tab, ws, t, y, active, events, clock, nq, nv, z0, m,
                                                   n_groups, scale, full, out)
@@ -322,7 +337,6 @@ def advance(tree, tab, ws, stage, y, active, slip, touched, clock, out, trace, e
         ck.recorded = 1
     eps = 1e-12 * max(1.0, abs(ck.t_end))
     h_try = ck.step_size if ck.step_size > 0.0 else ck.dt
-    instants = 0
     while ck.steps < ck.max_steps:
         if np.isnan(ck.t_target):                             # a new step
             if t >= ck.t_end - eps or (capacity > 0 and ck.recorded == capacity):
@@ -331,7 +345,7 @@ def advance(tree, tab, ws, stage, y, active, slip, touched, clock, out, trace, e
             for p in range(tab.points.shape[0]):
                 ev.switches[p] = 0
                 ev.held[p] = False
-            instants = 0
+            ck.instants = 0
         target = ck.t_target
         if t < target - 1e-12 * max(1.0, abs(target)):       # (what remains of) the step from (t, y)
             # the contact tables with the point that touches halfway, the points that may stick, then the step
@@ -391,17 +405,27 @@ def advance(tree, tab, ws, stage, y, active, slip, touched, clock, out, trace, e
                 found = find(tab, ws, out, t, y[:nq], active, slip, touched, False)
                 ck.corrections += resolve(tree, tab, ws, out, t, y[:nq], y[nq:nq + nv], active, slip, touched,
                                           found, events, clock, out.scalars[0].energy_kinetic)
+                ck.instants += 1
+                if ck.instants > MAX_EVENTS_PER_STEP:
+                    ck.status = CHATTER
+                    break
+                if ck.stop_on_events:                         # the programs answer before the modes settle
+                    m, n_groups, scale = _layout(tab, tree, ws.rows, active)
+                    update_tables(tab, ws.kin, active, slip, 0.0)
+                    if not evaluate(tree, tab, ws, t, y[:nq], y[nq:nq + nv], y[z0:], m, n_groups, scale, full, out):
+                        ck.status = NOT_FINITE
+                        ck.evaluated = False
+                        break
+                    ck.settle = True
+                    ck.status = EVENT
+                    break
                 ok, m, n_groups, scale = _settle_modes(tree, tab, ws, t, y, active, slip, touched, events, clock,
                                                        nq, nv, z0, full, out)
                 if not ok:
                     ck.status = NOT_FINITE
                     ck.evaluated = False
                     break
-                instants += 1
-                if instants > MAX_EVENTS_PER_STEP:
-                    ck.status = CHATTER
-                    break
-                if ck.overflow or ck.stop_on_events:
+                if ck.overflow:
                     ck.status = EVENT
                     break
                 continue

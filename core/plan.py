@@ -79,8 +79,9 @@ class Batch(NamedTuple):
     "event": it stopped at an event for control programs to answer, the step in progress to be finished by the next
     call; "diverged": the next step failed; "chatter": more than :data:`core.integrators.MAX_EVENTS_PER_STEP` event
     instants in one step), the rows ``recorded`` into the trace, the steps ``since`` the last record, the
-    ``events`` of the batch (:class:`core.events.Event`) and ``t_target``, the end of a step in progress (NaN if
-    none)."""
+    ``events`` of the batch (:class:`core.events.Event`), ``t_target``, the end of a step in progress (NaN if
+    none), and ``settle``: whether the modes at the state, just after an event, remain to be settled (by the next
+    call, after the control programs answered)."""
     state: State
     steps: int
     status: str
@@ -88,6 +89,7 @@ class Batch(NamedTuple):
     since: int
     events: tuple = ()
     t_target: float = float("nan")
+    settle: bool = False
 
 
 _PLANS: dict = {}
@@ -283,11 +285,11 @@ _STATUS = {RUNNING: "ok", EVENT_STATUS: "event", NOT_FINITE: "diverged", CHATTER
 def run(model: Model, state: State, plan: Plan, dt: float, t_end: float, max_steps: int, trace=NO_TRACE,
         energy0: float = 0.0, record_every: int = 1, since: int = 0, record_first: bool = False,
         t_target: float = np.nan, stop_on_events: bool = False, close_touching: bool = False,
-        check_events: bool = True) -> Batch:
+        check_events: bool = True, settle: bool = False) -> Batch:
     """One call of the compiled batch (:func:`core.integrators.advance`): up to ``max_steps`` steps of ``dt`` from
     ``state`` (none past ``t_end``), with their events; ``t_target``: the end of a step in progress to finish
     first; ``check_events``: handle the events at ``state`` itself first (breaks, a rank change; False: evaluate
-    it as it is). The plan's output buffer then holds the full evaluation at the returned state (unless it diverged
+    it as it is); ``settle``: settle the modes at ``state`` first (a batch that stopped at an event left them). The plan's output buffer then holds the full evaluation at the returned state (unless it diverged
     before one could be made). The caller holds ``plan.lock``."""
     y = _pack(model, state)
     active = state.active.copy()
@@ -300,19 +302,22 @@ def run(model: Model, state: State, plan: Plan, dt: float, t_end: float, max_ste
     c["max_steps"], c["steps"], c["status"], c["iterations"] = max_steps, 0, 0, state.projection_iterations
     c["rank_deficient"], c["evaluated"], c["energy0"] = state.rank_deficient, _holds(plan, state), energy0
     c["record_every"], c["since"], c["recorded"], c["record_first"] = max(1, record_every), since, 0, record_first
+    if np.isnan(t_target):
+        c["instants"] = 0
     c["t_target"], c["n_events"], c["overflow"] = t_target, 0, False
     c["stop_on_events"], c["close_touching"], c["check_events"] = stop_on_events, close_touching, check_events
+    c["settle"] = settle
     advance_kernel(model.kernel_tree, plan.tables, plan.workspace, plan.stage, y, active, slip, touched, clock,
                    plan.kernel_out, trace, plan.events)
     (t, _, _, step_size, corrections, _, steps, status, iterations, rank_deficient, evaluated, _, _, since, recorded,
-     _, t_target, n_events, _, _, _, _) = clock[0].item()
+     _, t_target, n_events, _, _, _, _, _, settle) = clock[0].item()
     changed = steps > 0 or n_events > 0 or t != state.t or not np.array_equal(active, state.active) \
         or not np.array_equal(slip, state.slip)
     new = state if not changed else _unpack(model, y, state, t, corrections, step_size, iterations, active, slip,
                                             touched, bool(rank_deficient))
     plan.at_state = new if evaluated and status != NOT_FINITE else None
     events = tuple(decode(model, plan.events[:n_events], plan.formulation)) if n_events else ()
-    return Batch(new, steps, _STATUS[status], recorded, since, events, t_target)
+    return Batch(new, steps, _STATUS[status], recorded, since, events, t_target, bool(settle))
 
 
 def evaluated(model: Model, state: State, plan: Plan) -> None:

@@ -310,14 +310,15 @@ class Simulation:
         batch stops at it, the events go to the programs' event hooks and their step hooks set the commands the
         step goes on with. Returns the last batch, with ``steps`` and ``recorded`` summed over the calls."""
         plan = plan_of(self.model, self.inputs)
+        self.state = self.model.complete(self.state)
         programs = bool(self.programs)
         steps = recorded = 0
-        t_target = np.nan
+        t_target, settle = np.nan, False
         while True:
             with plan.lock:
                 batch = run(self.model, self.state, plan, self.dt, t_end, max_steps - steps, trace[recorded:],
                             self._reference_energy(), record_every, since, record_first and recorded == 0,
-                            t_target, programs)
+                            t_target, programs, settle=settle)
             self.state = batch.state
             self.events.extend(batch.events)
             steps += batch.steps
@@ -326,7 +327,7 @@ class Simulation:
             self.steps_taken += batch.steps
             if batch.status != "event" or batch.steps >= max_steps and np.isnan(batch.t_target):
                 break
-            t_target = batch.t_target
+            t_target, settle = batch.t_target, batch.settle
             if programs:                                      # the programs answer, then the step goes on
                 self._after_step()
                 for p in self.programs:

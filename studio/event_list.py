@@ -80,7 +80,7 @@ class EventTableModel(QAbstractTableModel):
 
     # ---- following the log ---------------------------------------------------------------------------------
     def event(self, row: int):
-        """The :class:`studio.events.EventMark` of ``row``."""
+        """The :class:`core.events.Event` of ``row``."""
         return self._rows[row]
 
     def set_kind(self, kind: str | None) -> None:

@@ -105,7 +105,7 @@ class SampleBatch:
     batch onwards; :mod:`core.records`) of ``model``; ``branch``: when set, the run went on from this earlier
     time, and whatever was recorded after it belongs to an earlier try; ``frames``: recording frames
     (:class:`core.drawing.DrawList` at the times a RECORD command asked for); ``markers``: edits applied;
-    ``events``: the run's new events (:class:`studio.events.EventMark`: contacts, broken constraints, rank
+    ``events``: the run's new events (:class:`core.events.Event`: contacts, broken constraints, rank
     changes), in time order, all after ``branch`` when it is set."""
     run: int
     layout: Any

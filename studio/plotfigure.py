@@ -343,7 +343,7 @@ class PlotFigure(QObject):
         self._rows = np.zeros((0, 1))
         self._hover_t: float | None = None
         self._marks: tuple = ()
-        self._events: list = []                    # the run's events (studio.events.EventMark), in time order
+        self._events: list = []                    # the run's events (core.events.Event), in time order
         self._event_times: list[float] = []
         self._event_lines: dict[str, EventLines] = {}
         self._event_sets: tuple = ({}, {})
@@ -590,7 +590,7 @@ class PlotFigure(QObject):
             self._markers[key] = lines
 
     def set_events(self, events, ghost=()) -> None:
-        """Mark the run's ``events`` (:class:`studio.events.EventMark`, in time order) in every plot, and those
+        """Mark the run's ``events`` (:class:`core.events.Event`, in time order) in every plot, and those
         of the earlier try (``ghost``) fainter."""
         def by_kind(marks) -> dict:
             out: dict[str, list] = {}

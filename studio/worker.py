@@ -59,7 +59,7 @@ import time
 import numpy as np
 from PySide6.QtCore import QObject, QThread, Signal, Slot
 
-from .events import CONTACT_KINDS, event_mark
+from .events import CONTACT_KINDS
 from .messages import Command, CommandKind, Marker, SampleBatch, Snapshot, frozen_copy, frozen_records
 from core.drawing import draw_list
 from .reload import apply_edit, apply_settings, reload_simulation, same_structure
@@ -130,7 +130,7 @@ class SimulationWorker(QObject):
         self._records: list[dict] = []                   # every step's records since the last emit
         self._frames: list = []                          # recording frames since the last emit
         self._markers: list[Marker] = []
-        self._events: list = []                          # the run's events since the last emit (EventMark)
+        self._events: list = []                          # the run's events since the last emit (core Events)
         self._branch: float | None = None                # the run went on from this earlier time (not yet told)
         self._recording = None                           # (t0, period, count or None, frames made)
         self._timeline = Timeline(**({} if keyframes is None else {"capacity": keyframes}))
@@ -597,8 +597,8 @@ class SimulationWorker(QObject):
         change) are also said in the status bar."""
         events = getattr(self._sim, "events", ())
         for event in events[self._events_seen:]:
-            self._events.append(event_mark(event))
-            if event.get("type") not in CONTACT_KINDS:
+            self._events.append(event)
+            if event.kind not in CONTACT_KINDS:
                 self.notice.emit(describe_event(event))
         self._events_seen = len(events)
 
@@ -725,16 +725,6 @@ def _layout_of(sim):
         return sample_layout(model)
 
 
-def describe_event(event: dict) -> str:
-    """A sentence for one of ``core.Simulation.events``."""
-    t = event.get("t", float("nan"))
-    kind = event.get("type")
-    if kind == "break":
-        return (f"t = {t:.4g} s: constraint {event.get('constraint')!r} broke (deviation "
-                f"{event.get('deviation', float('nan')):.3g} > {event.get('max_deviation', float('nan')):.3g})")
-    if kind == "rank_deficient":
-        return (f"t = {t:.4g} s: the constraint Jacobian lost rank ({event.get('jacobian_rank')} of "
-                f"{event.get('rows')} rows independent)")
-    if kind == "full_rank":
-        return f"t = {t:.4g} s: the constraint Jacobian has full rank again"
-    return event_mark(event).text
+def describe_event(event) -> str:
+    """A sentence for one of ``core.Simulation.events`` (:class:`core.events.Event`)."""
+    return event.text

@@ -20,7 +20,8 @@ from PySide6.QtTest import QTest
 
 import core
 from studio import SCENES_DIR
-from studio.events import EventLog, event_mark
+from core.events import Event
+from studio.events import EventLog
 from studio.messages import Command, CommandKind
 from studio.overlays import CONTACT_COLOURS, FRICTION_COLOUR
 from core.drawing import draw_list
@@ -75,7 +76,7 @@ def test_the_worker_sends_every_event_once_and_a_rewind_drops_the_later_ones(qap
     feed()
     bounces = [m for m in log.events if m.kind == "bounce"]
     assert [m.t for m in bounces] == pytest.approx([T1, second_bounce(0.8)[0]], abs=1e-6)
-    assert bounces[0].what == "ground.0" and bounces[0].value == pytest.approx(1.8 * V1, rel=1e-6)
+    assert bounces[0].what == "ground.0" and bounces[0].impulse == pytest.approx(1.8 * V1, rel=1e-6)
     assert bounces[0].unit == "N·s" and "bounce of ground.0" in bounces[0].text
     w._apply(Command(CommandKind.SEEK, 0.3))
     _play_until(w, 0.6)
@@ -86,7 +87,7 @@ def test_the_worker_sends_every_event_once_and_a_rewind_drops_the_later_ones(qap
 
 def test_the_event_log_is_bounded_and_followed_by_sequence_numbers():
     log = EventLog(capacity=100)
-    log.add(event_mark({"t": 0.001 * k, "type": "bounce", "contact": "c", "point": "c.0", "impulse": 1.0})
+    log.add(Event(0.001 * k, "bounce", "c.0", contact="c", impulse=1.0)
             for k in range(250))
     assert len(log) == 100 and log.dropped == 150 and log.first_seq == 150 and log.events[0].t == pytest.approx(0.15)
     assert len(log.since(200)) == 50 and log.since(0)[0] is log.events[0]
@@ -131,8 +132,9 @@ def window(qtbot, gl_renderer, tmp_path):
     return make
 
 
-def _run_to(win, qtbot, t: float) -> None:
-    win.controls.set_speed(None)
+def _run_to(win, qtbot, t: float, speed: float | None = None) -> None:
+    """Play until the simulated time reaches ``t`` (as fast as possible, or at ``speed`` × real time), then pause."""
+    win.controls.set_speed(speed)
     win.play()
     qtbot.waitUntil(lambda: win.sim_thread.latest.t >= t, timeout=60_000)
     win.pause()
@@ -228,7 +230,7 @@ def test_restitution_edited_in_the_inspector_changes_the_next_bounce_and_undo_re
     t2, p2 = second_bounce(0.5)
     assert _bounces(win)[0].t == pytest.approx(T1, abs=1e-6)               # listed once: the earlier try's went
     assert _bounces(win)[1].t == pytest.approx(t2, abs=1e-6)
-    assert _bounces(win)[1].value == pytest.approx(p2, rel=1e-6)
+    assert _bounces(win)[1].impulse == pytest.approx(p2, rel=1e-6)
     assert not any(abs(m.t - second_bounce(0.8)[0]) < 1e-3 for m in _bounces(win))
     assert any(abs(m.t - second_bounce(0.8)[0]) < 1e-6 for m in win.plots.events.ghost)   # drawn faded
     # Ctrl+Z: e = 0.8 again, and a run from the start bounces as the scene says
@@ -243,13 +245,14 @@ def test_restitution_edited_in_the_inspector_changes_the_next_bounce_and_undo_re
     qtbot.waitUntil(lambda: len(_bounces(win)) >= 2)
     t2, p2 = second_bounce(0.8)
     assert _bounces(win)[1].t == pytest.approx(t2, abs=1e-6)
-    assert _bounces(win)[1].value == pytest.approx(p2, rel=1e-6)
+    assert _bounces(win)[1].impulse == pytest.approx(p2, rel=1e-6)
     assert win.plots.events.ghost                                              # the edited try, faded
 
 
 def test_the_viewport_draws_friction_and_the_tree_marks_slipping_points(window, qtbot):
     win = window(SCENES_DIR / "sliding_block.json")
-    _run_to(win, qtbot, 0.2)
+    _run_to(win, qtbot, 0.2, speed=1.0)                   # (paused well before it sticks at 0.68 s)
+    assert win.sim_thread.latest.t < 0.6
     win.scene_tree.show_activity(win.sim_thread.latest.model, win.sim_thread.latest.draw)
     contacts = win.scene_tree.index_of(("contacts", 0))
     labels = [win.scene_tree.model().index(r, 0, contacts).data() for r in range(4)]

@@ -5,12 +5,22 @@ from __future__ import annotations
 
 import numpy as np
 
-from core.constraints import perpendicular_basis
-from core.contacts import FRICTIONLESS, OPEN, SLIP, STICK, constraint_jacobian
+from core.contacts import FRICTIONLESS, OPEN, SLIP, STICK
+
+from .rows import constraint_rows
 from core.crba import mass_matrix
 from core.points import jacobian_at, link_kinematics
 
 __all__ = ["impact", "Bound"]
+
+
+def perpendicular_basis(direction: np.ndarray) -> np.ndarray:
+    """Two unit vectors (3 x 2) orthogonal to ``direction`` and to each other."""
+    d = direction / np.linalg.norm(direction)
+    helper = np.array([1.0, 0.0, 0.0]) if abs(d[0]) < 0.9 else np.array([0.0, 1.0, 0.0])
+    e1 = np.cross(d, helper)
+    e1 /= np.linalg.norm(e1)
+    return np.column_stack([e1, np.cross(d, e1)])
 
 
 class Bound:
@@ -80,8 +90,8 @@ def impact(model, state, touching: list, contact_rows: set, limits: list = ()) -
     q, v = state.q, state.qd
     kin = link_kinematics(model, q)
     M = mass_matrix(model, q)
-    bilateral = [constraint_jacobian(model, kin, q, model.constraints[i]) for i in np.flatnonzero(state.active)
-                 if i not in contact_rows]
+    mask = np.array([bool(on) and i not in contact_rows for i, on in enumerate(state.active)], dtype=bool)
+    bilateral = [constraint_rows(model, state.t, q, v, mask).J] if mask.any() else []
     held = sorted({j for c, _ in touching for j in c.holds})
     for j in held:                                             # joints an actuator holds through the impact
         row = np.zeros((1, model.nv))
