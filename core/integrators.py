@@ -156,7 +156,7 @@ def _finite(y):
     return True
 
 
-@njit
+@njit(inline="always")
 def _layout(tab, tree, rows, active):
     """The active constraints' rows and groups (:func:`core.constraints.active_layout`) and the largest Jacobian
     scale among them: ``(m, n_groups, scale)``."""
@@ -169,7 +169,7 @@ def _layout(tab, tree, rows, active):
     return m, n_groups, scale
 
 
-@njit
+@njit(inline="always")
 def _take_step(tree, tab, ws, stage, out, st, t, y, h, y1, nq, nv, m, n_groups, scale, fresh, partial):
     """One step of h from (t, y) by the scene's tableau, without error control (Cash–Karp: its fifth-order
     solution), into y1; its first stage from the full evaluation at y in ``out`` when ``fresh``, else kept in
@@ -192,7 +192,7 @@ def _take_step(tree, tab, ws, stage, out, st, t, y, h, y1, nq, nv, m, n_groups, 
     return True
 
 
-@njit
+@njit(inline="always")
 def _adaptive_step(tree, tab, ws, stage, out, st, t, y, h, limit, y1, nq, nv, z0, m, n_groups, scale, partial):
     """Cash–Karp with error control on q, q̇ and z from (t, y): tries h (at most ``limit``), shrinks until the
     step is accepted; the fifth-order solution goes into y1. Returns ``(h taken, next h to try)``."""
@@ -218,7 +218,7 @@ def _adaptive_step(tree, tab, ws, stage, out, st, t, y, h, limit, y1, nq, nv, z0
         h *= 0.1 if not np.isfinite(err) else max(0.1, 0.9 * err ** -0.25)
 
 
-@njit
+@njit(inline="always")
 def _settle_step(tree, tab, ws, st, t, y1, active, nq, nv, z0, m, n_groups, scale, full, out):
     """After a step to (t, y1): the projection formulation's drift removal, then the full evaluation at y1.
     Returns ``(ok, energy the projection changed, its iterations)``."""
@@ -237,7 +237,7 @@ def _settle_step(tree, tab, ws, st, t, y1, active, nq, nv, z0, m, n_groups, scal
     return evaluate(tree, tab, ws, t, q1, qd1, y1[z0:], m, n_groups, scale, full, out), correction, iterations
 
 
-@njit
+@njit(inline="always")
 def _settle_modes(tree, tab, ws, t, y, active, slip, touched, events, clock, nq, nv, z0, full, out):
     """At an event's state: until the modes are consistent (at most 8 rounds), write the contact tables, evaluate,
     refresh the slipping points' forces and switch the lift-offs, slips and releases the modes cause. Leaves the
@@ -256,7 +256,7 @@ def _settle_modes(tree, tab, ws, t, y, active, slip, touched, events, clock, nq,
     return ok, m, n_groups, scale
 
 
-@njit
+@njit(inline="always")
 def _boundary_events(tree, tab, ws, t, y, active, events, clock, nq, nv, z0, m, n_groups, scale, full, out):
     """The events first detected at a step's end: breaks (then the state is evaluated again) and a rank change.
     Returns ``(ok, m, n_groups, scale)``."""
