@@ -68,6 +68,7 @@ def look(model: core.Model, t=0.0, q=None, qd=None, z=None, active=None, inputs:
     state = State(float(t), np.array(init.q if q is None else q, float), np.array(init.qd if qd is None else qd, float),
                   init.z if z is None else np.array(z, float), init.work,
                   init.active if active is None else np.array(active, bool))
+    state = model.complete(state)
     plan = build_plan(model, inputs)
     if run(model, state, plan, 1.0, state.t, 0, check_events=False).status == "diverged":
         raise core.DivergenceError("the evaluation is not finite")
