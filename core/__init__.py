@@ -37,11 +37,11 @@ from .points import point_acceleration, point_bias_acceleration, point_jacobian,
 from .rnea import inverse_dynamics, nonlinear_effects
 from .scene import Scene, SceneError, compile_scene, read_spec, save_spec
 from .simulation import Simulation, Snapshot
-from .step import DivergenceError, Inputs, advance, evaluate, handle_events, step
+from .step import DivergenceError, Inputs, advance, evaluate, handle_events, step, steps
 
 __all__ = [
     "Model", "State", "Data", "Inputs", "Scene", "SceneError", "Simulation", "Snapshot", "DivergenceError",
-    "step", "evaluate", "advance", "handle_events",
+    "step", "steps", "evaluate", "advance", "handle_events",
     "load_scene", "load_urdf", "save_scene", "read_spec", "compile_scene",
     "mass_matrix", "inverse_dynamics", "forward_dynamics", "nonlinear_effects",
     "forward_kinematics", "configuration_derivative", "integrate_configuration", "normalize_configuration",

@@ -27,7 +27,8 @@ from .kinematics import external_forces, fk_kernel, world_frame
 from .layout import thread_work
 from .model import Model
 
-__all__ = ["forward_dynamics", "aba_entry", "aba_passes", "aba_velocities", "aba_inertias", "aba_accelerations", "aba_solve"]
+__all__ = ["forward_dynamics", "aba_entry", "aba_passes", "aba_velocities", "aba_inertias", "aba_accelerations", "aba_solve",
+           "tree_span"]
 
 
 @njit
@@ -83,7 +84,7 @@ def aba_velocities(parent, Sw, v_start, nv_j, I, qd, fx, v, c, pA, s6):
 
 
 @njit(inline='always')
-def aba_inertias(parent, Sw, v_start, nv_j, armature, tau, c, pA, IA, U, W, Dinv, u, G, D):
+def aba_inertias(parent, Sw, v_start, nv_j, armature, tau, c, pA, IA, U, W, Dinv, u, G, D, lone, lone_Dinv):
     """Pass 2, leaves to root (thesis eq. 2.77; RBDA Table 7.1), in world axes about W::
 
         U_i = I^A_i s_i,  D_i = s_iᵀ U_i + diag(a_i),  W_i = U_i D_i⁻¹,  u_i = τ_i − s_iᵀ p^A_i
@@ -93,7 +94,8 @@ def aba_inertias(parent, Sw, v_start, nv_j, armature, tau, c, pA, IA, U, W, Dinv
 
     On entry ``IA`` holds the links' rigid-body inertias and ``pA`` pass 1's bias forces; both accumulate here.
     ``U``, ``W``, ``Dinv`` depend on q only (the factorization :func:`aba_solve` reuses); ``u`` on τ and q̇ too.
-    ``G`` (6 x 12) and ``D`` (6 x 6) are scratch."""
+    ``G`` (6 x 12) and ``D`` (6 x 6) are scratch. A lone free body's D⁻¹ is a constant of the model
+    (``lone_Dinv``: D = Sᵀ I S + diag(a) with S = 1 in its own frame, the same in world axes)."""
     for i in range(parent.shape[0] - 1, -1, -1):
         vs, nv, lam = v_start[i], nv_j[i], parent[i]
         if nv == 1:                                           # hinges and sliders: D is a scalar
@@ -121,14 +123,19 @@ def aba_inertias(parent, Sw, v_start, nv_j, armature, tau, c, pA, IA, U, W, Dinv
                 for a in range(6):
                     s -= Sw[i, a, k] * pA[i, a]
                 u[i, k] = s
-            for k in range(nv):
-                for m in range(nv):                           # D_i = s_iᵀ U_i + diag(a_i)
-                    s = armature[vs + k] if k == m else 0.0
-                    for a in range(6):
-                        s += Sw[i, a, k] * U[i, a, m]
-                    D[k, m] = s
-            if nv > 0:
-                _invert_small(D, nv, Dinv[i], G)
+            if lone[i]:
+                for k in range(6):
+                    for m in range(6):
+                        Dinv[i, k, m] = lone_Dinv[i, k, m]
+            else:
+                for k in range(nv):
+                    for m in range(nv):                       # D_i = s_iᵀ U_i + diag(a_i)
+                        s = armature[vs + k] if k == m else 0.0
+                        for a in range(6):
+                            s += Sw[i, a, k] * U[i, a, m]
+                        D[k, m] = s
+                if nv > 0:
+                    _invert_small(D, nv, Dinv[i], G)
             if nv > 0 and lam >= 0:                           # (a root passes nothing on: pass 3 needs U, D⁻¹)
                 for a in range(6):                            # W_i = U_i D_i⁻¹
                     for k in range(nv):
@@ -168,10 +175,11 @@ def aba_inertias(parent, Sw, v_start, nv_j, armature, tau, c, pA, IA, U, W, Dinv
 
 
 @njit(inline='always')
-def aba_accelerations(parent, Sw, v_start, nv_j, a0, c, U, Dinv, u, qdd, acc, r):
+def aba_accelerations(parent, Sw, v_start, nv_j, a0, c, U, Dinv, u, qdd, acc, r, lo, hi):
     """Pass 3, root to leaves: a'_i = a_λ + c_i, q̈_i = D_i⁻¹(u_i − U_iᵀ a'_i) (= D_i⁻¹u_i − W_iᵀ a'_i), a_i = a'_i +
-    s_i q̈_i (``a0``: the base acceleration, [0; −g] for gravity; ``r``: scratch, 6)."""
-    for i in range(parent.shape[0]):
+    s_i q̈_i (``a0``: the base acceleration, [0; −g] for gravity; ``r``: scratch, 6), over the links lo … hi − 1
+    (whole trees)."""
+    for i in range(lo, hi):
         vs, nv, lam = v_start[i], nv_j[i], parent[i]
         for a in range(6):
             acc[i, a] = (a0[a] if lam < 0 else acc[lam, a]) + c[i, a]
@@ -191,16 +199,16 @@ def aba_accelerations(parent, Sw, v_start, nv_j, a0, c, U, Dinv, u, qdd, acc, r)
 
 
 @njit
-def aba_solve(parent, Sw, v_start, nv_j, U, W, Dinv, tau, x, pA, u, acc, zero6, r):
+def aba_solve(parent, Sw, v_start, nv_j, U, W, Dinv, tau, x, pA, u, acc, zero6, r, lo, hi):
     """x ← M(q)⁻¹ τ in O(N) from pass 2's factorization at the same q: the articulated-body algorithm with no
     velocity, gravity or external force, so only u and p^A change (p^a_i = p^A_i + W_i u_i; RBDA §7.3), then pass
-    3 with c = 0 and a_0 = 0. ``pA``, ``u``, ``acc`` (N x 6) and ``r`` (6) are scratch; ``zero6`` (6) is set to
-    zero."""
-    N = parent.shape[0]
-    for i in range(N):
+    3 with c = 0 and a_0 = 0 — over the links lo … hi − 1, whole trees (depth-first order keeps a tree's links
+    together), outside which τ is zero: x is written on their velocities only (M is block diagonal over the
+    trees). ``pA``, ``u``, ``acc`` (N x 6) and ``r`` (6) are scratch; ``zero6`` (6) is set to zero."""
+    for i in range(lo, hi):
         for a in range(6):
             pA[i, a] = 0.0
-    for i in range(N - 1, -1, -1):
+    for i in range(hi - 1, lo - 1, -1):
         vs, nv, lam = v_start[i], nv_j[i], parent[i]
         for k in range(nv):
             s = tau[vs + k]
@@ -216,8 +224,34 @@ def aba_solve(parent, Sw, v_start, nv_j, U, W, Dinv, tau, x, pA, u, acc, zero6, 
             pA[lam, a] += s
     for a in range(6):
         zero6[a] = 0.0
-    pA[:, :] = 0.0                                            # now the zero c_i of pass 3
-    aba_accelerations(parent, Sw, v_start, nv_j, zero6, pA, U, Dinv, u, x, acc, r)
+    for i in range(lo, hi):                                   # now the zero c_i of pass 3
+        for a in range(6):
+            pA[i, a] = 0.0
+    aba_accelerations(parent, Sw, v_start, nv_j, zero6, pA, U, Dinv, u, x, acc, r, lo, hi)
+
+
+@njit
+def tree_span(parent, root, v_start, nv_j, row, nv):
+    """The links ``(lo, hi)`` of the whole trees that the nonzero entries of ``row`` (nv) act on: the range
+    :func:`aba_solve` needs for M⁻¹ row (``(0, 0)`` for a zero row)."""
+    N = parent.shape[0]
+    first, last = -1, -1
+    for k in range(nv):
+        if row[k] != 0.0:
+            if first < 0:
+                first = k
+            last = k
+    if first < 0:
+        return 0, 0
+    lo, hi = N, 0
+    for i in range(N):
+        if v_start[i] + nv_j[i] > first and v_start[i] <= last:
+            lo = min(lo, root[i])
+            hi = i + 1
+    r = root[hi - 1]
+    while hi < N and root[hi] == r:                           # the rest of the last tree
+        hi += 1
+    return lo, hi
 
 
 @njit
@@ -230,12 +264,12 @@ def aba_passes(tree, kin, aba, qd, tau, qdd, framed):
         world_frame(tree.S, tree.nv_j, tree.mass, tree.com, tree.inertia_com, kin.R_WL, kin.p_WL, aba.Sw, aba.IA)
     aba_velocities(tree.parent, aba.Sw, tree.v_start, tree.nv_j, aba.IA, qd, aba.fx, aba.v, aba.c, aba.pA, aba.s6)
     aba_inertias(tree.parent, aba.Sw, tree.v_start, tree.nv_j, tree.armature, tau, aba.c, aba.pA, aba.IA, aba.U,
-                 aba.W, aba.Dinv, aba.u, aba.G, aba.D6)
+                 aba.W, aba.Dinv, aba.u, aba.G, aba.D6, tree.lone, tree.lone_Dinv)
     a0 = aba.s6[2]                                            # gravity as a base acceleration
     a0[0], a0[1], a0[2] = 0.0, 0.0, 0.0
     a0[3], a0[4], a0[5] = -tree.gravity[0], -tree.gravity[1], -tree.gravity[2]
     aba_accelerations(tree.parent, aba.Sw, tree.v_start, tree.nv_j, a0, aba.c, aba.U, aba.Dinv, aba.u, qdd,
-                      aba.acc, aba.s6[3])
+                      aba.acc, aba.s6[3], 0, tree.parent.shape[0])
 
 
 @entry

@@ -72,6 +72,7 @@ class Data:
     energy_elastic: float
     controller_rate: np.ndarray
     controllers: dict = field(default_factory=dict)
+    quantities: dict = field(default_factory=dict)       # the control programs' quantities: name → value
 
     @property
     def power(self) -> np.ndarray:

@@ -201,9 +201,9 @@ def _number(v: float) -> str:
     return f"{v:.4g}".replace("-", "−")
 
 
-def decode(model, buffer: np.ndarray, formulation: str = "") -> list[Event]:
+def decode(model, buffer: np.ndarray, formulation: str = "", watches: tuple = ()) -> list[Event]:
     """The :class:`Event` records of the compiled step's ``buffer`` (rows of :data:`EVENT`), named after
-    ``model``."""
+    ``model`` (``watches``: (program, watch) of each row of the programs' watch table)."""
     out = []
     points = [(c, p) for c in model.contacts for p in c.points]
     for row in buffer:
@@ -244,15 +244,6 @@ def decode(model, buffer: np.ndarray, formulation: str = "") -> list[Event]:
         elif kind in (RANK_DEFICIENT, FULL_RANK):
             out.append(Event(t, name, what="J", rank=i, rows=int(row["mode"]), formulation=formulation))
         else:
-            program, watch = _watch_name(model, i)
+            program, watch = watches[i] if i < len(watches) else ("", f"watch {i}")
             out.append(Event(t, name, what=f"{program}.{watch}", program=program, value=float(row["value"])))
     return out
-
-
-def _watch_name(model, i: int) -> tuple[str, str]:
-    for spec in model.programs:
-        for w in getattr(spec, "watches", ()):
-            if i == 0:
-                return spec.name, w.name
-            i -= 1
-    return "", f"watch {i}"

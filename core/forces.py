@@ -88,9 +88,11 @@ def force_table(elements, actuator_values: dict | None = None) -> np.ndarray:
 
 
 @njit
-def forces_kernel(parent, S, v_start, nv_j, R_WL, p_WL, v, q, qd, t, forces, tau, power, P3):
+def forces_kernel(parent, S, v_start, nv_j, R_WL, p_WL, v, q, qd, t, forces, tau, power, P3, extra, programs):
     """τ += the generalized forces of the elements of ``forces`` (:data:`FORCE`); ``power`` (4) += the power of
-    dampers, drag, actuators, external; returns the elastic potential energy (``P3``: ≥ 5 x 3 scratch)."""
+    dampers, drag, actuators, external; returns the elastic potential energy (``P3``: ≥ 5 x 3 scratch). With
+    ``programs``, an actuator whose ``extra`` entry is a number takes it as its command (a control program's
+    servo or control equation, :mod:`core.programs.kernels`)."""
     potential = 0.0
     xa, va, xb, vb, f = P3[0], P3[1], P3[2], P3[3], P3[4]
     for e in range(forces.shape[0]):
@@ -142,7 +144,8 @@ def forces_kernel(parent, S, v_start, nv_j, R_WL, p_WL, v, q, qd, t, forces, tau
             add_point_force(parent, S, v_start, nv_j, R_WL, p_WL, ka, xa, f, tau)
             power[DRAG_POWER] += s * speed * speed
         elif kind == ACTUATOR:                                # τ = clip(u, ±limit)
-            u = min(max(el.command, -el.limit), el.limit)
+            u = el.command if not programs or np.isnan(extra[e]) else extra[e]
+            u = min(max(u, -el.limit), el.limit)
             tau[dof] += u
             power[ACTUATORS] += u * qd[dof]
         elif kind == POINT_FORCE:

@@ -60,21 +60,21 @@ from __future__ import annotations
 
 import numpy as np
 
-from .aba import aba_solve
+from .aba import aba_solve, tree_span
 from .constraints import POINT_VELOCITY, active_layout, rows_kernel
-from .jit import inline, njit
+from .jit import njit
 from .kinematics import fk_kernel, integrate_kernel, normalize_kernel
 from .layout import MC, MC_GAMMA, MC_SYMMETRIC
-from .linalg import lu_solve, numerical_rank, svd_columns
+from .linalg import lu_solve, numerical_rank, svd_columns, symmetric_product
 from .points import velocity_product_kernel
-from .solver import solve_groups, symmetric_eigen
+from .solver import COMPRESS_ROWS, range_basis, solve_groups, symmetric_eigen
 
 FORMULATIONS = ("dynamic_constraints", "projection", "multipliers")
 PROJECTION_VARIANTS = ("Mc", "Mc_symmetric", "Mc_gamma")
 RANK_TOLERANCE = 1e-3
 
 __all__ = ["FORMULATIONS", "PROJECTION_VARIANTS", "RANK_TOLERANCE", "jacobian_svd", "pseudo_inverse",
-           "minv_jt", "dynamic_constraints", "multipliers", "projection", "project_state"]
+           "minv_jt", "jacobian_singular_values", "dynamic_constraints", "multipliers", "projection", "project_state"]
 
 
 # ---- shared pieces ----------------------------------------------------------------------------------------
@@ -89,6 +89,55 @@ def jacobian_svd(J, m, nv, dense):
         for k in range(nv):
             Ju[k, a] = J[a, k]
     svd_columns(Ju, nv, m, dense.Vj, dense.sj)
+
+
+@njit
+def jacobian_singular_values(J, cons, rows, solve, dense, m, n_groups):
+    """J's singular values into ``dense.sj[:m]`` (descending), group by group over the velocities each group
+    spans (J is block diagonal over the groups, which share no tree, so these are J's; from the spans of
+    :func:`dynamic_constraints`)."""
+    idx, span, Ju, s = solve.idx, solve.span, dense.Ju, solve.lam
+    ns = 0
+    for g in range(n_groups):
+        n = 0
+        for c in range(cons.shape[0]):
+            if rows.group_of[c] == g:
+                for b in range(cons[c].rows):
+                    idx[n] = rows.row_of[c] + b
+                    n += 1
+        if n == 0:
+            continue
+        c0, c1 = span[idx[0], 0], span[idx[0], 1]
+        for a in range(1, n):
+            c0, c1 = min(c0, span[idx[a], 0]), max(c1, span[idx[a], 1])
+        p = c1 - c0
+        if n <= p and n < COMPRESS_ROWS:                      # Jᵀ's n columns
+            for a in range(n):
+                for k in range(p):
+                    Ju[k, a] = J[idx[a], c0 + k]
+            svd_columns(Ju, p, n, dense.Vj, s)
+        else:                                                 # J = Q₁ R: J's singular values are R's (r x p)
+            Q1 = solve.Q1
+            r = range_basis(J, idx, n, c0, c1, Q1)
+            for i in range(r):
+                for k in range(p):
+                    t = 0.0
+                    for a in range(n):
+                        t += Q1[a, i] * J[idx[a], c0 + k]
+                    Ju[k, i] = t                              # (Rᵀ: p x r)
+            svd_columns(Ju, p, r, dense.Vj, s)
+            for a in range(r, n):
+                s[a] = 0.0
+        for a in range(n):
+            dense.sj[ns + a] = s[a]
+        ns += n
+    for a in range(1, ns):                                    # descending
+        x = dense.sj[a]
+        b = a - 1
+        while b >= 0 and dense.sj[b] < x:
+            dense.sj[b + 1] = dense.sj[b]
+            b -= 1
+        dense.sj[b + 1] = x
 
 
 @njit
@@ -111,26 +160,30 @@ def pseudo_inverse(dense, m, nv, r):
 
 @njit
 def minv_jt(tree, aba, rows, solve, m):
-    """``solve.Y`` ← M⁻¹Jᵀ (nv x m): one O(N) articulated-body solve per row, reusing the factorization of
-    ABA's pass 2 at this q (:func:`core.aba.aba_solve`; no mass matrix is formed)."""
+    """``solve.Y`` ← M⁻¹Jᵀ (nv x m): one articulated-body solve per row over the trees the row acts on, reusing
+    the factorization of ABA's pass 2 at this q (:func:`core.aba.aba_solve`; no mass matrix is formed); each
+    row's span of velocities goes into ``solve.span`` (its group: :func:`dynamic_constraints`), and Y's column
+    stays zero outside it."""
     nv = solve.qdd_free.shape[0]
     for j in range(m):
-        aba_solve(tree.parent, aba.Sw, tree.v_start, tree.nv_j, aba.U, aba.W, aba.Dinv, rows.J[j], solve.col, aba.pA,
-                  aba.u, aba.acc, aba.s6[0], aba.s6[1])
-        for k in range(nv):
-            solve.Y[k, j] = solve.col[k]
-
-
-@inline
-def _symmetric_product(J, Y, A, m, nv):
-    """A[:m, :m] ← J[:m] Y[:, :m] for a product known to be symmetric (J M⁻¹Jᵀ): the upper triangle, mirrored."""
-    for a in range(m):
-        for b in range(a, m):
-            s = 0.0
-            for k in range(nv):
-                s += J[a, k] * Y[k, b]
-            A[a, b] = s
-            A[b, a] = s
+        lo, hi = tree_span(tree.parent, tree.root, tree.v_start, tree.nv_j, rows.J[j], nv)
+        for k in range(solve.span[j, 0], solve.span[j, 1]):  # (column j is zero outside its last span)
+            solve.Y[k, j] = 0.0
+        k0 = tree.v_start[lo] if hi > lo else 0
+        k1 = tree.v_start[hi - 1] + tree.nv_j[hi - 1] if hi > lo else 0
+        solve.span[j, 0], solve.span[j, 1] = k0, k1
+        if hi == lo + 1:                                      # a lone body: M⁻¹ = D⁻¹ of its joint
+            n = k1 - k0
+            for a in range(n):
+                s = 0.0
+                for b in range(n):
+                    s += aba.Dinv[lo, a, b] * rows.J[j, k0 + b]
+                solve.Y[k0 + a, j] = s
+        elif hi > lo:
+            aba_solve(tree.parent, aba.Sw, tree.v_start, tree.nv_j, aba.U, aba.W, aba.Dinv, rows.J[j], solve.col,
+                      aba.pA, aba.u, aba.acc, aba.s6[0], aba.s6[1], lo, hi)
+            for k in range(k0, k1):
+                solve.Y[k, j] = solve.col[k]
 
 
 @njit
@@ -147,29 +200,51 @@ def _right_hand_side(rows, solve, m, nv):
 # ---- 1. dynamic constraints ---------------------------------------------------------------------------------
 
 @njit
-def dynamic_constraints(cons, settings, rows, solve, m, n_groups, out):
+def group_spans(cons, rows, solve, m):
+    """``solve.span[row, 2]`` ← the group of each active row (``solve.span[:, :2]``, its velocities, from
+    :func:`minv_jt`)."""
+    for c in range(cons.shape[0]):
+        row = rows.row_of[c]
+        if row >= 0:
+            for b in range(cons[c].rows):
+                solve.span[row + b, 2] = rows.group_of[c]
+
+
+@njit
+def dynamic_constraints(cons, settings, rows, solve, m, n_groups, full, out):
     """Barzel–Barr / Mitchell: A F = −B with force bounds, group by group (eq. 2.21–2.24, 2.41; §2.3.4); then
-    q̈ = q̈_free + M⁻¹Jᵀ F. Needs ``solve.Y`` = M⁻¹Jᵀ (:func:`minv_jt`) and ``solve.qdd_free``."""
+    q̈ = q̈_free + M⁻¹Jᵀ F. Needs ``solve.Y`` = M⁻¹Jᵀ (:func:`minv_jt`) and ``solve.qdd_free``. A is block
+    diagonal over the groups (eq. 2.41: "a matrix block i, j will be zero if constraints i and j do not act on a
+    common body"): only its blocks are formed (:func:`core.solver.solve_groups`), each over the velocities its
+    rows span. Without ``full`` (an
+    integrator's stage) a well-conditioned group may be solved by Cholesky instead of its eigen-decomposition
+    (:func:`core.solver.solve_groups`), and A's singular values are not reported."""
     nv = solve.qdd_free.shape[0]
-    _symmetric_product(rows.J, solve.Y, solve.A, m, nv)      # A = J M⁻¹ Jᵀ   (eq. 2.41)
-    _right_hand_side(rows, solve, m, nv)               # B = J q̈_free + γ + 2κḊ + κ²D   (eq. 2.24)
+    J, Y, span = rows.J, solve.Y, solve.span
+    group_spans(cons, rows, solve, m)
+    for a in range(m):                                        # B = J q̈_free + γ + 2κḊ + κ²D   (eq. 2.24)
+        s = rows.gamma[a] + rows.stab[a]
+        for k in range(span[a, 0], span[a, 1]):
+            s += J[a, k] * solve.qdd_free[k]
+        solve.B[a] = s
     sc = out.scalars[0]
     F = out.multipliers
-    rank, dropped, cutoff, ns = solve_groups(solve.A, solve.B, cons, rows.row_of, rows.group_of, n_groups,
+    rank, dropped, cutoff, ns = solve_groups(J, Y, solve.B, cons, rows.row_of, rows.group_of, n_groups,
                                              settings.method, settings.rcond, settings.rho, F, solve.svals,
-                                             solve.idx, solve.Ag, solve.Q, solve.lam, solve.QtB, solve.Fg)
+                                             solve.idx, solve.Ag, solve.Q, solve.lam, solve.QtB, solve.Fg, span,
+                                             solve.Q1, solve.C, not full)
     sc.rank, sc.dropped, sc.cutoff, sc.n_svals = rank, dropped, cutoff, ns
     for k in range(ns):
         out.singular_values[k] = solve.svals[k]
-    for k in range(nv):                                       # q̈ = q̈_free + M⁻¹Jᵀ F
-        s = solve.qdd_free[k]
-        for j in range(m):
-            s += solve.Y[k, j] * F[j]
-        out.qdd[k] = s
-    for a in range(m):                                        # η = A F + B   (fig. 2.3)
+    for k in range(nv):
+        out.qdd[k] = solve.qdd_free[k]
+    for j in range(m):                                        # q̈ = q̈_free + M⁻¹Jᵀ F
+        for k in range(span[j, 0], span[j, 1]):
+            out.qdd[k] += Y[k, j] * F[j]
+    for a in range(m):                                        # η = A F + B = J (q̈ − q̈_free) + B   (fig. 2.3)
         s = solve.B[a]
-        for b in range(m):
-            s += solve.A[a, b] * F[b]
+        for k in range(span[a, 0], span[a, 1]):
+            s += J[a, k] * (out.qdd[k] - solve.qdd_free[k])
         out.residual_rows[a] = s
 
 
@@ -182,7 +257,7 @@ def multipliers(settings, rows, solve, dense, m, scale, out):
     then q̈ = q̈_free + M⁻¹Jᵀλ. Needs ``solve.Y`` = M⁻¹Jᵀ and J's SVD (:func:`jacobian_svd`)."""
     nv = solve.qdd_free.shape[0]
     A, B, Q, lam, Ag, F = solve.A, solve.B, solve.Q, solve.lam, solve.Ag, out.multipliers
-    _symmetric_product(rows.J, solve.Y, A, m, nv)            # A = B M⁻¹ Bᵀ   (McClamroch eq. 25)
+    symmetric_product(rows.J, solve.Y, A, m, nv)            # A = B M⁻¹ Bᵀ   (McClamroch eq. 25)
     _right_hand_side(rows, solve, m, nv)               # rhs = −B   (eq. 24 with the Baumgarte terms)
     r = numerical_rank(dense.sj, m, settings.rank_tolerance, scale)
     Ur, x, y = dense.Vj, dense.ra, dense.rb                  # Uᵣ: J's first r left singular vectors

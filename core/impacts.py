@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .aba import aba_passes, aba_solve
+from .aba import aba_passes, aba_solve, tree_span
 from .constraints import JOINT_SPACE
 from .jit import njit
 from .linalg import pinv_apply, svd_columns
@@ -262,8 +262,11 @@ def impact(tree, tab, ws, q, qd, ke, active, ents, new, n_ent, qd_out, result):
     for a in range(nr):
         for j in range(nv):
             row[j] = R[a, j]
+        lo, hi = tree_span(tree.parent, tree.root, tree.v_start, tree.nv_j, row, nv)
+        for j in range(nv):
+            col[j] = 0.0
         aba_solve(tree.parent, aba.Sw, tree.v_start, tree.nv_j, aba.U, aba.W, aba.Dinv, row, col, aba.pA, aba.u,
-                  aba.acc, aba.s6[0], aba.s6[1])
+                  aba.acc, aba.s6[0], aba.s6[1], lo, hi)
         for j in range(nv):
             Y[j, a] = col[j]
     Rv = np.empty(max(nr, 1))

@@ -144,7 +144,7 @@ def _total_energy(tree, tab, ws, t, q, qd):
     ke, pe = energies_kernel(tree.inertia, tree.armature, tree.gravity, kin.R_WL, kin.p_WL, kin.v, qd)
     tau, power = ws.plant.zero.copy(), np.zeros(4)
     elastic = forces_kernel(tree.parent, tree.S, tree.v_start, tree.nv_j, kin.R_WL, kin.p_WL, kin.v, q, qd, t,
-                            tab.forces, tau, power, ws.rows.P3)
+                            tab.forces, tau, power, ws.rows.P3, ws.programs.extra, False)
     return ke + pe + elastic
 
 

@@ -31,7 +31,7 @@ class _Struct(types.StructRef):
 
 
 __all__ = ["kinematics_work", "articulated_work", "plant_work", "thread_work", "Tables", "Outputs", "OutputArrays", "OUTPUT_FIELDS", "TreeRef", "Workspace", "Kinematics", "Articulated", "RowsWork", "SolveWork", "Plant", "Dense",
-           "ControlWork", "IntegratorWork", "EventWork", "SETTINGS", "SCALARS", "outputs", "DYNAMIC_CONSTRAINTS", "PROJECTION",
+           "ControlWork", "IntegratorWork", "EventWork", "ProgramWork", "SETTINGS", "SCALARS", "outputs", "DYNAMIC_CONSTRAINTS", "PROJECTION",
            "MULTIPLIERS", "FORMULATION_CODES", "RK4", "CASH_KARP", "SEMI_IMPLICIT_EULER", "INTEGRATOR_CODES",
            "MC", "MC_SYMMETRIC", "MC_GAMMA", "VARIANT_CODES"]
 
@@ -70,8 +70,10 @@ class Tables(StructRefProxy):
     """What a step reads besides the model's tree: the constraints (:data:`core.constraints.CONSTRAINT`), the
     joint-space programs and their variables, the force elements (:data:`core.forces.FORCE`), the controllers
     (:data:`core.control.kernels.CONTROLLER`) with their integer and float pools, the settings (:data:`SETTINGS`,
-    one record), and the contact points, joint limits and held joints (:data:`core.contacts.CONTACT_POINT`,
-    :data:`core.contacts.LIMIT`)."""
+    one record), the contact points, joint limits and held joints (:data:`core.contacts.CONTACT_POINT`,
+    :data:`core.contacts.LIMIT`), and the control programs' declarations in force (:mod:`core.programs.kernels`:
+    quantities, law terms, servos, watches, control equations with their left-hand terms, and the force rows of
+    the actuators the equations solve for, ``unknowns``)."""
 
 
 @structref.register
@@ -80,7 +82,8 @@ class TablesType(_Struct):
 
 
 define_proxy(Tables, TablesType, ['constraints', 'tape', 'variables', 'forces', 'controllers', 'control_ints',
-                                  'control_floats', 'settings', 'points', 'limits', 'holds'])
+                                  'control_floats', 'settings', 'points', 'limits', 'holds', 'quantities', 'terms',
+                                  'servos', 'watches', 'equations', 'lhs', 'unknowns'])
 
 class Outputs(StructRefProxy):
     """What one evaluation writes (see :class:`core.data.Data` for the meaning): ``qdd``, ``tau`` (all applied
@@ -88,7 +91,8 @@ class Outputs(StructRefProxy):
     (R); ``constraint_force`` (K, 3), ``residual`` (K); ``singular_values`` (R); ``deviation``,
     ``deviation_rate`` (K); ``point_a``, ``point_b``, ``velocity_a`` (K, 3); ``power`` (K + 4); ``z_rate`` (nz);
     per controlled coordinate ``tracking_error``, ``desired``, ``sliding`` (nc); per controller ``s_energy`` (C)
-    and ``torque`` (C, nv); ``scalars`` (:data:`SCALARS`, one record)."""
+    and ``torque`` (C, nv); ``quantities``: the control programs' quantities (their capacity; :mod:`core.programs.kernels`);
+    ``scalars`` (:data:`SCALARS`, one record)."""
 
 
 @structref.register
@@ -96,20 +100,21 @@ class OutputsType(_Struct):
     pass
 
 
-define_proxy(Outputs, OutputsType, ['qdd', 'tau', 'tau_control', 'multipliers', 'residual_rows', 'constraint_force', 'residual', 'singular_values', 'deviation', 'deviation_rate', 'point_a', 'point_b', 'velocity_a', 'power', 'z_rate', 'tracking_error', 'desired', 'sliding', 's_energy', 'torque', 'scalars'])
+define_proxy(Outputs, OutputsType, ['qdd', 'tau', 'tau_control', 'multipliers', 'residual_rows', 'constraint_force', 'residual', 'singular_values', 'deviation', 'deviation_rate', 'point_a', 'point_b', 'velocity_a', 'power', 'z_rate', 'tracking_error', 'desired', 'sliding', 's_energy', 'torque', 'quantities', 'scalars'])
 
 OUTPUT_FIELDS = ("qdd", "tau", "tau_control", "multipliers", "residual_rows", "constraint_force", "residual",
                  "singular_values", "deviation", "deviation_rate", "point_a", "point_b", "velocity_a", "power",
-                 "z_rate", "tracking_error", "desired", "sliding", "s_energy", "torque", "scalars")
+                 "z_rate", "tracking_error", "desired", "sliding", "s_energy", "torque", "quantities", "scalars")
 OutputArrays = namedtuple("OutputArrays", OUTPUT_FIELDS)
 OutputArrays.__doc__ = "The arrays of an :class:`Outputs`, as Python reads them."
 
 
-def outputs(nv: int, K: int, R: int, nz: int, nc: int, C: int) -> tuple[OutputArrays, "Outputs"]:
-    """Zeroed output arrays for a model of these sizes: ``(arrays, the Outputs the kernels write into them)``."""
+def outputs(nv: int, K: int, R: int, nz: int, nc: int, C: int, Q: int = 0) -> tuple[OutputArrays, "Outputs"]:
+    """Zeroed output arrays for a model of these sizes (Q: the programs' quantities): ``(arrays, the Outputs the
+    kernels write into them)``."""
     z = np.zeros
     arrays = OutputArrays(z(nv), z(nv), z(nv), z(R), z(R), z((K, 3)), z(K), z(R), z(K), z(K), z((K, 3)),
-                          z((K, 3)), z((K, 3)), z(K + 4), z(nz), z(nc), z(nc), z(nc), z(C), z((C, nv)),
+                          z((K, 3)), z((K, 3)), z(K + 4), z(nz), z(nc), z(nc), z(nc), z(C), z((C, nv)), z(Q),
                           np.zeros(1, SCALARS))
     return arrays, Outputs(*arrays)
 
@@ -125,7 +130,7 @@ class TreeRefType(_Struct):
 
 define_proxy(TreeRef, TreeRefType, ["parent", "joint_type", "axis", "R_tree", "p_tree", "S", "q_start", "v_start",
                                     "nq_j", "nv_j", "inertia", "gravity", "quat_starts", "root", "mass", "com",
-                                    "inertia_com", "armature"])
+                                    "inertia_com", "armature", "lone", "lone_Dinv"])
 
 
 class Kinematics(StructRefProxy):
@@ -172,7 +177,9 @@ define_proxy(RowsWork, RowsWorkType, ['J', 'gamma', 'D', 'D_rate', 'stab', 'row_
 
 class SolveWork(StructRefProxy):
     """The constraint solve: unconstrained ``qdd_free`` = M⁻¹(τ − b) (nv), ``Y`` = M⁻¹Jᵀ (nv x R), ``A`` = J M⁻¹Jᵀ
-    (R x R), the right-hand side ``B`` (R), and scratch for the bounded solve and the eigen-decompositions."""
+    (R x R, the multipliers formulation's; dynamic constraints form its blocks as they need them), the right-hand side ``B`` (R), per row the velocities its trees span and its
+    group (``span``, R x 3), and scratch for the bounded solve and the eigen-decompositions (``Q1``: R x nv, an
+    orthonormal basis of a group's J; ``C``: nv x nv)."""
 
 
 @structref.register
@@ -180,7 +187,8 @@ class SolveWorkType(_Struct):
     pass
 
 
-define_proxy(SolveWork, SolveWorkType, ['qdd_free', 'col', 'Y', 'A', 'B', 'svals', 'idx', 'Ag', 'Q', 'lam', 'QtB', 'Fg'])
+define_proxy(SolveWork, SolveWorkType, ['qdd_free', 'col', 'Y', 'A', 'B', 'svals', 'idx', 'Ag', 'Q', 'lam', 'QtB', 'Fg',
+                                        'span', 'Q1', 'C'])
 
 class Plant(StructRefProxy):
     """The joint-space dynamics when a stage needs it: ``M`` (nv x nv, CRBA), ``b`` = C q̇ + g and ``g`` (nv,
@@ -253,7 +261,24 @@ class EventWorkType(_Struct):
 
 
 define_proxy(EventWork, EventWorkType, ['kind', 'index', 'g', 'eligible', 'held', 'switches', 'ents', 'is_new',
-                                        'result', 'qd', 'y0', 'y_hi'])
+                                        'result', 'qd', 'y0', 'y_hi', 'watch_sign'])
+
+
+class ProgramWork(StructRefProxy):
+    """The control programs' scratch (:mod:`core.programs.kernels`): per quantity its ``rates``, gradient
+    ``grad`` (Q x nv), ``bias`` and unit direction ``dirs`` (Q x 3, distances); the servos' commands per force row
+    (``extra``; NaN: none); ``E3`` (3 x 3); for the control equations, the unconstrained accelerations ``qdd0``,
+    the responses ``X`` (U x nv) to each unknown command, the equations' readings ``Y`` ((U + 1) x E), their
+    matrix ``A`` (E x U) and right side ``b`` (E), the commands ``u`` (U)."""
+
+
+@structref.register
+class ProgramWorkType(_Struct):
+    pass
+
+
+define_proxy(ProgramWork, ProgramWorkType, ['rates', 'grad', 'bias', 'dirs', 'extra', 'E3', 'qdd0', 'X', 'Y', 'A',
+                                            'b', 'u', 'tau'])
 
 
 class Workspace(StructRefProxy):
@@ -266,7 +291,7 @@ class WorkspaceType(_Struct):
 
 
 define_proxy(Workspace, WorkspaceType, ['kin', 'aba', 'rows', 'solve', 'plant', 'dense', 'control', 'integrator',
-                                        'events'])
+                                        'events', 'programs'])
 
 
 @njit

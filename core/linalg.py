@@ -14,7 +14,8 @@ import numpy as np
 
 from .jit import njit
 
-__all__ = ["svd_columns", "lu_factor", "lu_apply", "lu_solve", "numerical_rank", "pinv_apply"]
+__all__ = ["svd_columns", "lu_factor", "lu_apply", "lu_solve", "numerical_rank", "pinv_apply", "cholesky_factor",
+           "cholesky_solve", "symmetric_product"]
 
 
 @njit
@@ -159,3 +160,56 @@ def pinv_apply(US, V, s, n, r, b, x):
         t /= s[i] * s[i]
         for k in range(p):
             x[k] += US[k, i] * t
+
+
+@njit
+def cholesky_factor(C, n):
+    """C[:n, :n] ← its lower Cholesky factor L (in place, lower triangle). False when a pivot is not above 1e-8
+    of the largest diagonal entry (C is then not safely positive definite)."""
+    top = 0.0
+    for a in range(n):
+        top = max(top, C[a, a])
+    if not top > 0.0:
+        return False
+    for j in range(n):
+        d = C[j, j]
+        for k in range(j):
+            d -= C[j, k] * C[j, k]
+        if not d > 1e-8 * top:
+            return False
+        d = np.sqrt(d)
+        C[j, j] = d
+        for i in range(j + 1, n):
+            s = C[i, j]
+            for k in range(j):
+                s -= C[i, k] * C[j, k]
+            C[i, j] = s / d
+    return True
+
+
+@njit
+def cholesky_solve(L, n, x):
+    """x ← (L Lᵀ)⁻¹ x."""
+    for i in range(n):
+        s = x[i]
+        for k in range(i):
+            s -= L[i, k] * x[k]
+        x[i] = s / L[i, i]
+    for i in range(n - 1, -1, -1):
+        s = x[i]
+        for k in range(i + 1, n):
+            s -= L[k, i] * x[k]
+        x[i] = s / L[i, i]
+
+
+@njit
+def symmetric_product(X, Y, A, m, n):
+    """A[:m, :m] ← X[:m, :n] Y[:n, :m] for a product known to be symmetric (J M⁻¹Jᵀ): the upper triangle,
+    mirrored."""
+    for a in range(m):
+        for b in range(a, m):
+            s = 0.0
+            for k in range(n):
+                s += X[a, k] * Y[k, b]
+            A[a, b] = s
+            A[b, a] = s

@@ -60,7 +60,8 @@ class Tree(NamedTuple):
     array ~250 ns slower per argument. ``root`` (N,) is the root link of each link's tree; ``mass`` (N),
     ``com`` (N, 3) and ``inertia_com`` (N, 3, 3): each link's mass, centre of mass and rotational inertia about its
     centre of mass, in the link frame (the world-frame ABA builds its inertias from them); ``armature`` (nv) the
-    joints' armature, added to the diagonal of H(q)."""
+    joints' armature, added to the diagonal of H(q); ``lone`` (N): the lone free bodies (a free root joint, no
+    children), whose ABA pivot D = I + diag(a) is constant, and its inverse ``lone_Dinv`` (N x 6 x 6)."""
     parent: np.ndarray
     joint_type: np.ndarray
     axis: np.ndarray
@@ -79,6 +80,8 @@ class Tree(NamedTuple):
     com: np.ndarray
     inertia_com: np.ndarray
     armature: np.ndarray
+    lone: np.ndarray
+    lone_Dinv: np.ndarray
 
 
 @dataclass(frozen=True)
@@ -186,9 +189,22 @@ class Model:
         for i in range(self.n_links):                      # Ī_c = Ī_O − m (|c|² 1 − c cᵀ)   (parallel axes)
             c = self.com[i]
             inertia_com[i] -= self.mass[i] * (c @ c * np.eye(3) - np.outer(c, c))
+        # a lone free body (a root with a free joint and no children): its joint's articulated inertia is its own,
+        # constant in its frame, D = Sᵀ I S + diag(a) (S = 1), so ABA takes D⁻¹ from here (core.aba)
+        lone = np.zeros(self.n_links, np.bool_)
+        lone_Dinv = np.zeros((self.n_links, 6, 6))
+        has_child = np.zeros(self.n_links, np.bool_)
+        has_child[[int(p) for p in self.parent if p >= 0]] = True
+        for i in range(self.n_links):
+            if self.joint_type[i] == FREE and self.parent[i] < 0 and not has_child[i]:
+                vs = int(self.v_start[i])
+                D = self.inertia[i] + np.diag(self.armature[vs:vs + 6])
+                if np.all(np.isfinite(D)) and np.linalg.cond(D) < 1e12:
+                    lone[i] = True
+                    lone_Dinv[i] = np.linalg.inv(D)
         fields = Tree._fields[:Tree._fields.index("root")]
         return Tree(*(np.array(getattr(self, name)) for name in fields), root, np.array(self.mass),
-                    np.array(self.com), inertia_com, np.array(self.armature))
+                    np.array(self.com), inertia_com, np.array(self.armature), lone, lone_Dinv)
 
     @functools.cached_property
     def kernel_tree(self):
@@ -288,7 +304,7 @@ class Model:
                      init.active if state.active is None else state.active, state.corrections, state.step_size,
                      state.rank_deficient, state.projection_iterations,
                      init.slip if state.slip is None else state.slip,
-                     init.touched if state.touched is None else state.touched)
+                     init.touched if state.touched is None else state.touched, state.programs, state.controls)
 
     def neutral_configuration(self) -> np.ndarray:
         """q with every joint at zero (identity quaternions)."""
@@ -318,7 +334,10 @@ class State:
       produced this state (0 for other formulations and the initial state);
     - ``slip`` (P x 3, one row per contact point of ``Model.contacts``): the unit direction of the Coulomb
       friction force on each slipping contact point (zero rows for points that are open, stick or frictionless);
-    - ``touched`` (P): the time each contact point last touched down (NaN while open), for the lift-off delay.
+    - ``touched`` (P): the time each contact point last touched down (NaN while open), for the lift-off delay;
+    - ``programs``: the control programs (:mod:`core.programs`) with their own state, and ``controls``: their
+      declarations in force (:class:`core.programs.Declarations`) — values a step never changes: the programs'
+      event handlers work on copies.
 
     ``model.initial_state()`` fills every field; a State made with only (t, q, qd) gets the scene's controller
     state, zero work and the scene's enabled constraints when a step first sees it."""
@@ -334,6 +353,8 @@ class State:
     projection_iterations: int = 0
     slip: np.ndarray | None = None
     touched: np.ndarray | None = None
+    programs: tuple = ()
+    controls: object = None
 
     def copy(self) -> "State":
         return State(self.t, self.q.copy(), self.qd.copy(), None if self.z is None else self.z.copy(),
@@ -341,7 +362,7 @@ class State:
                      None if self.active is None else self.active.copy(), self.corrections, self.step_size,
                      self.rank_deficient, self.projection_iterations,
                      None if self.slip is None else self.slip.copy(),
-                     None if self.touched is None else self.touched.copy())
+                     None if self.touched is None else self.touched.copy(), self.programs, self.controls)
 
 
 def build_model(*, name, link_names, parent, joint_type, joint_link_names, axis, R_tree, p_tree, inertia,

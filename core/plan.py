@@ -9,6 +9,7 @@ from which :func:`data` makes a :class:`core.Data`.
 from __future__ import annotations
 
 import copy
+import math
 import threading
 from dataclasses import dataclass, field, replace
 from typing import NamedTuple
@@ -32,10 +33,13 @@ from .layout import (FORMULATION_CODES, INTEGRATOR_CODES, PROJECTION, SETTINGS, 
 from .model import Model, State
 
 __all__ = ["Plan", "Batch", "DivergenceError", "plan_of", "build_plan", "run", "evaluated", "data",
-           "controllers_under", "command", "NO_TRACE", "EVENT_CAPACITY"]
+           "controllers_under", "command", "declare", "NO_TRACE", "EVENT_CAPACITY", "PROGRAM_CAPACITY"]
 
 #: Events one compiled call may write before it returns to have them read (it then goes on).
 EVENT_CAPACITY = 1024
+#: The control programs' declarations a plan has room for: quantities, control equations, the actuators they solve
+#: for, watches (:mod:`core.programs.kernels`).
+PROGRAM_CAPACITY = (64, 8, 4, 32)
 NO_TRACE = np.zeros((0, 1))
 
 
@@ -70,6 +74,12 @@ class Plan:
     actuator_rows: tuple = ()              # rows of the force table that are actuators (:func:`command`)
     commanded: tuple | None = None         # the actuator commands written into the force table
     targeted: tuple | None = None          # the constraint targets written into the constraint table
+    declared: object = None                # the programs' declarations written into the tables
+    base_tables: tuple = ()                # the tables' arrays before the programs' (:func:`declare`)
+    capacity: tuple = (0, 0, 0, 0)         # the programs' declarations it has room for: quantities, equations,
+                                           # actuators they solve for, watches
+    watch_names: tuple = ()                # (program, watch) of each row of the watch table
+    quantity_names: tuple = ()
     at_state: State | None = None          # the State `out` was evaluated at (States are values)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -96,11 +106,19 @@ _PLANS: dict = {}
 _PLANS_LOCK = threading.Lock()
 
 
+_LAST = threading.local()                                     # this thread's last (model, inputs, plan)
+
+
 def plan_of(model: Model, inputs: Inputs) -> Plan:
     """The plan of (model, inputs), cached. Actuator commands and constraint targets are not part of the key:
     they are written into the plan's tables (:func:`command`), so a controller or program that commands
     actuators at every step reuses one plan."""
-    plan = cached_plan(_PLANS, _PLANS_LOCK, 32, model, _keyed(inputs))
+    last = getattr(_LAST, "entry", None)
+    if last is not None and last[0] is model and last[1] is inputs:
+        plan = last[2]                                        # (the same call again: a step at a time)
+    else:
+        plan = cached_plan(_PLANS, _PLANS_LOCK, 32, model, _keyed(inputs))
+        _LAST.entry = (model, inputs, plan)
     command(model, plan, inputs)
     return plan
 
@@ -147,6 +165,7 @@ def command(model: Model, plan: Plan, inputs: Inputs) -> None:
                     plan.constraints["value"][i] = value
                     plan.at_state = None
         plan.targeted = inputs.targets
+        plan.declared = None                                  # (the programs' own targets go on top again)
     given = dict(inputs.actuators)
     for name in given:
         if all(model.forces[i].name != name for i in plan.actuator_rows):
@@ -162,6 +181,33 @@ def command(model: Model, plan: Plan, inputs: Inputs) -> None:
     if changed:
         plan.at_state = None
     plan.commanded = inputs.actuators
+
+
+def declare(model: Model, plan: Plan, declarations) -> None:
+    """Write the control programs' declarations (:class:`core.programs.Declarations`, or None: none) into the
+    plan's tables: their quantities, servos, equations and watches, and the targets of the constraints they
+    hold; an evaluation cached under other ones is dropped."""
+    if plan.declared is declarations:
+        return
+    from .programs import NO_DECLARATIONS
+    d = declarations or NO_DECLARATIONS
+    tables = d.tables(model)
+    sizes = (len(tables["quantities"]), len(tables["equations"]), len(tables["unknowns"]), len(tables["watches"]))
+    for what, n, room in zip(("quantities", "control equations", "actuators solved for", "watches"), sizes,
+                             plan.capacity):
+        if n > room:
+            raise ValueError(f"the control programs declared {n} {what}; a scene's programs may declare at most "
+                             f"{room}")
+    plan.tables = Tables(*plan.base_tables, tables["quantities"], tables["terms"], tables["servos"],
+                         tables["watches"].copy(), tables["equations"], tables["lhs"], tables["unknowns"])
+    held = dict(d.targets)
+    given = dict(plan.targeted or ())
+    for i, c in enumerate(model.constraints):
+        if c.kind == JOINT_SPACE:
+            plan.constraints["value"][i] = float(held.get(c.name, given.get(c.name, c.value)))
+    plan.watch_names, plan.quantity_names = tables["watch_names"], tables["quantity_names"]
+    plan.declared = declarations
+    plan.at_state = None
 
 
 def controllers_under(model: Model, inputs: Inputs) -> tuple:
@@ -226,24 +272,29 @@ def build_plan(model: Model, inputs: Inputs) -> Plan:
     st["gravity_torque"] = any(c.kind == "computed_torque" and not c.model_gravity for c in controllers)
     st["event_tolerance"] = float(s.get("event_tolerance", 1e-9))
     points, limits, holds = contact_tables(model)
-    tables = Tables(cons, tape, variables, forces, ctl, ints, floats, settings, points, limits, holds)
+    from .programs import NO_DECLARATIONS
+    none = NO_DECLARATIONS.tables(model)
+    base = (cons, tape, variables, forces, ctl, ints, floats, settings, points, limits, holds)
+    tables = Tables(*base, none["quantities"], none["terms"], none["servos"], none["watches"], none["equations"],
+                    none["lhs"], none["unknowns"])
+    capacity = PROGRAM_CAPACITY if model.programs else (0, 0, 0, 0)
     nz = sum(c.n_state for c in controllers)
     nc = sum(c.n for c in controllers)
     R = sum(c.rows for c in model.constraints)
-    arrays, out = outputs(model.nv, K, R, nz, nc, len(controllers))
-    stage = outputs(model.nv, K, R, nz, nc, len(controllers))[1]
+    arrays, out = outputs(model.nv, K, R, nz, nc, len(controllers), capacity[0])
+    stage = outputs(model.nv, K, R, nz, nc, len(controllers), capacity[0])[1]
     L = max([len(c.tape) for c in model.constraints if c.kind == JOINT_SPACE] + [1])
     V = max([len(c.names) for c in model.constraints if c.kind == JOINT_SPACE] + [1])
     P = max([10 * model.n_links] + [c.n_parameters for c in controllers if c.kind == "slotine_li"]) \
         if controllers else 0                                   # the regressors' columns (Slotine–Li)
     F = max([2 * c.n * c.experts for c in controllers if c.kind == "mixture"] + [1])
     n = model.nq + model.nv + K + 4 + nz
-    ws = workspace(model.n_links, model.nv, K, R, L, V, P, F, n, len(points), len(limits))
+    ws = workspace(model.n_links, model.nv, K, R, L, V, P, F, n, len(points), len(limits), len(forces), *capacity)
     actuators = tuple(i for i, e in enumerate(model.forces) if e.kind == ACTUATOR)
     clock = np.zeros(1, CLOCK)
     clock[0]["t_target"] = np.nan
     return Plan(tables, controllers, model.nq, model.nv, K + 4 + nz, integrator, formulation, arrays, out, ws,
-                stage, clock, cons, forces, np.zeros(EVENT_CAPACITY, EVENT), actuators)
+                stage, clock, cons, forces, np.zeros(EVENT_CAPACITY, EVENT), actuators, base_tables=base, capacity=capacity)
 
 
 # ---- the state as the integrated vector ----------------------------------------------------------------
@@ -261,9 +312,8 @@ def _unpack(model: Model, y: np.ndarray, state: State, t: float, corrections: fl
     """The State of the integrated vector y (which it takes over: q, q̇, work and z are views of it)."""
     nq, nv = model.nq, model.nv
     w = nq + nv + len(model.constraints) + 4
-    new = replace(state, t=t, q=y[:nq], qd=y[nq:nq + nv], z=y[w:], work=y[nq + nv:w], active=active,
-                  corrections=corrections, step_size=step_size, rank_deficient=rank_deficient,
-                  projection_iterations=iterations, slip=slip, touched=touched)
+    new = State(t, y[:nq], y[nq:nq + nv], y[w:], y[nq + nv:w], active, corrections, step_size, rank_deficient,
+                iterations, slip, touched, state.programs, state.controls)
     new.__dict__["_y"] = y
     return new
 
@@ -276,7 +326,7 @@ def _key(state: State) -> tuple:
 def _holds(plan: Plan, state: State) -> bool:
     """Whether the plan's output buffer holds the evaluation at ``state`` (the same State, or an equal one)."""
     at = plan.at_state
-    return at is not None and (at is state or _key(at) == _key(state))
+    return at is not None and (at is state or (at.controls is state.controls and _key(at) == _key(state)))
 
 
 _STATUS = {RUNNING: "ok", EVENT_STATUS: "event", NOT_FINITE: "diverged", CHATTER: "chatter"}
@@ -291,22 +341,16 @@ def run(model: Model, state: State, plan: Plan, dt: float, t_end: float, max_ste
     first; ``check_events``: handle the events at ``state`` itself first (breaks, a rank change; False: evaluate
     it as it is); ``settle``: settle the modes at ``state`` first (a batch that stopped at an event left them). The plan's output buffer then holds the full evaluation at the returned state (unless it diverged
     before one could be made). The caller holds ``plan.lock``."""
+    declare(model, plan, state.controls)
     y = _pack(model, state)
     active = state.active.copy()
-    slip = np.array(state.slip, dtype=float)
-    touched = np.array(state.touched, dtype=float)
+    slip = state.slip.copy() if state.slip.dtype == np.float64 else np.array(state.slip, dtype=float)
+    touched = state.touched.copy() if state.touched.dtype == np.float64 else np.array(state.touched, dtype=float)
     clock = plan.clock
-    c = clock[0]
-    c["t"], c["t_end"], c["dt"], c["step_size"], c["corrections"] = state.t, t_end, dt, state.step_size, \
-        state.corrections
-    c["max_steps"], c["steps"], c["status"], c["iterations"] = max_steps, 0, 0, state.projection_iterations
-    c["rank_deficient"], c["evaluated"], c["energy0"] = state.rank_deficient, _holds(plan, state), energy0
-    c["record_every"], c["since"], c["recorded"], c["record_first"] = max(1, record_every), since, 0, record_first
-    if np.isnan(t_target):
-        c["instants"] = 0
-    c["t_target"], c["n_events"], c["overflow"] = t_target, 0, False
-    c["stop_on_events"], c["close_touching"], c["check_events"] = stop_on_events, close_touching, check_events
-    c["settle"] = settle
+    instants = 0 if math.isnan(t_target) else int(clock[0]["instants"])
+    clock[0] = (state.t, t_end, dt, state.step_size, state.corrections, max_steps, 0, 0, state.projection_iterations,
+                state.rank_deficient, _holds(plan, state), energy0, max(1, record_every), since, 0, record_first,
+                t_target, 0, False, stop_on_events, close_touching, check_events, instants, settle)   # (CLOCK's order)
     advance_kernel(model.kernel_tree, plan.tables, plan.workspace, plan.stage, y, active, slip, touched, clock,
                    plan.kernel_out, trace, plan.events)
     (t, _, _, step_size, corrections, _, steps, status, iterations, rank_deficient, evaluated, _, _, since, recorded,
@@ -316,7 +360,7 @@ def run(model: Model, state: State, plan: Plan, dt: float, t_end: float, max_ste
     new = state if not changed else _unpack(model, y, state, t, corrections, step_size, iterations, active, slip,
                                             touched, bool(rank_deficient))
     plan.at_state = new if evaluated and status != NOT_FINITE else None
-    events = tuple(decode(model, plan.events[:n_events], plan.formulation)) if n_events else ()
+    events = tuple(decode(model, plan.events[:n_events], plan.formulation, plan.watch_names)) if n_events else ()
     return Batch(new, steps, _STATUS[status], recorded, since, events, t_target, bool(settle))
 
 
@@ -359,4 +403,5 @@ def data(model: Model, plan: Plan, state: State) -> Data:
                 rank_deficient=bool(m > 0 and sc["jacobian_rank"] < m), power_constraints=o.power[:K].copy(),
                 power_sources=o.power[K:].copy(), energy_kinetic=float(sc["energy_kinetic"]),
                 energy_gravity=float(sc["energy_gravity"]), energy_elastic=float(sc["energy_elastic"]),
-                controller_rate=o.z_rate.copy(), controllers=controllers)
+                controller_rate=o.z_rate.copy(), controllers=controllers,
+                quantities={name: float(o.quantities[i]) for i, name in enumerate(plan.quantity_names)})

@@ -17,7 +17,6 @@ recovery from a diverging step use them).
 """
 from __future__ import annotations
 
-import copy
 import time
 from dataclasses import dataclass, field, replace
 
@@ -28,10 +27,9 @@ from .formulations import FORMULATIONS
 from .joint_constraints import JOINT_SPACE
 from .model import Model, State
 from .plan import NO_TRACE, plan_of, run
-from .programs import Controls
 from .records import record_width, split
-from .step import (INTEGRATOR_NAMES, DivergenceError, Inputs, actuator_response, controllers_under, evaluate,
-                   failure, record_layout, touching_at_start)
+from .step import (INTEGRATOR_NAMES, DivergenceError, Inputs, controllers_under, evaluate, failure, record_layout,
+                   start_programs, steps, touching_at_start)
 
 __all__ = ["Simulation", "Snapshot", "Records", "DivergenceError", "INTEGRATOR_NAMES"]
 
@@ -60,8 +58,6 @@ class Snapshot:
     steps_taken: int
     wall_time: float
     energy0: float | None
-    programs: tuple = ()                    # deep copies of the control programs (their own state)
-    programs_started: bool = False
 
 
 class Simulation:
@@ -96,19 +92,18 @@ class Simulation:
             self.state, events = touching_at_start(self.model, self.state, self.inputs)
         except DivergenceError:
             pass                                              # (the first step reports it, with its time)
-        self.events: list = events
+        if self.model.programs:                               # the programs start at the state they will run from
+            self.state, logged = start_programs(self.model, self.state, events)
+            events = list(events) + logged
+        self.events: list = list(events)
         self.steps_taken = 0
         self.wall_time = 0.0
         self._energy0: float | None = None
-        self.programs = [spec.instantiate() for spec in self.model.programs]
-        self._programs_started = False
-        self._delivered = 0                                   # events handed to the programs' event hooks so far
 
     def snapshot(self) -> Snapshot:
         """Everything that changes while running, as an immutable value."""
         return Snapshot(self.state.copy(), self.inputs, tuple(self.events), self.steps_taken,
-                        self.wall_time, self._energy0, tuple(copy.deepcopy(self.programs)),
-                        self._programs_started)
+                        self.wall_time, self._energy0)
 
     def restore(self, snapshot: Snapshot) -> None:
         """Go back to a :meth:`snapshot` of this simulation, or of one whose model has the same structure (the same
@@ -120,10 +115,13 @@ class Simulation:
         self.steps_taken = snapshot.steps_taken
         self.wall_time = snapshot.wall_time
         self._energy0 = snapshot.energy0
-        if snapshot.programs or not self.model.programs:
-            self.programs = list(copy.deepcopy(snapshot.programs))
-            self._programs_started = snapshot.programs_started
-        self._delivered = len(self.events)
+        if self.model.programs and not self.state.programs:   # (a snapshot of a scene without them)
+            self.state, _ = start_programs(self.model, self.state)
+
+    @property
+    def programs(self) -> tuple:
+        """The control programs with their own state, as they are at the current state (``State.programs``)."""
+        return self.state.programs
 
     @property
     def integrator(self) -> str:
@@ -254,11 +252,6 @@ class Simulation:
         """Everything derived at the current state (:func:`core.evaluate`; cached for the state)."""
         return evaluate(self.model, self.state, self.inputs)
 
-    def actuator_response(self, actuators, read) -> tuple[np.ndarray, np.ndarray]:
-        """How ``read(data)`` at the current state depends on the commands of ``actuators``: ``(y0, G)``,
-        y(u) = y0 + G u (:func:`core.step.actuator_response`; safe inside a step's event answer)."""
-        return actuator_response(self.model, self.state, self.inputs, actuators, read)
-
     def _reference_energy(self) -> float:
         """E(0): the energy of this run's initial state (the scene's)."""
         if self._energy0 is None:
@@ -275,82 +268,26 @@ class Simulation:
         if self._energy0 is None:
             self._reference_energy()
 
-    # ---- control programs (Kearney §4) --------------------------------------------------------------------
-    def _start_programs(self) -> None:
-        """The control programs' start hooks, once, before any of their other hooks."""
-        if not self._programs_started:
-            self._programs_started = True
-            for p in self.programs:
-                p.start(Controls(self, p))
-
-    def _before_step(self) -> None:
-        """Run the control programs' step hooks (their start hooks first, once)."""
-        self._start_programs()
-        for p in self.programs:
-            p.step(Controls(self, p))
-
-    def _after_step(self) -> None:
-        """Hand the events logged since the last delivery to the control programs' event hooks."""
-        if not self.programs:
-            self._delivered = len(self.events)
-            return
-        self._start_programs()
-        while self._delivered < len(self.events):
-            event = self.events[self._delivered]
-            self._delivered += 1
-            if event.program:
-                continue
-            for p in self.programs:
-                p.event(Controls(self, p), event)
-
     def _batch(self, t_end: float, max_steps: int, trace=NO_TRACE, since: int = 0, record_first: bool = False,
                record_every: int = 1):
-        """Steps from the current state in compiled batches; with control programs, one step per call and every
-        event answered where it happens (Kearney §4: a program reacts at the event, not at the next step): the
-        batch stops at it, the events go to the programs' event hooks and their step hooks set the commands the
-        step goes on with. Returns the last batch, with ``steps`` and ``recorded`` summed over the calls."""
-        plan = plan_of(self.model, self.inputs)
-        self.state = self.model.complete(self.state)
-        programs = bool(self.programs)
-        steps = recorded = 0
-        t_target, settle = np.nan, False
-        while True:
-            with plan.lock:
-                batch = run(self.model, self.state, plan, self.dt, t_end, max_steps - steps, trace[recorded:],
-                            self._reference_energy(), record_every, since, record_first and recorded == 0,
-                            t_target, programs, settle=settle)
-            self.state = batch.state
-            self.events.extend(batch.events)
-            steps += batch.steps
-            recorded += batch.recorded
-            since = batch.since
-            self.steps_taken += batch.steps
-            if batch.status != "event" or batch.steps >= max_steps and np.isnan(batch.t_target):
-                break
-            t_target, settle = batch.t_target, batch.settle
-            if programs:                                      # the programs answer, then the step goes on
-                self._after_step()
-                for p in self.programs:
-                    p.step(Controls(self, p))
-                plan = plan_of(self.model, self.inputs)
-            if np.isnan(t_target) and steps >= max_steps:
-                break
-            if trace.shape[0] and recorded >= trace.shape[0]:
-                break
-        return batch._replace(steps=steps, recorded=recorded, since=since)
+        """Steps from the current state (:func:`core.step.steps`: compiled batches, the control programs answering
+        at events); the state and the event log follow them."""
+        batch = steps(self.model, self.state, self.inputs, self.dt, t_end, max_steps, trace, self._reference_energy(),
+                      record_every, since, record_first)
+        self.state = batch.state
+        self.events.extend(batch.events)
+        self.steps_taken += batch.steps
+        return batch
 
     def step(self, dt_max: float | None = None) -> State:
         """Advance one step (``dt``, or one accepted adaptive step no longer than ``dt_max``); raises
         :class:`DivergenceError` with the state unchanged if the result is not finite."""
         self._started()
-        if self.programs:
-            self._before_step()
         h = self.dt if dt_max is None else min(self.dt, dt_max)
         t_end = np.inf if h == self.dt else self.state.t + h   # (t + dt − t is not always dt in floating point)
         batch = self._batch(t_end, 1)
         if batch.status in ("diverged", "chatter") or batch.steps == 0:
             raise DivergenceError(failure(batch, h))
-        self._after_step()
         return self.state
 
     def run(self, duration: float, record_every: int = 1, progress: bool = False,
@@ -382,13 +319,9 @@ class Simulation:
         since, shown, first = 0, self.state.t, True
         try:
             while first or self.state.t < t_end - eps:
-                if not first and self.programs:
-                    self._before_step()
-                batch = self._batch(t_end, 0 if first else (1 if self.programs else 1 << 62), trace, since, first,
-                                    record_every)
+                batch = self._batch(t_end, 0 if first else 1 << 62, trace, since, first, record_every)
                 first = False
                 since = batch.since
-                self._after_step()
                 if batch.recorded:
                     if sink is None:
                         chunks.append(trace[:batch.recorded].copy())

@@ -20,19 +20,24 @@ from __future__ import annotations
 import numpy as np
 
 from .jit import njit
+from .linalg import cholesky_factor, cholesky_solve, symmetric_product
 
 __all__ = ["symmetric_eigen", "solve_groups", "SVD", "DAMPED_LEAST_SQUARES"]
 
 SVD, DAMPED_LEAST_SQUARES = 0, 1
+#: Groups of this many rows or more are solved through an orthonormal basis of their J's columns (r = J's rank
+#: ≤ the rows): redundant constraints (three free bodies held by 18 rows of rank 12) then give an r x r problem.
+COMPRESS_ROWS = 6
 
 
 @njit
-def symmetric_eigen(A, n, lam, Q):
+def symmetric_eigen(A, n, lam, Q, vectors=True):
     """A[:n, :n] = Q diag(λ) Qᵀ by cyclic Jacobi rotations (A is overwritten; eigenpairs sorted by |λ|,
-    largest first)."""
-    for a in range(n):
-        for b in range(n):
-            Q[a, b] = 1.0 if a == b else 0.0
+    largest first); without ``vectors``, the eigenvalues alone (Q is not touched)."""
+    if vectors:
+        for a in range(n):
+            for b in range(n):
+                Q[a, b] = 1.0 if a == b else 0.0
     norm2 = 0.0
     for a in range(n):
         for b in range(n):
@@ -67,10 +72,11 @@ def symmetric_eigen(A, n, lam, Q):
                 A[r, r] += tt * apr
                 A[p, r] = 0.0
                 A[r, p] = 0.0
-                for k in range(n):
-                    qkp, qkr = Q[k, p], Q[k, r]
-                    Q[k, p] = cs * qkp - sn * qkr
-                    Q[k, r] = sn * qkp + cs * qkr
+                if vectors:
+                    for k in range(n):
+                        qkp, qkr = Q[k, p], Q[k, r]
+                        Q[k, p] = cs * qkp - sn * qkr
+                        Q[k, r] = sn * qkp + cs * qkr
     for a in range(n):
         lam[a] = A[a, a]
     for a in range(n):                                        # selection sort by |λ|, descending
@@ -80,31 +86,229 @@ def symmetric_eigen(A, n, lam, Q):
                 best = b
         if best != a:
             lam[a], lam[best] = lam[best], lam[a]
-            for k in range(n):
-                Q[k, a], Q[k, best] = Q[k, best], Q[k, a]
+            if vectors:
+                for k in range(n):
+                    Q[k, a], Q[k, best] = Q[k, best], Q[k, a]
 
 
 @njit
-def solve_groups(A, B, cons, row_of, group_of, n_groups, method, rcond, rho, F, svals, idx, Ag, Q, lam, QtB, Fg):
-    """A F = −B group by group with force bounds (module docstring); ``cons`` the constraint table
-    (:data:`core.constraints.CONSTRAINT`: rows, basis, max_force), ``row_of``/``group_of`` from
-    :func:`core.constraints.active_layout`. Returns ``(rank, dropped, min_kept, n_svals)``; ``svals[:n_svals]``
-    are the singular values of A (all groups, sorted descending). ``idx`` (int), ``lam``, ``QtB``, ``Fg`` (m) and
-    ``Ag``, ``Q`` (m x m) are scratch."""
+def range_basis(J, idx, n, c0, c1, Q1):
+    """``Q1[:n, :r]`` ← an orthonormal basis of the column space of the rows ``idx[:n]`` of J over the columns
+    c0 … c1 − 1 (classical Gram–Schmidt, twice per column; a column left below 1e-12 of its length is dependent).
+    Returns r."""
+    r = 0
+    for k in range(c0, c1):
+        if r == n:
+            break
+        norm0 = 0.0
+        for a in range(n):
+            Q1[a, r] = J[idx[a], k]
+            norm0 += Q1[a, r] * Q1[a, r]
+        if norm0 == 0.0:
+            continue
+        for _ in range(2):
+            for j in range(r):
+                d = 0.0
+                for a in range(n):
+                    d += Q1[a, j] * Q1[a, r]
+                for a in range(n):
+                    Q1[a, r] -= d * Q1[a, j]
+        norm = 0.0
+        for a in range(n):
+            norm += Q1[a, r] * Q1[a, r]
+        if norm <= 1e-24 * norm0:
+            continue
+        norm = np.sqrt(norm)
+        for a in range(n):
+            Q1[a, r] /= norm
+        r += 1
+    return r
+
+
+@njit
+def _block(J, Y, span, idx, n, Ag):
+    """Ag[:n, :n] ← the group's block of A = J M⁻¹Jᵀ (Y = M⁻¹Jᵀ), each entry over the velocities both rows span."""
+    for a in range(n):
+        ra = idx[a]
+        for b in range(a, n):
+            rb = idx[b]
+            s = 0.0
+            for k in range(max(span[ra, 0], span[rb, 0]), min(span[ra, 1], span[rb, 1])):
+                s += J[ra, k] * Y[k, rb]
+            Ag[a, b] = s
+            Ag[b, a] = s
+
+
+@njit
+def _compressed(J, Y, idx, n, c0, c1, Q1, R, T, C):
+    """With Q₁ (n x r) an orthonormal basis of the group's J over the velocities c0 … c1 − 1: C ← Q₁ᵀ A Q₁ =
+    (Q₁ᵀ J)(M⁻¹Jᵀ Q₁) (r x r), by ``R`` = Q₁ᵀ J (r x p) and ``T`` = Y Q₁ (p x r). Returns r."""
+    r = range_basis(J, idx, n, c0, c1, Q1)
+    p = c1 - c0
+    for i in range(r):
+        for k in range(p):
+            s = 0.0
+            for a in range(n):
+                s += Q1[a, i] * J[idx[a], c0 + k]
+            R[i, k] = s
+    for k in range(p):
+        for j in range(r):
+            s = 0.0
+            for a in range(n):
+                s += Y[c0 + k, idx[a]] * Q1[a, j]
+            T[k, j] = s
+    symmetric_product(R, T, C, r, p)
+    return r
+
+
+@njit
+def _group_eigen(J, Y, span, idx, n, lam, Q, Ag, Q1, C):
+    """The eigen-decomposition of the group's block A[idx, idx] = Q diag(λ) Qᵀ (n x n, sorted by |λ|). A group
+    with more rows than the velocities it spans (p: a body resting on four corners, 12 rows on 6 velocities)
+    has A = J M⁻¹Jᵀ of rank ≤ p: with Q₁ an orthonormal basis of J's columns, A = Q₁ (Q₁ᵀ A Q₁) Q₁ᵀ, and the
+    r x r problem (r = rank J ≤ p) gives every nonzero eigenpair, the other n − r eigenvalues being zero. Groups
+    of :data:`COMPRESS_ROWS` rows or more go this way too (redundant rows make r < n)."""
+    c0, c1 = span[idx[0], 0], span[idx[0], 1]
+    for a in range(1, n):
+        c0, c1 = min(c0, span[idx[a], 0]), max(c1, span[idx[a], 1])
+    if n <= c1 - c0 and n < COMPRESS_ROWS:
+        _block(J, Y, span, idx, n, Ag)
+        symmetric_eigen(Ag, n, lam, Q)
+        return
+    r = _compressed(J, Y, idx, n, c0, c1, Q1, Ag, Q, C)
+    symmetric_eigen(C, r, lam, Ag)                            # C = V Λ Vᵀ (V in Ag)
+    for a in range(n):                                        # Q = Q₁ V, then the null space's zero eigenvalues
+        for j in range(r):
+            s = 0.0
+            for i in range(r):
+                s += Q1[a, i] * Ag[i, j]
+            Q[a, j] = s
+        for j in range(r, n):
+            Q[a, j] = 0.0
+    for j in range(r, n):
+        lam[j] = 0.0
+
+
+@njit
+def _over_bound(cons, members, first, last, Fg):
+    """Whether a constraint of a group (``members[first:last]``, in constraint order; its rows of ``Fg`` in that
+    order) has a force beyond its bound."""
+    pos = 0
+    for j in range(first, last):
+        c = members[j]
+        E = cons[c].basis
+        f2 = 0.0
+        for a in range(3):
+            fa = 0.0
+            for b in range(cons[c].rows):
+                fa += E[a, b] * Fg[pos + b]
+            f2 += fa * fa
+        if np.sqrt(f2) > cons[c].max_force:
+            return True
+        pos += cons[c].rows
+    return False
+
+
+@njit
+def _group_cholesky(J, Y, B, span, idx, n, Ag, Q, Q1, C, x, Fg):
+    """Fg[:n] ← −A_g⁻¹ B_g for the group's rows ``idx[:n]`` by a Cholesky factor — of the block itself, or (groups
+    of :data:`COMPRESS_ROWS` rows or more, or with more rows than velocities) of C = Q₁ᵀ A Q₁ (F = −Q₁ C⁻¹ Q₁ᵀ B:
+    the minimum-norm solution, as the eigen path's). The matrix factored is left in ``Q`` (its eigenvalues are
+    A's nonzero ones). Returns its size, 0 when the factor is not well conditioned (the eigen path then starts
+    afresh)."""
+    c0, c1 = span[idx[0], 0], span[idx[0], 1]
+    for a in range(1, n):
+        c0, c1 = min(c0, span[idx[a], 0]), max(c1, span[idx[a], 1])
+    if n <= c1 - c0 and n < COMPRESS_ROWS:
+        _block(J, Y, span, idx, n, Ag)
+        for a in range(n):
+            x[a] = B[idx[a]]
+            for b in range(n):
+                Q[a, b] = Ag[a, b]
+        if not cholesky_factor(Ag, n):
+            return 0
+        cholesky_solve(Ag, n, x)
+        for a in range(n):
+            Fg[a] = -x[a]
+        return n
+    r = _compressed(J, Y, idx, n, c0, c1, Q1, Ag, Q, C)
+    for i in range(r):                                        # x = Q₁ᵀ B
+        s = 0.0
+        for a in range(n):
+            s += Q1[a, i] * B[idx[a]]
+        x[i] = s
+        for j in range(r):
+            Q[i, j] = C[i, j]
+    if r == 0 or not cholesky_factor(C, r):
+        return 0
+    cholesky_solve(C, r, x)
+    for a in range(n):
+        s = 0.0
+        for i in range(r):
+            s += Q1[a, i] * x[i]
+        Fg[a] = -s
+    return r
+
+
+@njit
+def solve_groups(J, Y, B, cons, row_of, group_of, n_groups, method, rcond, rho, F, svals, idx, Ag, Q, lam, QtB, Fg,
+                 span, Q1, C, fast):
+    """A F = −B group by group with force bounds (module docstring), A = J Y (Y = M⁻¹Jᵀ) formed block by block over
+    the velocities each row spans (``span``); ``cons`` the constraint table (:data:`core.constraints.CONSTRAINT`:
+    rows, basis, max_force), ``row_of``/``group_of`` from :func:`core.constraints.active_layout`.
+    Returns ``(rank, dropped, min_kept, n_svals)``; ``svals[:n_svals]`` are the singular values of A (all groups,
+    sorted descending). ``idx`` (int), ``lam``, ``QtB``, ``Fg`` (m), ``Ag``, ``Q`` (m x m), ``Q1`` (m x nv) and
+    ``C`` (nv x nv) are scratch. With the ``svd`` method, a group whose block (or its compressed form,
+    :func:`_group_eigen`) has a Cholesky factor with every pivot above 1e-8 of the largest diagonal — far from the
+    ``rcond`` truncation — and whose forces stay within their bounds is solved by that factor: the same F to
+    round-off, without eigenvectors; its eigenvalues are then computed alone to be reported, or, with ``fast``
+    (an integrator's stage), not at all (n_svals 0)."""
     rank_total, dropped_total, min_kept, ns = 0, 0, np.inf, 0
+    K = cons.shape[0]
+    gstart = np.zeros(n_groups + 1, np.int64)                 # the groups' constraints, in constraint order
+    for c in range(K):
+        if group_of[c] >= 0:
+            gstart[group_of[c] + 1] += 1
+    for g in range(n_groups):
+        gstart[g + 1] += gstart[g]
+    fill = gstart.copy()
+    members = np.empty(max(K, 1), np.int64)
+    for c in range(K):
+        g = group_of[c]
+        if g >= 0:
+            members[fill[g]] = c
+            fill[g] += 1
     for g in range(n_groups):
         n = 0
-        for c in range(cons.shape[0]):                        # rows of the group, in constraint order
-            if group_of[c] == g:
-                for b in range(cons[c].rows):
-                    idx[n] = row_of[c] + b
-                    n += 1
+        for j in range(gstart[g], gstart[g + 1]):             # rows of the group, in constraint order
+            c = members[j]
+            for b in range(cons[c].rows):
+                idx[n] = row_of[c] + b
+                n += 1
         if n == 0:
             continue
-        for a in range(n):
-            for b in range(n):
-                Ag[a, b] = A[idx[a], idx[b]]
-        symmetric_eigen(Ag, n, lam, Q)
+        size = _group_cholesky(J, Y, B, span, idx, n, Ag, Q, Q1, C, QtB, Fg) if method == SVD else 0
+        if size > 0 and not _over_bound(cons, members, gstart[g], gstart[g + 1], Fg):
+            if fast:
+                for a in range(n):
+                    F[idx[a]] = Fg[a]
+                continue
+            symmetric_eigen(Q, size, lam, Ag, False)          # A's singular values, to report
+            for a in range(size, n):
+                lam[a] = 0.0
+            k = 0
+            for a in range(n):
+                if abs(lam[a]) > rcond * abs(lam[0]):
+                    k += 1
+            if k == size:                                     # (no value the truncation would drop)
+                for a in range(n):
+                    F[idx[a]] = Fg[a]
+                    svals[ns + a] = abs(lam[a])
+                ns += n
+                rank_total += k
+                min_kept = min(min_kept, abs(lam[k - 1]))
+                continue
+        _group_eigen(J, Y, span, idx, n, lam, Q, Ag, Q1, C)
         smax = abs(lam[0])
         k = 0
         if smax > 0:
@@ -124,22 +328,7 @@ def solve_groups(A, B, cons, row_of, group_of, n_groups, method, rcond, rho, F, 
                     inv = lam[b] / (lam[b] * lam[b] + rho * rho) if method == DAMPED_LEAST_SQUARES else 1.0 / lam[b]
                     s += Q[a, b] * inv * QtB[b]
                 Fg[a] = -s
-            over = False
-            pos = 0
-            for c in range(cons.shape[0]):                    # Mitchell: a force beyond its bound?
-                if group_of[c] != g:
-                    continue
-                E = cons[c].basis
-                f2 = 0.0
-                for a in range(3):
-                    fa = 0.0
-                    for b in range(cons[c].rows):
-                        fa += E[a, b] * Fg[pos + b]
-                    f2 += fa * fa
-                if np.sqrt(f2) > cons[c].max_force:
-                    over = True
-                pos += cons[c].rows
-            if not over or k == 0:
+            if not _over_bound(cons, members, gstart[g], gstart[g + 1], Fg) or k == 0:   # Mitchell: beyond a bound?
                 break
             k -= 1                                            # drop the smallest kept singular value
         for a in range(n):

@@ -15,18 +15,21 @@ batch of steps in one call — :meth:`core.Simulation.run` uses it.
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from .data import Data
 from .inputs import NO_INPUTS, Inputs
 from .layout import INTEGRATOR_CODES
 from .model import Model, State
-from .plan import (NO_TRACE, Batch, DivergenceError, cached_plan, command, controllers_under, data, evaluated,
-                   plan_of, run)
+from .plan import NO_TRACE, Batch, DivergenceError, controllers_under, data, evaluated, plan_of, run
+from .programs import answer
+from .programs import start_programs as _start
 from .records import record_columns
 
-__all__ = ["Inputs", "Batch", "step", "evaluate", "advance", "DivergenceError", "INTEGRATOR_NAMES", "handle_events",
-           "record_layout", "touching_at_start", "actuator_response", "controllers_under"]
+__all__ = ["Inputs", "Batch", "step", "steps", "evaluate", "advance", "DivergenceError", "INTEGRATOR_NAMES",
+           "handle_events", "record_layout", "touching_at_start", "start_programs", "controllers_under"]
 
 INTEGRATOR_NAMES = tuple(INTEGRATOR_CODES)
 
@@ -55,25 +58,77 @@ def failure(batch: Batch, dt: float) -> str:
 def step(model: Model, state: State, inputs: Inputs = NO_INPUTS, dt: float | None = None):
     """Advance ``state`` by one step of ``dt`` (default: the scene's; with cash_karp, one accepted adaptive step
     of at most ``dt``) with the events inside it: ``(new state, its Data, events)`` — the events at ``state`` itself
-    (a break, a rank change not yet reported) and those of the step. Raises :class:`DivergenceError` if the step
-    gives a non-finite state or one whose dynamics cannot be evaluated, or its events chatter; ``state`` is never
-    modified."""
+    (a break, a rank change not yet reported), those of the step and what the control programs logged answering
+    them. Raises :class:`DivergenceError` if the step gives a non-finite state or one whose dynamics cannot be
+    evaluated, or its events chatter; ``state`` is never modified (the programs answer on copies)."""
+    dt = _dt(model, dt)
+    batch = steps(model, state, inputs, dt, np.inf, 1)
+    if batch.status in ("diverged", "chatter") or batch.steps < 1:
+        raise DivergenceError(failure(batch, dt))
+    plan = plan_of(model, inputs)
+    with plan.lock:
+        evaluated(model, batch.state, plan)
+        return batch.state, data(model, plan, batch.state), list(batch.events)
+
+
+def steps(model: Model, state: State, inputs: Inputs = NO_INPUTS, dt: float | None = None, t_end: float = np.inf,
+          max_steps: int = 1, trace: np.ndarray | None = None, energy0: float = 0.0, record_every: int = 1,
+          since: int = 0, record_first: bool = False) -> Batch:
+    """Up to ``max_steps`` steps of ``dt`` from ``state``, none past ``t_end``, with their events, as few compiled
+    calls as the events allow: without control programs one call (:func:`advance`, again only if its event buffer
+    fills up); with them, a call stops at each event, the programs answer it (:func:`core.programs.answer`: their
+    handlers, on copies, change their declarations and own constraints) and the next call goes on from there —
+    Python runs at events only, never between them. A state whose programs have not started is started first
+    (:func:`start_programs`). Records as :func:`advance`; the :class:`~core.plan.Batch` returned sums the calls
+    (its status the last one's: "ok", "diverged" or "chatter")."""
     dt = _dt(model, dt)
     state = model.complete(state)
-    plan = plan_of(model, inputs)
+    programs = bool(model.programs)
     events: list = []
+    if programs and state.controls is None:
+        state, logged = _start(model, state)
+        events.extend(logged)
+    plan = plan_of(model, inputs)
+    trace = NO_TRACE if trace is None else trace
     with plan.lock:
-        t_target = np.nan
-        while True:
-            batch = run(model, state, plan, dt, np.inf, 1, t_target=t_target)
-            events.extend(batch.events)
-            state = batch.state
-            if batch.status in ("diverged", "chatter"):
-                raise DivergenceError(failure(batch, dt))
-            if batch.steps >= 1:
-                break
-            t_target = batch.t_target                          # (the event buffer filled up: go on)
-        return state, data(model, plan, state), events
+        batch = run(model, state, plan, dt, t_end, max_steps, trace, energy0, record_every, since, record_first,
+                    np.nan, programs)
+    if batch.status != "event" and not events:
+        return batch                                          # (one call: no programs, or no event)
+    taken, recorded = batch.steps, batch.recorded
+    while True:
+        state = batch.state
+        events.extend(batch.events)
+        since = batch.since
+        if batch.status != "event":
+            break
+        t_target, settle = batch.t_target, batch.settle
+        if programs and batch.events:                         # the programs answer at the event
+            state, logged = answer(model, state, batch.events)
+            events.extend(logged)
+        if np.isnan(t_target) and not settle and taken >= max_steps:
+            break
+        if trace.shape[0] and recorded >= trace.shape[0]:
+            break
+        with plan.lock:
+            batch = run(model, state, plan, dt, t_end, max_steps - taken, trace[recorded:], energy0, record_every,
+                        since, False, t_target, programs, settle=settle)
+        taken += batch.steps
+        recorded += batch.recorded
+    return batch._replace(state=state, steps=taken, recorded=recorded, since=since, events=tuple(events),
+                          status="ok" if batch.status == "event" else batch.status)
+
+
+def start_programs(model: Model, state: State, events=()) -> tuple[State, list]:
+    """``state`` with the scene's control programs made and started (:meth:`core.programs.ControlProgram.start`
+    at ``state``), then told of ``events`` that happened at it (the contacts closed at the start:
+    :func:`touching_at_start`), and the events they logged; a step starts them itself when ``state`` has none
+    yet."""
+    state, logged = _start(model, model.complete(state))
+    if events:
+        state, answered = answer(model, state, tuple(events))
+        logged = logged + answered
+    return state, logged
 
 
 def advance(model: Model, state: State, inputs: Inputs = NO_INPUTS, dt: float | None = None,
@@ -126,36 +181,6 @@ def touching_at_start(model: Model, state: State, inputs: Inputs = NO_INPUTS) ->
         return batch.state, list(batch.events)
 
 
-_PROBES: dict = {}
-_PROBE_LOCK = __import__("threading").Lock()
-
-
-def actuator_response(model: Model, state: State, inputs: Inputs, actuators, read) -> tuple[np.ndarray, np.ndarray]:
-    """How the quantities ``read(data)`` (a vector of whatever :class:`Data` gives) at ``state`` depend on the
-    commands of ``actuators`` (names), the other inputs held: ``(y0, G)`` with ``y(u) = y0 + G u`` — exact, since
-    the constrained dynamics are affine in the applied forces at a state (while the solve keeps its rank and its
-    force bounds do not act). Made from len(actuators) + 1 evaluations on a plan of its own, so a control program
-    may call it while a step is under way."""
-    state = model.complete(state)
-    plan = cached_plan(_PROBES, _PROBE_LOCK, 8, model, inputs)
-    names = list(actuators)
-    limits = {model.forces[i].name: model.forces[i].limit for i in plan.actuator_rows}
-    unknown = [n for n in names if n not in limits]
-    if unknown:
-        raise KeyError(f"no actuator {unknown[0]!r} (actuators: {', '.join(limits) or 'none'})")
-    unit = [min(1.0, 0.5 * limits[n]) for n in names]          # (inside the limit: a command is clipped to it)
-    columns = []
-    with plan.lock:
-        for k in range(len(names) + 1):
-            commands = {n: (unit[j] if j == k - 1 else 0.0) for j, n in enumerate(names)}
-            command(model, plan, inputs.with_(actuators=commands))
-            evaluated(model, state, plan)
-            columns.append(np.array(read(data(model, plan, state)), dtype=float).reshape(-1))
-    y0 = columns[0]
-    G = np.stack([(c - y0) / u for c, u in zip(columns[1:], unit)], axis=1) if names else np.zeros((len(y0), 0))
-    return y0, G
-
-
 def record_layout(model: Model, inputs: Inputs = NO_INPUTS) -> list:
     """The columns of the records of ``model`` under ``inputs`` (:func:`core.records.record_columns`)."""
     return record_columns(model, plan_of(model, inputs).controllers)
@@ -163,6 +188,6 @@ def record_layout(model: Model, inputs: Inputs = NO_INPUTS) -> list:
 
 def _dt(model: Model, dt) -> float:
     dt = float(dt if dt is not None else model.settings.get("dt", 1e-3))
-    if not (np.isfinite(dt) and dt > 0):
+    if not (dt > 0 and math.isfinite(dt)):
         raise ValueError(f"time step must be positive, got {dt}")
     return dt

@@ -18,7 +18,10 @@ after (``EventWork.g``); per contact point p with world normal n (turned with a 
 - a joint limit (bound open):  g = s (q − bound) + ε, s = ±1; (bound active): g = s λ, its force;
 - a break (active constraint):  g = max_deviation − ‖D‖ — detected at the step's end, not isolated ("the
   isolation predicate accepts the time of first detection", as Kearney's lift-off);
-- a rank change of J: reported at the step's end where it is first seen.
+- a rank change of J: reported at the step's end where it is first seen;
+- a control program's watch (armed):  g = s (value − x), s = ±1 the direction it watches x cross ``value`` in
+  (:mod:`core.programs.kernels`) — only for a watch that was positive at the step's start; it fires once
+  (disarmed) and is handed to the program, which may arm it again.
 
 Resolution (:func:`resolve`): touchdowns and limits reached take an impact (:func:`core.impacts.impact`:
 impulses on the touching points, the bounds and every linked active constraint; each point's mode after it),
@@ -33,9 +36,10 @@ import numpy as np
 
 from .contacts import OPEN, PENETRATION, SLIP, STICK
 from .events import (BOUNCE, BREAK, FULL_RANK, LIFT_OFF, LIMIT, LIMIT_BOUNCE, LIMIT_RELEASE, RANK_DEFICIENT,
-                     SLIP as SLIP_EVENT, STICK as STICK_EVENT, TOUCHDOWN)
+                     SLIP as SLIP_EVENT, STICK as STICK_EVENT, TOUCHDOWN, WATCH)
 from .impacts import BOUND, NOT_IN_IMPACT, POINT, impact
 from .jit import njit
+from .programs.kernels import watch_value
 
 __all__ = ["find", "resolve", "settle_round", "close_touching", "update_tables", "refresh_slip", "mark_eligible",
            "breaks_and_rank", "rank_change", "log", "MAX_SWITCHES"]
@@ -136,14 +140,23 @@ def find(tab, ws, out, t, y_q, active, slip, touched, settling):
             N = sign * out.constraint_force[row, 0]
             if N < 0.0:
                 count = _add(ev, count, LIMIT_RELEASE, k, N)
+    if not settling:
+        for w in range(tab.watches.shape[0]):
+            if tab.watches[w].armed and ev.watch_sign[w]:
+                g = watch_value(tab.watches[w], out.quantities)
+                if g <= 0.0:
+                    count = _add(ev, count, WATCH, w, g)
     return count
 
 
 @njit
 def mark_eligible(tab, ws, out, active, slip):
     """``ws.events.eligible[p]``: whether slipping point p's slip opposes its friction at the state of ``out`` (the
-    points that may stick in the step about to be taken)."""
+    points that may stick in the step about to be taken); ``watch_sign[w]``: whether armed watch w's witness is
+    positive there (a watch fires on a crossing, not on a value it is armed past)."""
     ev, kin = ws.events, ws.kin
+    for w in range(tab.watches.shape[0]):
+        ev.watch_sign[w] = tab.watches[w].armed and watch_value(tab.watches[w], out.quantities) > 0.0
     n = np.empty(3)
     for p in range(tab.points.shape[0]):
         pt = tab.points[p]
@@ -310,6 +323,9 @@ def _switch(tab, ws, out, n_found, active, slip, events, clock, t):
                 slip[i, a] = pt.mu * N * F[pt.stick, a] / max(ft, 1e-300)
             log(events, clock, t, SLIP_EVENT, i, nan, nan, nan, ft, -1, N)
             _count_switch(ws, i)
+        elif kind == WATCH:                                    # one shot: the program arms it again
+            tab.watches[i].armed = False
+            log(events, clock, t, WATCH, i, nan, nan, nan, nan, -1, out.quantities[tab.watches[i].quantity])
         elif kind == STICK_EVENT:
             pt = tab.points[i]
             active[pt.stick] = True

@@ -37,7 +37,7 @@ def _rows(ws, m):
 @njit
 def _solve(ws, m):
     s = ws.solve
-    return s.A[:m, :m].copy(), s.B[:m].copy(), s.Y[:, :m].copy(), s.qdd_free.copy()
+    return s.B[:m].copy(), s.Y[:, :m].copy(), s.qdd_free.copy()
 
 
 @njit
@@ -83,7 +83,8 @@ def look(model: core.Model, t=0.0, q=None, qd=None, z=None, active=None, inputs:
     if formulation == "projection":
         out.P, out.Jpinv, out.sj = _dense(plan.workspace, m)
     else:
-        out.A, out.B, out.MinvJt, out.qdd_free = _solve(plan.workspace, m)
+        out.B, out.MinvJt, out.qdd_free = _solve(plan.workspace, m)
+        out.A = J @ out.MinvJt                                # (the pipeline forms A's blocks only as it needs them)
     return out
 
 
@@ -102,9 +103,12 @@ def project(model: core.Model, t, q, qd, active=None, inputs: core.Inputs = core
 def _bounded(A, B, cons, row_of, group_of, n_groups, method, rcond, rho):
     m = B.shape[0]
     F, svals = np.full(m, np.nan), np.full(m, np.nan)
-    rank, dropped, kept, ns = solve_groups(A.copy(), B.copy(), cons, row_of, group_of, n_groups, method, rcond, rho,
-                                           F, svals, np.zeros(m, np.int64), np.zeros((m, m)), np.zeros((m, m)),
-                                           np.zeros(m), np.zeros(m), np.zeros(m))
+    span = np.zeros((m, 3), np.int64)                         # (every row spans m velocities: no compression)
+    span[:, 1] = m
+    rank, dropped, kept, ns = solve_groups(A.copy(), np.eye(m), B.copy(), cons, row_of, group_of, n_groups, method,
+                                           rcond, rho, F, svals, np.zeros(m, np.int64), np.zeros((m, m)),
+                                           np.zeros((m, m)), np.zeros(m), np.zeros(m), np.zeros(m), span,
+                                           np.zeros((m, m)), np.zeros((m, m)), False)
     return F, rank, dropped, kept, svals[:ns].copy()
 
 

@@ -476,16 +476,37 @@ def test_a_frictional_impact_on_several_corners_satisfies_coulombs_complementari
                 assert np.linalg.norm(vt) <= tol                       # inside the cone: it sticks
 
 
+def _a_solution(qd, corners, de, mu) -> bool:
+    """Whether an impact's outcome satisfies Coulomb's impact conditions (the checks of the test above)."""
+    tol = 1e-6 * (1 + np.abs(qd).max())
+    if de > tol:
+        return False
+    for w, pn, pt in corners:
+        vn, vt = w[2], np.array([w[0], w[1], 0.0])
+        if vn < -tol or pn < -tol or (pn > tol and abs(vn) > tol):
+            return False
+        if np.linalg.norm(pt) > mu * max(pn, 0.0) * (1 + 1e-6) + tol:
+            return False
+        if np.linalg.norm(pt) < mu * pn * (1 - 1e-6) and np.linalg.norm(vt) > tol:
+            return False
+    return True
+
+
 @pytest.mark.parametrize("mu", [0.0, 0.3, 1.0])
 def test_the_compiled_impact_equals_the_numpy_oracle(mu):
     """The compiled impact (articulated-body solves for M⁻¹Rᵀ, a compiled SVD for the active set's least squares)
     gives the impulses and post-impact velocities of the NumPy oracle (M inverted, numpy's lstsq) on random
-    eight-corner impacts."""
+    eight-corner impacts — except where Coulomb's impact problem has more than one solution and round-off sends
+    the two down different branches (1 of these 60 at μ = 1): there both outcomes must be solutions."""
     mine = _box_impacts(mu, 60, 2)
     theirs = _box_impacts(mu, 60, 2, oracle=True)
+    branches = 0
     for (qd, a, de_a), (_, b, de_b) in zip(mine, theirs):
         scale = 1 + np.abs(qd).max()
-        for (wa, pna, pta), (wb, pnb, ptb) in zip(a, b):
-            assert np.allclose(wa, wb, atol=1e-7 * scale)
-            assert pna == pytest.approx(pnb, abs=1e-7 * scale) and np.allclose(pta, ptb, atol=1e-7 * scale)
-        assert de_a == pytest.approx(de_b, abs=1e-7 * scale ** 2)
+        same = abs(de_a - de_b) <= 1e-7 * scale ** 2 and all(
+            np.allclose(wa, wb, atol=1e-7 * scale) and abs(pna - pnb) <= 1e-7 * scale
+            and np.allclose(pta, ptb, atol=1e-7 * scale) for (wa, pna, pta), (wb, pnb, ptb) in zip(a, b))
+        if not same:
+            assert mu > 0 and _a_solution(qd, a, de_a, mu) and _a_solution(qd, b, de_b, mu)
+            branches += 1
+    assert branches <= (2 if mu > 0 else 0), branches

@@ -237,7 +237,7 @@ def test_merged_bodies_are_named_like_links_and_errors_list_them():
         model.resolve_point("plate", "toe")
     sim = core.Simulation(model)
     sim.step()
-    controls = Controls(sim, None)
+    controls = Controls(model, sim.state, None, None, [])
     R_WT = controls.orientation("torso")
     _, frames = _folded_chain(doc)
     np.testing.assert_allclose(controls.orientation("knob"), R_WT @ frames["knob"][1], atol=1e-15)

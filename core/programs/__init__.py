@@ -1,33 +1,44 @@
 """Control programs (Kearney, Hansen & Cremer §4): Python classes registered by name that a scene document names
-and parameterizes — never code in the document. A program sees the simulation through :class:`Controls` and
-has three hooks:
+and parameterizes — never code in the document. A program is a set of *event handlers*; what it wants done
+between events it *declares*, and the declarations run inside the compiled step at every integrator stage
+(:mod:`core.programs.kernels`), so no Python runs between events:
 
-- :meth:`ControlProgram.start` at the start of a run (and after a reset);
-- :meth:`ControlProgram.event` for every event of the step just taken (touchdowns, lift-offs, breaks …);
-- :meth:`ControlProgram.step` before every step, where it commands actuators ("loosely coupled" control,
-  §4.1) and adds or removes its own named constraints ("tightly coupled" control, §4.2): constraints on the
-  configuration that the scene declares with ``"enabled": false`` and lists under the program's
-  ``constraints`` (a program may never remove a mechanical constraint it does not own), and control equations
-  on forces, torques and accelerations (:class:`Equation`, :meth:`Controls.impose`), solved with the dynamics
-  for the actuator commands that satisfy them. Every addition and removal goes to the event log with its time
-  and the program's name.
+- quantities (:meth:`Controls.declare`): named functions of the state — a joint, a body point, the centre of
+  mass, a virtual leg's length or angle, a body's pitch, the angular momentum about the centre of mass, a rate;
+- servos (:meth:`Controls.servo`, :meth:`Controls.actuate`): loosely coupled control (§4.1, eq. 10), a command
+  linear in quantities, to actuators directly or through a quantity's gradient (a force along a virtual leg);
+- control equations (:meth:`Controls.impose`): tightly coupled control (§4.2), linear in forces, moments,
+  accelerations and commands, solved with the dynamics at every evaluation for the commands of their actuators;
+- watches (:meth:`Controls.watch`): a quantity crossing a value — an event, isolated like a contact's;
+- the program's own constraints (:meth:`Controls.add`, :meth:`Controls.remove`, :meth:`Controls.hold`): constraints
+  the scene declares with ``"enabled": false`` and lists under the program's ``constraints``.
+
+Hooks: :meth:`ControlProgram.start` when a run starts and :meth:`ControlProgram.event` for every event (contacts,
+limits, breaks, its own watches), both at the event's state with a :class:`Controls`. A program's own state (its
+attributes) and its declarations travel with the :class:`core.model.State` (``State.programs``,
+``State.controls``), so :func:`core.step` stays pure: a handler works on copies. Every declaration added or removed
+goes to the event log.
 
 A scene's ``programs`` section: ``[{"name": "brain", "program": "raibert_hopper", "parameters": {…},
 "constraints": [...]}]``. :data:`PROGRAMS` maps program names to classes; :func:`register` adds one.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import copy
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
 
-from ..contacts import OPEN, SLIP, point_modes
+from ..contacts import OPEN, point_modes
 from ..events import Event
+from ..forces import ACTUATOR
 from ..points import jacobian_at, link_kinematics, position_at, velocity_at
+from .kernels import (EQUATION, LHS, LHS_KINDS, QUANTITY, QUANTITY_KINDS, SERVO, TERM, WATCH,
+                      evaluate_quantities)
 
 __all__ = ["ControlProgram", "Controls", "Equation", "ProgramSpec", "ProgramError", "PROGRAMS", "register",
-           "momentum"]
+           "momentum", "Declarations", "start_programs", "answer"]
 
 
 class ProgramError(RuntimeError):
@@ -49,19 +60,28 @@ class ProgramSpec:
 
 @dataclass
 class Equation:
-    """A control equation, linear in forces, actuator commands and accelerations (Kearney §4.2: "arbitrary linear
-    constraints on accelerations, forces, and torques")::
+    """A control equation (Kearney §4.2: "arbitrary linear constraints on accelerations, forces, and torques")::
 
-        Σ forces[f] · F_f  +  Σ actuators[a] u_a  +  Σ accelerations[j] q̈_j  =  value
+        Σ forces[f] · F_f + Σ moments[c] · M_c + Σ actuators[a] u_a + Σ accelerations[j] q̈_j
+            + Σ quantity_accelerations[x] ẍ  =  clip(value + Σ terms[x] · x, lo, hi)
 
-    ``forces``: a constraint's name → a world 3-vector (F its force on its point a; a joint-space constraint's
-    multiplier λ is (λ, 0, 0), so a number there stands for (number, 0, 0)), or a contact's name → a 3-vector
-    (F the ground's whole force on the body over its points: normal, stick and Coulomb forces); ``actuators``:
-    an actuator's name → its coefficient; ``accelerations``: a hinge's or slider's name → its coefficient."""
+    ``forces``: a constraint's name → a world 3-vector (a joint-space constraint's multiplier λ is (λ, 0, 0), so
+    a number stands for (number, 0, 0)), or a contact's name → a 3-vector (F the ground's whole force on the body
+    over its points: normal, stick and Coulomb forces); instead of a vector, the name of a declared ``distance``
+    quantity: its unit direction at every evaluation. ``moments``: a contact's name → the axis of the moment of
+    its force about the centre of mass. ``actuators``: an actuator's name → its coefficient; ``accelerations``: a
+    hinge's or slider's name → its coefficient; ``quantity_accelerations``: a declared joint, point or
+    centre-of-mass quantity → its coefficient (Kearney's composite quantities). The right side is a law over
+    declared quantities (``terms``: name → weight)."""
     value: float = 0.0
     forces: dict = field(default_factory=dict)
     actuators: dict = field(default_factory=dict)
     accelerations: dict = field(default_factory=dict)
+    moments: dict = field(default_factory=dict)
+    quantity_accelerations: dict = field(default_factory=dict)
+    terms: dict = field(default_factory=dict)
+    lo: float = -np.inf
+    hi: float = np.inf
 
 
 class ControlProgram:
@@ -83,10 +103,7 @@ class ControlProgram:
     def start(self, ctl: "Controls") -> None:
         pass
 
-    def event(self, ctl: "Controls", event: dict) -> None:
-        pass
-
-    def step(self, ctl: "Controls") -> None:
+    def event(self, ctl: "Controls", event: Event) -> None:
         pass
 
     def status(self) -> dict:
@@ -105,107 +122,382 @@ def register(cls: type) -> type:
     return cls
 
 
+# ---- declarations ---------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Declarations:
+    """The control programs' declarations in force (a value: handlers make new ones). Keys are qualified by the
+    program's name (``<program>.<name>``). ``quantities``: name → a :data:`QUANTITY` row (as a dict);
+    ``servos``: name → (row dict, terms, actuators); ``equations``: name → (:class:`Equation`, actuators);
+    ``watches``: name → (quantity, value, direction); ``targets``: constraint → value held."""
+    quantities: tuple = ()
+    servos: tuple = ()
+    equations: tuple = ()
+    watches: tuple = ()
+    targets: tuple = ()
+
+    def tables(self, model) -> dict:
+        """The compiled tables of these declarations (:mod:`core.programs.kernels`), made once per value."""
+        cached = self.__dict__.get("_tables")
+        if cached is None:
+            cached = _tables(model, self)
+            object.__setattr__(self, "_tables", cached)
+        return cached
+
+
+NO_DECLARATIONS = Declarations()
+
+
+def _tables(model, d: Declarations) -> dict:
+    qnames = [name for name, _ in d.quantities]
+    index = {name: i for i, name in enumerate(qnames)}
+    quantities = np.zeros(len(d.quantities), QUANTITY)
+    for row, (_, spec) in zip(quantities, d.quantities):
+        for key, value in spec.items():
+            row[key] = index[value] if key == "ref" else value
+    terms: list = []
+
+    def law_terms(mapping) -> tuple[int, int]:
+        first = len(terms)
+        for name, w in mapping.items():
+            terms.append((index[name], float(w)))
+        return first, len(mapping)
+
+    forces = {f.name: i for i, f in enumerate(model.forces)}
+    servos = np.zeros(len(d.servos), SERVO)
+    for row, (_, (spec, mapping, actuators)) in zip(servos, d.servos):
+        row["c0"], row["lo"], row["hi"] = spec["c0"], spec["lo"], spec["hi"]
+        row["along"] = index[spec["along"]] if spec["along"] else -1
+        row["first"], row["n"] = law_terms(mapping)
+        row["actuators"] = [forces[a] for a in actuators] + [-1] * (4 - len(actuators))
+    unknowns: list = []
+    lhs: list = []
+    equations = np.zeros(len(d.equations), EQUATION)
+    contacts = {c.name: i for i, c in enumerate(model.contacts)}
+    cnames = model.constraint_names
+    for row, (_, (eq, actuators)) in zip(equations, d.equations):
+        row["c0"], row["lo"], row["hi"] = eq.value, eq.lo, eq.hi
+        row["first"], row["n"] = law_terms(eq.terms)
+        row["lhs_first"] = len(lhs)
+        for a in actuators:
+            if forces[a] not in unknowns:
+                unknowns.append(forces[a])
+        for key, direction in eq.forces.items():
+            along, vec = -1, np.zeros(3)
+            if isinstance(direction, str):
+                along = index[direction]
+            elif np.isscalar(direction):
+                vec[0] = float(direction)
+            else:
+                vec[:] = np.asarray(direction, float)
+            contact = key in contacts
+            lhs.append((LHS_KINDS["force"], contacts[key] if contact else cnames.index(key), contact, along, vec, 1.0))
+        for key, axis in eq.moments.items():
+            lhs.append((LHS_KINDS["moment"], contacts[key], True, -1, np.asarray(axis, float), 1.0))
+        for joint, w in eq.accelerations.items():
+            lhs.append((LHS_KINDS["acceleration"], model.qd_slice(joint).start, False, -1, np.zeros(3), float(w)))
+        for name, w in eq.quantity_accelerations.items():
+            lhs.append((LHS_KINDS["quantity_acceleration"], index[name], False, -1, np.zeros(3), float(w)))
+        for a, w in eq.actuators.items():
+            lhs.append((LHS_KINDS["actuator"], forces[a], False, -1, np.zeros(3), float(w)))
+        row["lhs_n"] = len(lhs) - row["lhs_first"]
+    watches = np.zeros(len(d.watches), WATCH)
+    for row, (_, (quantity, value, direction)) in zip(watches, d.watches):
+        row["quantity"], row["value"], row["direction"], row["armed"] = index[quantity], value, direction, True
+    term_table = np.zeros(len(terms), TERM)
+    for row, (i, w) in zip(term_table, terms):
+        row["quantity"], row["weight"] = i, w
+    lhs_table = np.zeros(len(lhs), LHS)
+    for row, (kind, target, contact, along, vec, w) in zip(lhs_table, lhs):
+        row["kind"], row["target"], row["contact"], row["along"], row["vec"], row["weight"] = \
+            kind, target, contact, along, vec, w
+    return {"quantities": quantities, "terms": term_table, "servos": servos, "watches": watches,
+            "equations": equations, "lhs": lhs_table, "unknowns": np.array(unknowns, np.int64),
+            "watch_names": tuple(tuple(name.split(".", 1)) for name, _ in d.watches), "quantity_names": tuple(qnames)}
+
+
+def _put(items: tuple, key: str, value) -> tuple:
+    """``items`` (a tuple of (key, value)) with ``key`` set to ``value`` (None: removed), order kept."""
+    out = [(k, v) for k, v in items if k != key]
+    if value is not None:
+        old = [k for k, _ in items]
+        out.insert(old.index(key) if key in old else len(out), (key, value))
+    return tuple(out)
+
+
+# ---- reading the state --------------------------------------------------------------------------------------
+
+def _quantity_row(kind: str, **fields) -> dict:
+    row = {"kind": QUANTITY_KINDS[kind], "link": -1, "link_b": -1, "qi": -1, "vi": -1, "ref": None,
+           "gradient": False, "r": np.zeros(3), "r_b": np.zeros(3), "axis": np.zeros(3), "axis_b": np.zeros(3)}
+    row.update(fields)
+    if row["ref"] is None:
+        row.pop("ref")
+    return row
+
+
 def momentum(model, q: np.ndarray, qd: np.ndarray, kin=None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``(c, ċ, H_G)``: the centre of mass, its velocity and the angular momentum about it (world), from each
-    link's spatial momentum I_k v_k (link frame, about its origin) moved to the world frame (``kin``: the link
-    kinematics at (q, q̇), if already made)."""
-    kin = link_kinematics(model, q, qd) if kin is None else kin
-    h = np.einsum("kij,kj->ki", model.inertia, kin.v)           # [angular about the link origin; linear], link frames
-    lin = np.einsum("kij,kj->ki", kin.R_WL, h[:, 3:])
-    ang = np.einsum("kij,kj->ki", kin.R_WL, h[:, :3])
-    H_O = (ang + _cross(kin.p_WL, lin)).sum(axis=0)
-    L = lin.sum(axis=0)
-    mass = float(model.mass.sum())
-    c = (model.mass[:, None] * (kin.p_WL + np.einsum("kij,kj->ki", kin.R_WL, model.com))).sum(axis=0) / mass
-    return c, L / mass, H_O - _cross(c, L)
+    """``(c, ċ, H_G)``: the centre of mass, its velocity and the angular momentum about it (world), by the
+    compiled quantities (:func:`core.programs.kernels.momentum_kernel`; ``kin`` is not needed)."""
+    table = _momentum_table()
+    values, rates = np.zeros(len(table)), np.zeros(len(table))
+    evaluate_quantities.fast(model.kernel_tree, table, 0.0, np.asarray(q, float), np.asarray(qd, float), values,
+                             rates)
+    return values[:3], rates[:3], values[3:]
 
 
-def _cross(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """a × b over the last axis (numpy's cross costs microseconds of argument handling per call)."""
-    return np.stack([a[..., 1] * b[..., 2] - a[..., 2] * b[..., 1], a[..., 2] * b[..., 0] - a[..., 0] * b[..., 2],
-                     a[..., 0] * b[..., 1] - a[..., 1] * b[..., 0]], axis=-1)
+_MOMENTUM = None
+
+
+def _momentum_table() -> np.ndarray:
+    global _MOMENTUM
+    if _MOMENTUM is None:
+        rows = [_quantity_row("centre_of_mass", axis=e) for e in np.eye(3)] + \
+               [_quantity_row("momentum", axis=e) for e in np.eye(3)]
+        _MOMENTUM = np.zeros(6, QUANTITY)
+        for row, spec in zip(_MOMENTUM, rows):
+            for key, value in spec.items():
+                row[key] = value
+    return _MOMENTUM
 
 
 class Controls:
-    """What a program may read and do at the current state of a :class:`core.Simulation`."""
+    """What a program may read and do at an event's state (or at the start). Its actions change the
+    declarations and the program's own constraints of the state the step goes on from."""
 
-    def __init__(self, sim, program: ControlProgram):
-        self._sim = sim
+    def __init__(self, model, state, program: ControlProgram, declarations: Declarations, log: list):
+        self.model = model
+        self.state = state
         self.program = program
-        self._kin = None                                      # (state, its link kinematics)
+        self.declarations = declarations
+        self.active = state.active
+        self._log = log
+        self._kin = None
 
-    def kinematics(self):
-        """The link kinematics (poses, velocities) at the current state, made once per state
-        (:class:`core.points.LinkKinematics`)."""
-        state = self._sim.state
-        if self._kin is None or self._kin[0] is not state:
-            self._kin = (state, link_kinematics(self._sim.model, state.q, state.qd))
-        return self._kin[1]
+    def _key(self, name: str) -> str:
+        return f"{self.program.name}.{name}"
+
+    def _fail(self, message: str):
+        raise ProgramError(f"program {self.program.name!r}: {message}")
 
     # ---- reading -----------------------------------------------------------------------------------------
     @property
     def t(self) -> float:
-        return self._sim.state.t
+        return self.state.t
 
     @property
     def q(self) -> np.ndarray:
-        return self._sim.state.q
+        return self.state.q
 
     @property
     def qd(self) -> np.ndarray:
-        return self._sim.state.qd
+        return self.state.qd
 
-    @property
-    def model(self):
-        return self._sim.model
+    def kinematics(self):
+        """The link kinematics (poses, velocities) at the state (:class:`core.points.LinkKinematics`)."""
+        if self._kin is None:
+            self._kin = link_kinematics(self.model, self.q, self.qd)
+        return self._kin
 
     def joint(self, name: str) -> tuple[float, float]:
         """(position, velocity) of a hinge or slider joint."""
-        m = self._sim.model
+        m = self.model
         return float(self.q[m.q_slice(name)][0]), float(self.qd[m.qd_slice(name)][0])
 
     def point(self, body: str, point) -> tuple[np.ndarray, np.ndarray]:
         """World position and velocity of a body point (a name or body coordinates)."""
-        k, r = self._sim.model.resolve_point(body, point)
+        k, r = self.model.resolve_point(body, point)
         kin = self.kinematics()
         return position_at(kin, k, r), velocity_at(kin, k, r)
 
     def jacobian(self, body: str, point) -> np.ndarray:
         """The world Jacobian (3 x nv) of a body point (a name or body coordinates)."""
-        k, r = self._sim.model.resolve_point(body, point)
-        return jacobian_at(self._sim.model, self.kinematics(), k, r)
+        k, r = self.model.resolve_point(body, point)
+        return jacobian_at(self.model, self.kinematics(), k, r)
 
     def orientation(self, body: str) -> np.ndarray:
         """The body's rotation matrix (world from body): ``R_WB = R_WL R_LB`` for a body merged into link L."""
-        k, R_LB, _ = self._sim.model.body_frame(body)
+        k, R_LB, _ = self.model.body_frame(body)
         return self.kinematics().R_WL[k] @ R_LB
 
     def centre_of_mass(self) -> tuple[np.ndarray, np.ndarray]:
-        c, cd, _ = momentum(self._sim.model, self.q, self.qd, self.kinematics())
+        c, cd, _ = momentum(self.model, self.q, self.qd)
         return c, cd
 
     def angular_momentum(self) -> np.ndarray:
         """The angular momentum about the centre of mass (world)."""
-        return momentum(self._sim.model, self.q, self.qd, self.kinematics())[2]
+        return momentum(self.model, self.q, self.qd)[2]
+
+    def value(self, name: str) -> float:
+        """The value of a declared quantity at the state (the compiled step's own function)."""
+        tables = self.declarations.tables(self.model)
+        names = tables["quantity_names"]
+        if self._key(name) not in names:
+            self._fail(f"no quantity {name!r} declared")
+        values, rates = np.zeros(len(names)), np.zeros(len(names))
+        evaluate_quantities.fast(self.model.kernel_tree, tables["quantities"], float(self.t),
+                                 np.asarray(self.q, float), np.asarray(self.qd, float), values, rates)
+        return float(values[names.index(self._key(name))])
 
     def in_contact(self, contact: str) -> bool:
         """Whether any point of ``contact`` touches now."""
-        m = self._sim.model
-        modes = point_modes(m, self._sim.state)
+        m = self.model
+        modes = point_modes(m, replace(self.state, active=self.active))
         k = 0
         for c in m.contacts:
             if c.name == contact:
                 return bool(np.any(modes[k:k + len(c.points)] != OPEN))
             k += len(c.points)
-        raise ProgramError(f"program {self.program.name!r}: no contact {contact!r}")
+        self._fail(f"no contact {contact!r}")
 
-    # ---- acting ------------------------------------------------------------------------------------------
-    def actuate(self, name: str, value: float) -> None:
-        """Command actuator ``name`` from the next step on (clipped to its limit when applied)."""
-        try:
-            self._sim.set_actuator(name, value)
-        except KeyError as exc:
-            raise ProgramError(f"program {self.program.name!r}: {exc.args[0]}") from None
+    # ---- declaring ---------------------------------------------------------------------------------------
+    def declare(self, name: str, kind: str, *, body=None, point=(0.0, 0.0, 0.0), body_b=None,
+                point_b=(0.0, 0.0, 0.0), axis=None, axis_b=None, joint: str | None = None, of: str | None = None,
+                gradient: bool = False) -> str:
+        """Declare quantity ``name`` of ``kind`` (:data:`core.programs.kernels.QUANTITY_KINDS`): ``time``;
+        ``joint`` (``joint``); ``point`` (``body``, ``point``; the component along ``axis``); ``centre_of_mass``
+        (along ``axis``); ``distance`` from (``body``, ``point``) to (``body_b``, ``point_b``) — a body None is the
+        centre of mass; ``angle`` of the line between them, atan2(axis·d, axis_b·d); ``body_angle`` of the body-fixed
+        direction ``point`` of ``body``, atan2(axis·u, axis_b·u); ``momentum`` (about the centre of mass, along
+        ``axis``); ``rate`` (the rate of quantity ``of``). ``gradient``: make ∂ẋ/∂q̇ (a servo ``along`` it, an
+        equation's quantity acceleration). Returns ``name``."""
+        if kind not in QUANTITY_KINDS:
+            self._fail(f"unknown quantity kind {kind!r} (kinds: {', '.join(QUANTITY_KINDS)})")
+        m = self.model
+        spec = {"gradient": bool(gradient)}
+
+        def where(b, p):
+            if b is None:
+                return -1, np.zeros(3)
+            if isinstance(b, (int, np.integer)):               # a link index and link coordinates
+                return int(b), np.asarray(p, float)
+            k, r = m.resolve_point(b, p)
+            return k, np.asarray(r, float)
+
+        if kind == "joint":
+            if joint not in m.joint_names:
+                self._fail(f"no joint {joint!r}")
+            spec.update(qi=m.q_slice(joint).start, vi=m.qd_slice(joint).start)
+        elif kind in ("point", "distance", "angle"):
+            spec["link"], spec["r"] = where(body, point)
+            if kind != "point":
+                spec["link_b"], spec["r_b"] = where(body_b, point_b)
+        elif kind == "body_angle":
+            k, R_LB, _ = m.body_frame(body)
+            spec["link"], spec["r"] = k, R_LB @ np.asarray(point, float)
+        elif kind == "rate":
+            if self._key(of) not in dict(self.declarations.quantities):
+                self._fail(f"no quantity {of!r} to take the rate of")
+            spec["ref"] = self._key(of)
+        if axis is not None:
+            spec["axis"] = np.asarray(axis, float)
+        if axis_b is not None:
+            spec["axis_b"] = np.asarray(axis_b, float)
+        self.declarations = replace(self.declarations, quantities=_put(self.declarations.quantities,
+                                                                       self._key(name), _quantity_row(kind, **spec)))
+        return name
+
+    def _actuators(self, actuators) -> tuple:
+        names = {f.name for f in self.model.forces if f.kind == ACTUATOR}
+        actuators = tuple(actuators)
+        for a in actuators:
+            if a not in names:
+                self._fail(f"no actuator {a!r} (actuators: {', '.join(sorted(names)) or 'none'})")
+        if not 0 < len(actuators) <= 4:
+            self._fail("a servo or an equation drives one to four actuators")
+        return actuators
+
+    def _terms(self, terms: dict) -> dict:
+        known = dict(self.declarations.quantities)
+        out = {}
+        for name, w in terms.items():
+            if self._key(name) not in known:
+                self._fail(f"no quantity {name!r} declared")
+            out[self._key(name)] = float(w)
+        return out
+
+    def servo(self, name: str, actuators, value: float = 0.0, terms: dict | None = None, along: str | None = None,
+              lo: float = -np.inf, hi: float = np.inf) -> None:
+        """Servo ``name``: the command u = clip(value + Σ terms[x] · x, lo, hi) over declared quantities, at every
+        evaluation, to ``actuators`` — as it is, or through quantity ``along``'s gradient (τ = (∂x/∂q̇)ᵀ u on the
+        actuated coordinates: a force along a virtual leg). Replaces a servo of that name; an actuator is
+        commanded by the sum of the servos on it."""
+        spec = {"c0": float(value), "lo": float(lo), "hi": float(hi),
+                "along": None if along is None else self._key(along)}
+        if along is not None and not dict(self.declarations.quantities)[self._key(along)]["gradient"]:
+            self._fail(f"servo {name!r}: quantity {along!r} was declared without gradient=True")
+        entry = (spec, self._terms(terms or {}), self._actuators(actuators))
+        self.declarations = replace(self.declarations, servos=_put(self.declarations.servos, self._key(name), entry))
+
+    def release(self, name: str) -> None:
+        """Remove servo ``name`` (its actuators fall back to their other commands)."""
+        self.declarations = replace(self.declarations, servos=_put(self.declarations.servos, self._key(name), None))
+
+    def actuate(self, actuator: str, value: float) -> None:
+        """Command ``actuator`` with a constant (clipped to its limit when applied): a servo of no terms."""
+        self.servo(f"actuate:{actuator}", (actuator,), value)
+
+    def watch(self, name: str, quantity: str, value: float, direction: int = 1) -> None:
+        """Arm watch ``name``: an event when ``quantity`` crosses ``value`` rising (``direction`` +1) or falling
+        (−1), isolated in time like a contact's; it fires once, at the crossing, and the program's
+        :meth:`ControlProgram.event` hears of it (kind ``watch``, ``what`` ``<program>.<name>``)."""
+        if self._key(quantity) not in dict(self.declarations.quantities):
+            self._fail(f"no quantity {quantity!r} declared")
+        entry = (self._key(quantity), float(value), 1.0 if direction >= 0 else -1.0)
+        self.declarations = replace(self.declarations, watches=_put(self.declarations.watches, self._key(name), entry))
+
+    def unwatch(self, name: str) -> None:
+        self.declarations = replace(self.declarations, watches=_put(self.declarations.watches, self._key(name), None))
+
+    def impose(self, equations: dict, actuators) -> None:
+        """Impose the named control ``equations`` (name → :class:`Equation`), solved with the dynamics at every
+        evaluation — every integrator stage — for the commands of ``actuators`` (Kearney §4.2, tightly coupled
+        control; :func:`core.forward.equations_stage`). Fewer unknowns than equations: least squares; more: the
+        smallest commands; commands beyond an actuator's limit are clipped. Replaces the program's equations:
+        those new are logged as added, those no longer given as removed (``<program>.<equation>``)."""
+        actuators = self._actuators(actuators)
+        m = self.model
+        contacts = {c.name for c in m.contacts}
+        quantities = dict(self.declarations.quantities)
+        new = []
+        for name, e in equations.items():
+            for key, direction in e.forces.items():
+                if key not in contacts and key not in m.constraint_names:
+                    self._fail(f"no constraint or contact {key!r} to constrain the force of")
+                if isinstance(direction, str) and self._key(direction) not in quantities:
+                    self._fail(f"no quantity {direction!r} declared")
+            for key in e.moments:
+                if key not in contacts:
+                    self._fail(f"no contact {key!r} to constrain the moment of")
+            for a in e.actuators:
+                self._actuators((a,))
+            for j in e.accelerations:
+                if j not in m.joint_names:
+                    self._fail(f"no joint {j!r}")
+            qualified = replace(e, terms=self._terms(e.terms),
+                                forces={k: (self._key(v) if isinstance(v, str) else v) for k, v in e.forces.items()},
+                                quantity_accelerations=self._terms(e.quantity_accelerations))
+            for x in qualified.quantity_accelerations:
+                if not quantities[x]["gradient"]:
+                    self._fail(f"equation {name!r}: quantity {x.split('.', 1)[1]!r} needs gradient=True")
+            new.append((self._key(name), (qualified, actuators)))
+        mine = self.program.name + "."
+        before = {k for k, _ in self.declarations.equations if k.startswith(mine)}
+        now = {k for k, _ in new}
+        for key in sorted(now - before):
+            self.log("added", constraint=key, control="equation")
+        for key in sorted(before - now):
+            self.log("removed", constraint=key, control="equation")
+        others = tuple((k, v) for k, v in self.declarations.equations if not k.startswith(mine))
+        self.declarations = replace(self.declarations, equations=others + tuple(new))
+
+    def retract(self) -> None:
+        """Remove every control equation of the program (logged)."""
+        mine = self.program.name + "."
+        for key in sorted(k for k, _ in self.declarations.equations if k.startswith(mine)):
+            self.log("removed", constraint=key, control="equation")
+        self.declarations = replace(self.declarations, equations=tuple(
+            (k, v) for k, v in self.declarations.equations if not k.startswith(mine)))
 
     def add(self, constraint: str) -> None:
         """Add (activate) one of the program's own named constraints; logged."""
@@ -219,124 +511,77 @@ class Controls:
         """Add one of the program's own joint-space constraints Φ(q) = ``value`` (or move an active one to that
         value): its multiplier is then the actuator torque that holds it, solved with the contact forces
         (Kearney's tightly coupled control, §4.2: "the knee and hip joints were held in place")."""
-        if constraint not in self.program.owned:
-            raise ProgramError(f"program {self.program.name!r} may only hold its own constraints "
-                               f"({', '.join(self.program.owned) or 'none'}), not {constraint!r}")
-        try:
-            self._sim.set_target(constraint, value)
-        except KeyError as exc:
-            raise ProgramError(f"program {self.program.name!r}: {exc.args[0]}") from None
+        self._owned(constraint)
+        from ..joint_constraints import JOINT_SPACE
+        i = self.model.constraint_names.index(constraint)
+        if self.model.constraints[i].kind != JOINT_SPACE:
+            self._fail(f"{constraint!r} is not a joint-space constraint")
+        self.declarations = replace(self.declarations,
+                                    targets=_put(self.declarations.targets, constraint, float(value)))
         self._toggle(constraint, True)
 
-    def impose(self, equations: dict, actuators) -> dict:
-        """Impose the named control ``equations`` (name → :class:`Equation`) from this step on, solved with the
-        dynamics at the current state for the commands of ``actuators`` (Kearney §4.2, tightly coupled control;
-        the stance of §5.2, eq. 13–14, constrains the ground's force on the hopper). The forces and
-        accelerations are affine in the commands at a state (:meth:`core.Simulation.actuator_response`), so the solve
-        is exact at the state; the commands are then held over the step, like any sampled controller's. Fewer
-        unknowns than equations: least squares; more: the smallest commands. Equations that were not imposed
-        at the last call are logged as added and those no longer given as removed (``<program>.<equation>``);
-        :meth:`retract` removes them all. Returns the commands and the equations' residual at them
-        (``{"commands": {actuator: u}, "residual": {equation: r}}``; a command beyond its actuator's limit is
-        clipped when applied, and the residual says by how much the equation is then missed)."""
-        sim, m = self._sim, self._sim.model
-        names, eqs = list(actuators), list(equations.items())
-        rows = {}
-        for _, e in eqs:
-            for key in e.forces:
-                if key not in rows:
-                    rows[key] = self._force_rows(key)
-        vel = {j: m.qd_slice(j).start for _, e in eqs for j in e.accelerations}
-        limits = {f.name: f.limit for f in m.forces}
-        for _, e in eqs:
-            for a in e.actuators:
-                if a not in limits:
-                    raise ProgramError(f"program {self.program.name!r}: no actuator {a!r}")
-
-        def read(d) -> list:
-            out = []
-            for _, e in eqs:
-                v = 0.0
-                for key, coef in e.forces.items():
-                    coef = np.array([coef, 0.0, 0.0]) if np.isscalar(coef) else np.asarray(coef, float)
-                    F = d.constraint_force[rows[key][0]].sum(axis=0) + rows[key][1]
-                    v += float(coef @ F)
-                for j, coef in e.accelerations.items():
-                    v += coef * float(d.qdd[vel[j]])
-                out.append(v)
-            return out
-
-        try:
-            y0, G = sim.actuator_response(names, read)
-        except KeyError as exc:
-            raise ProgramError(f"program {self.program.name!r}: {exc.args[0]}") from None
-        held = dict(sim.inputs.actuators)
-        A = np.array(G, dtype=float).reshape(len(eqs), len(names))
-        b = np.array([e.value for _, e in eqs], dtype=float) - np.asarray(y0, float).reshape(len(eqs))
-        for r, (_, e) in enumerate(eqs):
-            for a, coef in e.actuators.items():
-                if a in names:
-                    A[r, names.index(a)] += coef
-                else:
-                    b[r] -= coef * float(held.get(a, 0.0))
-        u = np.linalg.lstsq(A, b, rcond=1e-12)[0] if A.size else np.zeros(len(names))
-        applied = np.array([np.clip(x, -limits[n], limits[n]) for x, n in zip(u, names)])
-        for n, x in zip(names, u):
-            self.actuate(n, float(x))
-        now = {name for name, _ in eqs}
-        before = self.program.__dict__.setdefault("_equations", set())
-        for name in sorted(now - before):
-            self.log("added", constraint=f"{self.program.name}.{name}", control="equation")
-        for name in sorted(before - now):
-            self.log("removed", constraint=f"{self.program.name}.{name}", control="equation")
-        self.program._equations = now
-        residual = A @ applied - b
-        return {"commands": dict(zip(names, map(float, u))),
-                "residual": {name: float(r) for (name, _), r in zip(eqs, residual)}}
-
-    def retract(self) -> None:
-        """Remove every control equation :meth:`impose` imposed (logged); the actuators keep their last
-        commands until the program sets others."""
-        before = self.program.__dict__.get("_equations", set())
-        for name in sorted(before):
-            self.log("removed", constraint=f"{self.program.name}.{name}", control="equation")
-        self.program._equations = set()
-
-    def _force_rows(self, key: str) -> tuple[list, np.ndarray]:
-        """The constraint rows whose forces make up force ``key`` of an :class:`Equation` (a constraint, or a
-        contact: its points' normal and stick rows) and the part that does not depend on the commands (the
-        Coulomb forces of its slipping points)."""
-        m, state = self._sim.model, self._sim.state
-        if key in m.constraint_names:
-            return [m.constraint_names.index(key)], np.zeros(3)
-        for c in m.contacts:
-            if c.name == key:
-                modes = point_modes(m, state)
-                first = sum(len(d.points) for d in m.contacts[:m.contacts.index(c)])
-                idx, slip = [], np.zeros(3)
-                for k, p in enumerate(c.points):
-                    idx.append(p.normal)
-                    if p.stick >= 0:
-                        idx.append(p.stick)
-                        if modes[first + k] == SLIP:
-                            slip = slip + state.slip[p.slot]
-                return idx, slip
-        raise ProgramError(f"program {self.program.name!r}: no constraint or contact {key!r} to constrain the "
-                           f"force of")
-
     def log(self, kind: str, **fields) -> None:
-        """Put an event of the program into the simulation's log."""
-        self._sim.events.append(Event.logged(self.t, kind, self.program.name, **fields))
+        """Put an event of the program into the log."""
+        self._log.append(Event.logged(self.t, kind, self.program.name, **fields))
+
+    def _owned(self, constraint: str) -> None:
+        if constraint not in self.program.owned:
+            self._fail(f"may only add, remove or hold its own constraints "
+                       f"({', '.join(self.program.owned) or 'none'}), not {constraint!r}")
 
     def _toggle(self, constraint: str, on: bool) -> None:
-        if constraint not in self.program.owned:
-            raise ProgramError(f"program {self.program.name!r} may only add or remove its own constraints "
-                               f"({', '.join(self.program.owned) or 'none'}), not {constraint!r}")
-        i = self._sim.model.constraint_names.index(constraint)
-        if bool(self._sim.state.active[i]) == on:
+        self._owned(constraint)
+        i = self.model.constraint_names.index(constraint)
+        if bool(self.active[i]) == on:
             return
-        self._sim.set_active(constraint, on)
+        self.active = self.active.copy()
+        self.active[i] = on
         self.log("added" if on else "removed", constraint=constraint)
 
 
-from . import hopping  # noqa: E402,F401  (registers the hopping programs)
+# ---- running the handlers -----------------------------------------------------------------------------------
+
+def _handle(model, state, call) -> tuple:
+    """Run ``call(program, ctl)`` for every program on copies of the programs and declarations of ``state``:
+    the new state and the events the programs logged."""
+    programs = copy.deepcopy(state.programs)
+    declarations = state.controls or NO_DECLARATIONS
+    log: list = []
+    active = state.active
+    for program in programs:
+        ctl = Controls(model, replace(state, active=active), program, declarations, log)
+        call(program, ctl)
+        declarations, active = ctl.declarations, ctl.active
+    return replace(state, programs=programs, controls=declarations, active=active), log
+
+
+def start_programs(model, state) -> tuple:
+    """The state with the scene's control programs made and started (their :meth:`ControlProgram.start`), and
+    the events they logged."""
+    state = replace(state, programs=tuple(spec.instantiate() for spec in model.programs), controls=NO_DECLARATIONS)
+    return _handle(model, state, lambda p, ctl: p.start(ctl))
+
+
+def answer(model, state, events) -> tuple:
+    """The programs' answer to ``events`` at ``state`` (the state where they happened): each program's
+    :meth:`ControlProgram.event` for every event that is not a program's log and, of the watches, its own (a
+    watch fired is disarmed first). Returns the new state and the events the programs logged."""
+    declarations = state.controls or NO_DECLARATIONS
+    fired = [e.what for e in events if e.kind == "watch"]
+    if fired:
+        declarations = replace(declarations, watches=tuple((k, v) for k, v in declarations.watches
+                                                           if k not in fired))
+        state = replace(state, controls=declarations)
+
+    def call(program, ctl):
+        for event in events:
+            if event.kind == "watch" and event.program != program.name:
+                continue
+            if event.kind != "watch" and event.program:
+                continue
+            program.event(ctl, event)
+
+    return _handle(model, state, call)
+
+
+from . import hopping, particle  # noqa: E402,F401  (registers the programs)

@@ -107,156 +107,159 @@ class RaibertHopper(ControlProgram):
                 problems.append((key, "must be a number of magnitude below 1e6"))
         return problems
 
+
+    # ---- declarations -----------------------------------------------------------------------------------------
     def start(self, ctl) -> None:
-        self.stance = ctl.in_contact(self.p["foot"])
+        p = self.p
+        m = ctl.model
+        contact = next(c for c in m.contacts if c.name == p["foot"])
+        foot = contact.points[0]
+        n, o = contact.plane(ctl.kinematics())
+        x, z = (1.0, 0.0, 0.0), (0.0, 0.0, 1.0)
+        ctl.declare("pitch", "body_angle", body=p["body"], point=z, axis=x, axis_b=z)
+        ctl.declare("pitch_rate", "rate", of="pitch")
+        ctl.declare("L", "distance", body=p["body"], point=p["hip_point"], body_b=foot.link, point_b=foot.r,
+                    gradient=True)                               # the virtual leg, hip to foot
+        ctl.declare("L_rate", "rate", of="L")
+        ctl.declare("theta", "angle", body=p["body"], point=p["hip_point"], body_b=foot.link, point_b=foot.r,
+                    axis=(-1.0, 0.0, 0.0), axis_b=(0.0, 0.0, -1.0), gradient=True)   # 0: foot below the hip
+        ctl.declare("theta_rate", "rate", of="theta")
+        ctl.declare("H", "momentum", axis=(0.0, 1.0, 0.0))
+        ctl.declare("com_z", "centre_of_mass", axis=z)
+        ctl.declare("com_vz", "rate", of="com_z")
+        ctl.declare("foot_height", "point", body=foot.link, point=foot.r, axis=n)
+        self.ground = float(np.dot(n, o))
+        if p["stance_control"] == "contact_force":
+            ctl.declare("leg_r", "distance", body=foot.link, point=foot.r, body_b=None)   # foot to centre of mass
+            ctl.declare("leg_r_rate", "rate", of="leg_r")
+        self.stance = ctl.in_contact(p["foot"])
         self.stance_start = ctl.t if self.stance else None
-        self.stance_time = float(self.p["stance_time"])
+        self.stance_time = float(p["stance_time"])
         self.hops = 0
         self.last_liftoff = None
         self.apex = None                 # the highest centre-of-mass height of the current flight
         self.push = 0.0                  # N, the thrust of the current stance
         self.loss = 0.0                  # J, the estimated energy a hop loses (adapted on the apex errors)
         self.stroke = 0.1                # m, the leg's extension in the last stance's thrust phase
-        self.mass = float(ctl.model.mass.sum())
-        self.leg_low = None
-        self.hip_point = np.array(self.p["hip_point"], dtype=float)
+        self.mass = float(m.mass.sum())
         self.placement_bias = 0.0        # m, the integral correction of the foot placement
+        self.target = 0.0                # rad, the leg's world angle that places the foot
         self.touchdown_length = None     # m, the virtual leg from the foot to the centre of mass at touchdown
+        if self.stance:
+            self._stance(ctl, thrust=False)
+        else:
+            self._flight(ctl, rising=False, clear=True)
 
-    def _pitch(self, ctl) -> tuple[float, float]:
-        """The body's pitch (rotation about y) and its rate."""
-        k = ctl.model.link_index(self.p["body"])
-        kin = ctl.kinematics()
-        R = ctl.orientation(self.p["body"])
-        omega = kin.R_WL[k] @ kin.v[k, :3]                       # angular velocity, world axes
-        return float(np.arctan2(R[0, 2], R[2, 2])), float(omega[1])
+    def _actuators(self) -> tuple:
+        return self.p["hip_actuator"], self.p["leg_actuator"]
 
-    def _virtual_leg(self, ctl) -> dict:
-        """The virtual leg from the hip point to the foot (Kearney §5, Raibert): its length L and world angle θ
-        about y (0: the foot straight below the hip, positive: behind it), their rates, and their derivatives with
-        respect to the two actuated joints (for τ = J_Lᵀ F + J_θᵀ M, by virtual work)."""
-        m, qd = ctl.model, ctl.qd
-        foot = next(c for c in m.contacts if c.name == self.p["foot"]).points[0]
-        hip = self.hip_point
-        r = ctl.point(foot.link, foot.r)[0] - ctl.point(self.p["body"], hip)[0]
-        Jr = ctl.jacobian(foot.link, foot.r) - ctl.jacobian(self.p["body"], hip)
-        L = float(np.linalg.norm(r))
-        dL = (r / L) @ Jr
-        rho2 = r[0] ** 2 + r[2] ** 2
-        dth = (r[2] * Jr[0] - r[0] * Jr[2]) / rho2
-        cols = [m.qd_slice(self.p["hip"]).start, m.qd_slice(self.p["leg"]).start]
-        return {"L": L, "theta": float(np.arctan2(-r[0], -r[2])), "L_rate": float(dL @ qd),
-                "theta_rate": float(dth @ qd), "JL": dL[cols], "Jtheta": dth[cols]}
-
-    def _foot_height(self, ctl) -> float:
-        """The foot's height above its contact's plane (m)."""
-        c = next(c for c in ctl.model.contacts if c.name == self.p["foot"])
-        x = ctl.point(c.points[0].link, c.points[0].r)[0]
-        n, o = c.plane(ctl.kinematics())
-        return float(n @ (x - o))
-
-    def _drive(self, ctl, leg: dict, force: float, moment: float) -> None:
-        """Command the two actuators for a force ``force`` along the virtual leg (extending it) and a moment
-        ``moment`` on it about the hip (the body takes the opposite)."""
-        tau = leg["JL"] * force + leg["Jtheta"] * moment
-        ctl.actuate(self.p["hip_actuator"], float(tau[0]))
-        ctl.actuate(self.p["leg_actuator"], float(tau[1]))
-
-    def event(self, ctl, event: dict) -> None:
-        if event.contact != self.p["foot"]:
+    def _stance(self, ctl, thrust: bool) -> None:
+        """The stance's control: 1. the leg's force (its spring, and the thrust while it extends), 3. the
+        attitude — on the virtual leg (servos, τ = J_Lᵀ F + J_θᵀ M) or as eq. 13–14 on the ground's force."""
+        p = self.p
+        push = self.push if thrust else 0.0
+        ctl.release("hip")
+        ctl.release("leg")
+        if p["stance_control"] == "contact_force":
+            k_h = p["momentum_gain"]
+            ctl.impose({
+                "leg_spring": Equation(p["leg_preload"] + p["leg_stiffness"] * self.touchdown_length + push,
+                                       forces={p["foot"]: "leg_r"},
+                                       terms={"leg_r": -p["leg_stiffness"], "leg_r_rate": -p["leg_damping"]}),
+                "moment": Equation(0.0, moments={p["foot"]: (0.0, 1.0, 0.0)},     # (r_G × f_c)·ŷ = k_h (H̃ − H)
+                                   terms={"pitch": -p["pitch_kp"], "pitch_rate": -p["pitch_kd"], "H": -k_h}),
+            }, self._actuators())
             return
-        touching = ctl.in_contact(self.p["foot"])
+        ctl.servo("leg", self._actuators(), p["leg_preload"] + p["leg_stiffness"] * p["leg_length"] + push,
+                  {"L": -p["leg_stiffness"], "L_rate": -p["leg_damping"]}, along="L")
+        attitude = {"pitch": p["pitch_kp"], "pitch_rate": p["pitch_kd"]}
+        if p["momentum_gain"]:
+            attitude["H"] = p["momentum_gain"]
+        ctl.servo("hip", self._actuators(), 0.0, attitude, along="theta")
+
+    def _flight(self, ctl, rising: bool, clear: bool) -> None:
+        """The flight's control: 2. the hip places the foot at the leg angle ``self.target`` (only once the foot
+        is clear of the ground), the leg held at its length (shortened while ``rising``)."""
+        p = self.p
+        damp = {"theta_rate": -p["hip_kd"], "pitch_rate": p["hip_kd"]}
+        if clear:
+            ctl.servo("hip", self._actuators(), p["hip_kp"] * self.target, {"theta": -p["hip_kp"], **damp},
+                      along="theta")
+        else:
+            ctl.servo("hip", self._actuators(), 0.0, damp, along="theta")
+        length = p["leg_length"] - (p["retract"] if rising else 0.0)
+        ctl.servo("leg", self._actuators(), p["leg_kp"] * length, {"L": -p["leg_kp"], "L_rate": -p["leg_kd"]},
+                  along="L")
+
+    # ---- events -----------------------------------------------------------------------------------------------
+    def event(self, ctl, event) -> None:
+        p = self.p
+        if event.kind == "watch":
+            name = event.what.split(".", 1)[1]
+            if name == "bottom":                                  # the leg starts to extend: thrust
+                self.stroke = max(p["leg_length"] - ctl.value("L"), 0.02)
+                self._stance(ctl, thrust=True)
+                if p["stance_control"] == "contact_force":
+                    ctl.watch("extended", "leg_r", self.touchdown_length, +1)
+                else:
+                    ctl.watch("extended", "L", p["leg_length"], +1)
+            elif name == "extended":                              # the thrust's stroke is over
+                self._stance(ctl, thrust=False)
+            elif name == "clear":                                 # the foot is clear: swing it
+                self._flight(ctl, rising=True, clear=True)
+            elif name == "apex":
+                self.apex = ctl.value("com_z")
+                ctl.unwatch("clear")
+                self._flight(ctl, rising=False, clear=True)
+            return
+        if event.contact != p["foot"]:
+            return
+        touching = ctl.in_contact(p["foot"])
         if touching and not self.stance:
             self.stance, self.stance_start = True, event.t
             # 1. hopping height: thrust for the energy of a hop to the commanded apex height, plus the loss
             g = float(np.linalg.norm(ctl.model.gravity))
             if self.apex is not None:
-                self.loss += self.p["height_gain"] * self.mass * g * (self.p["height"] - self.apex)
-            target = self.mass * g * self.p["height"] + 0.5 * self.mass * self.p["speed"] ** 2
+                self.loss += p["height_gain"] * self.mass * g * (p["height"] - self.apex)
+            target = self.mass * g * p["height"] + 0.5 * self.mass * p["speed"] ** 2
             c, cd = ctl.centre_of_mass()
             now = self.mass * g * c[2] + 0.5 * self.mass * float(cd @ cd)
-            self.push = float(np.clip((target - now + self.loss) / self.stroke, 0.0, self.p["max_thrust"]))
-            self.apex, self.leg_low = None, None
-            self.touchdown_length = None
+            self.push = float(np.clip((target - now + self.loss) / self.stroke, 0.0, p["max_thrust"]))
+            self.apex = None
+            ctl.unwatch("apex")
+            ctl.unwatch("clear")
+            if p["stance_control"] == "contact_force":
+                self.touchdown_length = ctl.value("leg_r")
+                ctl.watch("bottom", "leg_r_rate", 0.0, +1)
+            else:
+                ctl.watch("bottom", "L_rate", 0.0, +1)
+            self._stance(ctl, thrust=False)
         elif not touching and self.stance:
             self.stance = False
-            if self.p["stance_control"] == "contact_force":
+            if p["stance_control"] == "contact_force":
                 ctl.retract()
+            ctl.unwatch("bottom")
+            ctl.unwatch("extended")
             if self.stance_start is not None:
                 self.stance_time = min(max(event.t - self.stance_start, 0.02), 1.0)
             self.hops += 1
             _, cd = ctl.centre_of_mass()
-            H = ctl.angular_momentum()
-            self.placement_bias += self.p["speed_integral"] * (float(cd[0]) - self.p["speed"])
-            self.last_liftoff = {"speed": float(cd[0]), "angular_momentum": float(H[1])}
-            ctl.log("hop", hop=self.hops, speed=float(cd[0]), angular_momentum=float(H[1]),
-                    stance_time=self.stance_time)
-
-    def step(self, ctl) -> None:
-        p = self.p
-        leg = self._virtual_leg(ctl)
-        pitch, pitch_rate = self._pitch(ctl)
-        L0 = p["leg_length"]
-        if self.stance and p["stance_control"] == "contact_force":
-            self._stance_on_contact_force(ctl, pitch, pitch_rate)
-            self.leg_low = leg["L"] if self.leg_low is None else min(self.leg_low, leg["L"])
-            self.stroke = max(L0 - self.leg_low, 0.02)
-        elif self.stance:
-            # 1. thrust while the leg extends, on the virtual spring; 3. attitude: the hip moment acts on the
-            # leg (+) and the body (−): servo the body's pitch and its rate to zero
-            force = p["leg_preload"] + p["leg_stiffness"] * (L0 - leg["L"])
-            if p["leg_stiffness"] > 0:             # a virtual spring pushes, never pulls
-                force = max(force, 0.0)
-            force -= p["leg_damping"] * leg["L_rate"]
-            if leg["L_rate"] > 0 and leg["L"] < L0:
-                force += self.push
-            moment = p["pitch_kp"] * pitch + p["pitch_kd"] * pitch_rate
-            if p["momentum_gain"]:
-                moment += p["momentum_gain"] * float(ctl.angular_momentum()[1])
-            self._drive(ctl, leg, force, moment)
-            self.leg_low = leg["L"] if self.leg_low is None else min(self.leg_low, leg["L"])
-            self.stroke = max(L0 - self.leg_low, 0.02)
-        else:
-            c, cd = ctl.centre_of_mass()
-            self.apex = c[2] if self.apex is None else max(self.apex, c[2])
-            # 2. forward speed: the foot at x_f ahead of the hip, x_f = ẋ T_s / 2 + k_ẋ (ẋ − ẋ_d)
+            H = float(ctl.angular_momentum()[1])
+            self.placement_bias += p["speed_integral"] * (float(cd[0]) - p["speed"])
+            self.last_liftoff = {"speed": float(cd[0]), "angular_momentum": H}
+            ctl.log("hop", hop=self.hops, speed=float(cd[0]), angular_momentum=H, stance_time=self.stance_time)
+            # 2. forward speed: the foot at x_f ahead of the hip, x_f = ẋ T_s / 2 + k_ẋ (ẋ − ẋ_d); the horizontal
+            # speed holds over the flight, so the placement is made once, here
             xf = cd[0] * self.stance_time / 2 + p["speed_gain"] * (cd[0] - p["speed"]) + self.placement_bias
             xf = float(np.clip(xf, -p["max_placement"], p["max_placement"]))
-            target = -np.arcsin(np.clip(xf / L0, -0.9, 0.9))     # the leg's world angle that puts it there
-            moment = -p["hip_kp"] * (leg["theta"] - target) - p["hip_kd"] * (leg["theta_rate"] - pitch_rate)
-            if p["clearance"] > 0 and cd[2] > 0 and self._foot_height(ctl) < p["clearance"]:
-                moment = -p["hip_kd"] * (leg["theta_rate"] - pitch_rate)   # lift the foot clear before swinging
-            length = L0 - p["retract"] if cd[2] > 0 else L0       # clear the ground while rising
-            force = -p["leg_kp"] * (leg["L"] - length) - p["leg_kd"] * leg["L_rate"]
-            self._drive(ctl, leg, force, moment)
-
-    def _stance_on_contact_force(self, ctl, pitch: float, pitch_rate: float) -> None:
-        """Kearney's stance (§5.2): impose eq. 13 and 14 on the ground's force on the foot."""
-        p = self.p
-        c, cd = ctl.centre_of_mass()
-        contact = next(k for k in ctl.model.contacts if k.name == p["foot"])
-        x, v = ctl.point(contact.points[0].link, contact.points[0].r)
-        r = c - x                                                # the virtual leg, foot to centre of mass
-        length = float(np.linalg.norm(r))
-        along = r / length
-        rate = float(along @ (cd - v))
-        if self.touchdown_length is None:
-            self.touchdown_length = length
-        force = p["leg_preload"] + p["leg_stiffness"] * (self.touchdown_length - length)
-        if p["leg_stiffness"] > 0:
-            force = max(force, 0.0)
-        force -= p["leg_damping"] * rate
-        if rate > 0 and length < self.touchdown_length:
-            force += self.push
-        y = np.array([0.0, 1.0, 0.0])
-        H = float(ctl.angular_momentum()[1])
-        k_h = p["momentum_gain"]
-        H_wanted = -(p["pitch_kp"] * pitch + p["pitch_kd"] * pitch_rate) / k_h
-        equations = {
-            "leg_spring": Equation(force, forces={p["foot"]: along}),                      # eq. 13
-            "moment": Equation(k_h * (H_wanted - H), forces={p["foot"]: np.cross(y, -r)}),  # eq. 14: (r_G × f)·ŷ
-        }
-        ctl.impose(equations, (p["hip_actuator"], p["leg_actuator"]))
+            self.target = float(-np.arcsin(np.clip(xf / p["leg_length"], -0.9, 0.9)))
+            rising = float(cd[2]) > 0
+            clear = not (p["clearance"] > 0 and rising)
+            self._flight(ctl, rising=rising, clear=clear)
+            if not clear:
+                ctl.watch("clear", "foot_height", self.ground + p["clearance"], +1)
+            if rising:
+                ctl.watch("apex", "com_vz", 0.0, -1)
 
     def status(self) -> dict:
         return {"hops": self.hops, "stance": self.stance, "last_liftoff": self.last_liftoff}
