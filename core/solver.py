@@ -140,11 +140,29 @@ def _block(J, Y, span, idx, n, Ag):
 
 
 @njit
-def _compressed(J, Y, idx, n, c0, c1, Q1, R, T, C):
-    """With Q₁ (n x r) an orthonormal basis of the group's J over the velocities c0 … c1 − 1: C ← Q₁ᵀ A Q₁ =
-    (Q₁ᵀ J)(M⁻¹Jᵀ Q₁) (r x r), by ``R`` = Q₁ᵀ J (r x p) and ``T`` = Y Q₁ (p x r). Returns r."""
+def _compressed(J, Y, span, idx, n, c0, c1, Q1, R, T, C):
+    """With Q₁ (n x r) an orthonormal basis of the group's J over the velocities c0 … c1 − 1: C ← Q₁ᵀ A Q₁ (r x r).
+    With fewer velocities than rows (p < n) as (Q₁ᵀ J)(M⁻¹Jᵀ Q₁), by ``R`` = Q₁ᵀ J (r x p) and ``T`` = Y Q₁
+    (p x r); otherwise as Q₁ᵀ (A_g Q₁), the block A_g in ``R`` and A_g Q₁ in ``T`` (n x r): the scratch is n x n
+    (m x m), which holds neither r x p nor p x r when p > n. Returns r."""
     r = range_basis(J, idx, n, c0, c1, Q1)
     p = c1 - c0
+    if p >= n:
+        _block(J, Y, span, idx, n, R)
+        for a in range(n):
+            for j in range(r):
+                s = 0.0
+                for b in range(n):
+                    s += R[a, b] * Q1[b, j]
+                T[a, j] = s
+        for i in range(r):
+            for j in range(i, r):
+                s = 0.0
+                for a in range(n):
+                    s += Q1[a, i] * T[a, j]
+                C[i, j] = s
+                C[j, i] = s
+        return r
     for i in range(r):
         for k in range(p):
             s = 0.0
@@ -175,7 +193,7 @@ def _group_eigen(J, Y, span, idx, n, lam, Q, Ag, Q1, C):
         _block(J, Y, span, idx, n, Ag)
         symmetric_eigen(Ag, n, lam, Q)
         return
-    r = _compressed(J, Y, idx, n, c0, c1, Q1, Ag, Q, C)
+    r = _compressed(J, Y, span, idx, n, c0, c1, Q1, Ag, Q, C)
     symmetric_eigen(C, r, lam, Ag)                            # C = V Λ Vᵀ (V in Ag)
     for a in range(n):                                        # Q = Q₁ V, then the null space's zero eigenvalues
         for j in range(r):
@@ -231,7 +249,7 @@ def _group_cholesky(J, Y, B, span, idx, n, Ag, Q, Q1, C, x, Fg):
         for a in range(n):
             Fg[a] = -x[a]
         return n
-    r = _compressed(J, Y, idx, n, c0, c1, Q1, Ag, Q, C)
+    r = _compressed(J, Y, span, idx, n, c0, c1, Q1, Ag, Q, C)
     for i in range(r):                                        # x = Q₁ᵀ B
         s = 0.0
         for a in range(n):
