@@ -90,13 +90,11 @@ def _add(ev, count, kind, index, g):
 
 
 @njit
-def find(tab, ws, out, t, y_q, active, slip, touched, settling):
-    """The events whose witnesses are negative at the state of the last full evaluation ``out`` (time t,
-    configuration ``y_q``; module docstring), into ``ws.events`` (``kind``, ``index``, ``g``); returns how many.
-    ``settling``: only the events that modes set at an event cause at once (lift-off, slip, a limit's release)."""
+def _point_witnesses(tab, ws, out, t, active, slip, touched, settling):
+    """:func:`find`'s contact points: touchdown, lift-off, slip and stick; returns how many were found."""
     ev, kin = ws.events, ws.kin
-    n = np.empty(3)
     count = 0
+    n = np.empty(3)
     for p in range(tab.points.shape[0]):
         pt = tab.points[p]
         _normal(tab, kin, p, n)
@@ -126,6 +124,18 @@ def find(tab, ws, out, t, y_q, active, slip, touched, settling):
             g = _slip_speed_against(n, out, s, slip[p])
             if g < 0.0:
                 count = _add(ev, count, STICK_EVENT, p, g)
+    return count
+
+
+@njit
+def find(tab, ws, out, t, y_q, active, slip, touched, settling):
+    """The events whose witnesses are negative at the state of the last full evaluation ``out`` (time t,
+    configuration ``y_q``; module docstring), into ``ws.events`` (``kind``, ``index``, ``g``); returns how many.
+    ``settling``: only the events that modes set at an event cause at once (lift-off, slip, a limit's release)."""
+    ev = ws.events
+    count = 0
+    if tab.points.shape[0] > 0:                               # (no scratch allocated without points)
+        count = _point_witnesses(tab, ws, out, t, active, slip, touched, settling)
     for k in range(2 * tab.limits.shape[0]):
         lim = tab.limits[k // 2]
         sign = 1.0 if k % 2 == 0 else -1.0
@@ -157,6 +167,8 @@ def mark_eligible(tab, ws, out, active, slip):
     ev, kin = ws.events, ws.kin
     for w in range(tab.watches.shape[0]):
         ev.watch_sign[w] = tab.watches[w].armed and watch_value(tab.watches[w], out.quantities) > 0.0
+    if tab.points.shape[0] == 0:
+        return
     n = np.empty(3)
     for p in range(tab.points.shape[0]):
         pt = tab.points[p]
@@ -176,6 +188,8 @@ def update_tables(tab, kin, active, slip, lead):
     the reaction's point on the plane's body). ``kin``: the link kinematics (with velocities) at the state.
     Returns whether anything changed (an evaluation made before is then stale)."""
     changed = False
+    if tab.points.shape[0] == 0:                              # (a step calls this twice: no allocation then)
+        return changed
     n = np.empty(3)
     w = np.empty(3)
     r = np.empty(3)
@@ -245,6 +259,8 @@ def refresh_slip(tab, kin, out, active, slip):
     ``out`` at the state (the direction kept while the point hardly moves): friction explicit over the next step.
     Returns whether a force changed."""
     changed = False
+    if tab.points.shape[0] == 0:
+        return changed
     n = np.empty(3)
     f = np.empty(3)
     for p in range(tab.points.shape[0]):
