@@ -96,14 +96,15 @@ def jacobian_singular_values(J, cons, rows, solve, dense, m, n_groups):
     """J's singular values into ``dense.sj[:m]`` (descending), group by group over the velocities each group
     spans (J is block diagonal over the groups, which share no tree, so these are J's; from the spans of
     :func:`dynamic_constraints`)."""
-    idx, span, Ju, s = solve.idx, solve.span, dense.Ju, solve.lam
+    idx, span, Ju, s, sj = solve.idx, solve.span, dense.Ju, solve.lam, dense.sj
+    group_of, row_of = rows.group_of, rows.row_of
     ns = 0
     for g in range(n_groups):
         n = 0
         for c in range(cons.shape[0]):
-            if rows.group_of[c] == g:
+            if group_of[c] == g:
                 for b in range(cons[c].rows):
-                    idx[n] = rows.row_of[c] + b
+                    idx[n] = row_of[c] + b
                     n += 1
         if n == 0:
             continue
@@ -129,15 +130,15 @@ def jacobian_singular_values(J, cons, rows, solve, dense, m, n_groups):
             for a in range(r, n):
                 s[a] = 0.0
         for a in range(n):
-            dense.sj[ns + a] = s[a]
+            sj[ns + a] = s[a]
         ns += n
     for a in range(1, ns):                                    # descending
-        x = dense.sj[a]
+        x = sj[a]
         b = a - 1
-        while b >= 0 and dense.sj[b] < x:
-            dense.sj[b + 1] = dense.sj[b]
+        while b >= 0 and sj[b] < x:
+            sj[b + 1] = sj[b]
             b -= 1
-        dense.sj[b + 1] = x
+        sj[b + 1] = x
 
 
 @njit
@@ -165,36 +166,39 @@ def minv_jt(tree, aba, rows, solve, m):
     row's span of velocities goes into ``solve.span`` (its group: :func:`dynamic_constraints`), and Y's column
     stays zero outside it."""
     nv = solve.qdd_free.shape[0]
+    J, Y, span, Dinv, col = rows.J, solve.Y, solve.span, aba.Dinv, solve.col    # (locals: loaded once)
+    parent, root, v_start, nv_j = tree.parent, tree.root, tree.v_start, tree.nv_j
     for j in range(m):
-        lo, hi = tree_span(tree.parent, tree.root, tree.v_start, tree.nv_j, rows.J[j], nv)
-        for k in range(solve.span[j, 0], solve.span[j, 1]):  # (column j is zero outside its last span)
-            solve.Y[k, j] = 0.0
-        k0 = tree.v_start[lo] if hi > lo else 0
-        k1 = tree.v_start[hi - 1] + tree.nv_j[hi - 1] if hi > lo else 0
-        solve.span[j, 0], solve.span[j, 1] = k0, k1
+        lo, hi = tree_span(parent, root, v_start, nv_j, J[j], nv)
+        for k in range(span[j, 0], span[j, 1]):              # (column j is zero outside its last span)
+            Y[k, j] = 0.0
+        k0 = v_start[lo] if hi > lo else 0
+        k1 = v_start[hi - 1] + nv_j[hi - 1] if hi > lo else 0
+        span[j, 0], span[j, 1] = k0, k1
         if hi == lo + 1:                                      # a lone body: M⁻¹ = D⁻¹ of its joint
             n = k1 - k0
             for a in range(n):
                 s = 0.0
                 for b in range(n):
-                    s += aba.Dinv[lo, a, b] * rows.J[j, k0 + b]
-                solve.Y[k0 + a, j] = s
+                    s += Dinv[lo, a, b] * J[j, k0 + b]
+                Y[k0 + a, j] = s
         elif hi > lo:
-            aba_solve(tree.parent, aba.Sw, tree.v_start, tree.nv_j, aba.U, aba.W, aba.Dinv, rows.J[j], solve.col,
-                      aba.pA, aba.u, aba.acc, aba.s6[0], aba.s6[1], lo, hi)
+            aba_solve(parent, aba.Sw, v_start, nv_j, aba.U, aba.W, Dinv, J[j], col, aba.pA, aba.u, aba.acc,
+                      aba.s6[0], aba.s6[1], lo, hi)
             for k in range(k0, k1):
-                solve.Y[k, j] = solve.col[k]
+                Y[k, j] = col[k]
 
 
 @njit
 def _right_hand_side(rows, solve, m, nv):
     """``solve.B`` ← J q̈_free + γ + 2κḊ + κ²D: A λ = −B asks for the stabilized constrained acceleration
     (eq. 2.24)."""
+    J, gamma, stab, qdd_free, B = rows.J, rows.gamma, rows.stab, solve.qdd_free, solve.B   # (locals: loaded once)
     for a in range(m):
-        s = rows.gamma[a] + rows.stab[a]
+        s = gamma[a] + stab[a]
         for k in range(nv):
-            s += rows.J[a, k] * solve.qdd_free[k]
-        solve.B[a] = s
+            s += J[a, k] * qdd_free[k]
+        B[a] = s
 
 
 # ---- 1. dynamic constraints ---------------------------------------------------------------------------------
@@ -203,11 +207,12 @@ def _right_hand_side(rows, solve, m, nv):
 def group_spans(cons, rows, solve, m):
     """``solve.span[row, 2]`` ← the group of each active row (``solve.span[:, :2]``, its velocities, from
     :func:`minv_jt`)."""
+    row_of, group_of, span = rows.row_of, rows.group_of, solve.span
     for c in range(cons.shape[0]):
-        row = rows.row_of[c]
+        row = row_of[c]
         if row >= 0:
             for b in range(cons[c].rows):
-                solve.span[row + b, 2] = rows.group_of[c]
+                span[row + b, 2] = group_of[c]
 
 
 @njit
@@ -220,32 +225,34 @@ def dynamic_constraints(cons, settings, rows, solve, m, n_groups, full, out):
     integrator's stage) a well-conditioned group may be solved by Cholesky instead of its eigen-decomposition
     (:func:`core.solver.solve_groups`), and A's singular values are not reported."""
     nv = solve.qdd_free.shape[0]
-    J, Y, span = rows.J, solve.Y, solve.span
+    J, Y, span, B, qdd_free = rows.J, solve.Y, solve.span, solve.B, solve.qdd_free   # (locals: loaded once)
+    gamma, stab, qdd, residual = rows.gamma, rows.stab, out.qdd, out.residual_rows
     group_spans(cons, rows, solve, m)
     for a in range(m):                                        # B = J q̈_free + γ + 2κḊ + κ²D   (eq. 2.24)
-        s = rows.gamma[a] + rows.stab[a]
+        s = gamma[a] + stab[a]
         for k in range(span[a, 0], span[a, 1]):
-            s += J[a, k] * solve.qdd_free[k]
-        solve.B[a] = s
+            s += J[a, k] * qdd_free[k]
+        B[a] = s
     sc = out.scalars[0]
     F = out.multipliers
-    rank, dropped, cutoff, ns = solve_groups(J, Y, solve.B, cons, rows.row_of, rows.group_of, n_groups,
+    rank, dropped, cutoff, ns = solve_groups(J, Y, B, cons, rows.row_of, rows.group_of, n_groups,
                                              settings.method, settings.rcond, settings.rho, F, solve.svals,
                                              solve.idx, solve.Ag, solve.Q, solve.lam, solve.QtB, solve.Fg, span,
                                              solve.Q1, solve.C, not full)
     sc.rank, sc.dropped, sc.cutoff, sc.n_svals = rank, dropped, cutoff, ns
+    svals, singular_values = solve.svals, out.singular_values
     for k in range(ns):
-        out.singular_values[k] = solve.svals[k]
+        singular_values[k] = svals[k]
     for k in range(nv):
-        out.qdd[k] = solve.qdd_free[k]
+        qdd[k] = qdd_free[k]
     for j in range(m):                                        # q̈ = q̈_free + M⁻¹Jᵀ F
         for k in range(span[j, 0], span[j, 1]):
-            out.qdd[k] += Y[k, j] * F[j]
+            qdd[k] += Y[k, j] * F[j]
     for a in range(m):                                        # η = A F + B = J (q̈ − q̈_free) + B   (fig. 2.3)
-        s = solve.B[a]
+        s = B[a]
         for k in range(span[a, 0], span[a, 1]):
-            s += J[a, k] * (out.qdd[k] - solve.qdd_free[k])
-        out.residual_rows[a] = s
+            s += J[a, k] * (qdd[k] - qdd_free[k])
+        residual[a] = s
 
 
 # ---- 2. multipliers -----------------------------------------------------------------------------------------

@@ -36,7 +36,7 @@ from .jit import njit
 from .kinematics import fk_kernel, world_frame
 from .layout import (MULTIPLIERS, PROJECTION, ControlWork, Dense, EventWork, IntegratorWork, ProgramWork, RowsWork,
                      SolveWork, Workspace, articulated_work, kinematics_work, plant_work)
-from .linalg import numerical_rank
+from .linalg import numerical_rank, pinv_apply, svd_columns
 from .points import velocity_product_kernel
 from .programs.kernels import L_ACCEL, L_ACTUATOR, L_FORCE, L_MOMENT, L_QACCEL, law, point_or_com, quantities_kernel, \
     servo_commands
@@ -127,12 +127,13 @@ def evaluate(tree, tab, ws, t, q, qd, z, m, n_groups, scale, full, out):
         solve_stage(tree, cons, st, ws, formulation, m, n_groups, scale, tau, full, out)
     constraint_power(cons, rows, m, qd, out)
     ok = True
+    qdd, z_rate = out.qdd, out.z_rate
     for k in range(nv):
-        ok = ok and np.isfinite(out.qdd[k])
+        ok = ok and np.isfinite(qdd[k])
     for k in range(power.shape[0]):
         ok = ok and np.isfinite(power[k])
-    for k in range(out.z_rate.shape[0]):
-        ok = ok and np.isfinite(out.z_rate[k])
+    for k in range(z_rate.shape[0]):
+        ok = ok and np.isfinite(z_rate[k])
     if full:
         diagnostics(tree, cons, st, kin, rows, ws.solve, dense, m, n_groups, formulation, scale, elastic, qd, out)
         sc = out.scalars[0]                                   # what a step reports must be finite too: a state
@@ -244,6 +245,23 @@ def _lhs_reading(tree, tab, ws, out, e, c_com, f, g):
 
 
 @njit
+def _least_squares(pw, E, U):
+    """``pw.u[:U]`` ← A⁺ b, the least-squares solution of the control equations A u = b (``pw.A`` E x U, ``pw.b``)
+    of least norm (:func:`core.linalg.pinv_apply` on Aᵀ's SVD), singular values below 1e-12 of the largest left
+    out, as numpy's ``pinv(A, 1e-12)``."""
+    At, s, u = pw.At[:U, :E], pw.s, pw.u[:U]
+    for j in range(U):
+        for e in range(E):
+            At[j, e] = pw.A[e, j]
+    svd_columns(At, U, E, pw.V, s)                            # Aᵀ = (WΣ) Vᵀ
+    r = 0
+    while r < min(U, E) and s[r] > 1e-12 * s[0]:
+        r += 1
+    pinv_apply(At, pw.V, s, E, r, pw.b, u)
+    return u
+
+
+@njit
 def equations_stage(tree, tab, ws, st, formulation, m, n_groups, scale, qd, tau, full, out):
     """Solve the control equations with the dynamics (Kearney §4.2): the forces, accelerations and quantities'
     accelerations are affine in the commands u of the actuators the equations solve for (``tab.unknowns``), so
@@ -256,7 +274,7 @@ def equations_stage(tree, tab, ws, st, formulation, m, n_groups, scale, qd, tau,
     K = cons.shape[0]
     nv = qd.shape[0]
     U, E = tab.unknowns.shape[0], tab.equations.shape[0]
-    f, g, c_com, cd = np.empty(3), np.empty(3), np.empty(3), np.empty(3)
+    f, g, c_com, cd = pw.v3[0], pw.v3[1], pw.v3[2], pw.v3[3]
     point_or_com(tree, ws.kin, -1, c_com, c_com, cd)
     projection_ = formulation == PROJECTION
     if not projection_:
@@ -302,7 +320,7 @@ def equations_stage(tree, tab, ws, st, formulation, m, n_groups, scale, qd, tau,
                 el = tab.forces[term.target]
                 u = el.command if np.isnan(pw.extra[term.target]) else pw.extra[term.target]
                 pw.b[e] -= term.weight * min(max(u, -el.limit), el.limit)
-    u = np.linalg.pinv(pw.A[:E, :U], 1e-12) @ pw.b[:E]
+    u = _least_squares(pw, E, U)
     if not projection_:
         solve.qdd_free[:] = pw.qdd0
     for j in range(U):
@@ -322,16 +340,17 @@ def equations_stage(tree, tab, ws, st, formulation, m, n_groups, scale, qd, tau,
 def constraint_power(cons, rows, m, qd, out):
     """The power of each constraint on the system, F·(J q̇) (zero for an inactive one)."""
     nv = qd.shape[0]
+    J, row_of, F, power = rows.J, rows.row_of, out.multipliers, out.power   # (locals: loaded once)
     for c in range(cons.shape[0]):
-        row = rows.row_of[c]
+        row = row_of[c]
         p = 0.0
         if row >= 0:
             for b in range(cons[c].rows):
                 jq = 0.0
                 for k in range(nv):
-                    jq += rows.J[row + b, k] * qd[k]
-                p += out.multipliers[row + b] * jq
-        out.power[c] = p
+                    jq += J[row + b, k] * qd[k]
+                p += F[row + b] * jq
+        power[c] = p
 
 
 @njit
@@ -345,22 +364,23 @@ def diagnostics(tree, cons, st, kin, rows, solve, dense, m, n_groups, formulatio
     sc.rows = m
     if m == 0:
         sc.rank, sc.dropped, sc.cutoff, sc.n_svals, sc.jacobian_rank = 0, 0, np.nan, 0, 0
+    J, gamma, qdd, residual_rows, residual = rows.J, rows.gamma, out.qdd, out.residual_rows, out.residual
     for c in range(cons.shape[0]):
         row = rows.row_of[c]
         constraint_force(cons, kin, rows, out.multipliers, c, out.constraint_force[c])
         if row < 0:
-            out.residual[c] = np.nan
+            residual[c] = np.nan
             continue
         r2 = 0.0
         for b in range(cons[c].rows):
-            r2 += out.residual_rows[row + b] ** 2
-        out.residual[c] = np.sqrt(r2)
+            r2 += residual_rows[row + b] ** 2
+        residual[c] = np.sqrt(r2)
         if cons[c].kind == POINT_VELOCITY:                    # Ḋ = J q̈ + γ
             d2 = 0.0
             for b in range(cons[c].rows):
-                s = rows.gamma[row + b]
+                s = gamma[row + b]
                 for k in range(nv):
-                    s += rows.J[row + b, k] * out.qdd[k]
+                    s += J[row + b, k] * qdd[k]
                 d2 += s * s
             out.deviation_rate[c] = np.sqrt(d2)
     if m > 0:
@@ -406,5 +426,6 @@ def workspace(N, nv, K, R, L, V, P, F, n, n_points, n_limits, n_forces, Q, E, U,
                        np.zeros(n), np.zeros(n), np.zeros(W, np.bool_))
     programs = ProgramWork(np.zeros(Q), np.zeros((Q, nv)), np.zeros(Q), np.zeros((Q, 3)), np.full(n_forces, np.nan),
                            np.zeros((3, 3)), np.zeros(nv), np.zeros((U, nv)), np.zeros((U + 1, E)), np.zeros((E, U)),
-                           np.zeros(E), np.zeros(U), np.zeros(nv))
+                           np.zeros(E), np.zeros(U), np.zeros(nv), np.zeros((U, E)), np.zeros((E, E)), np.zeros(E),
+                           np.zeros((4, 3)))
     return Workspace(kin, aba, rows, solve, plant, dense, control, integrator, events, programs)

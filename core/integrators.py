@@ -20,8 +20,8 @@ energy change is booked as ``corrections``) and the new state is evaluated in fu
 first stage). Then the events (:mod:`core.witnesses`, Kearney §3): if a witness changed sign over the step, the
 step is taken again from its start with bisected lengths until the first crossing is bracketed within
 ``simulation.event_tolerance`` (Kearney's isolation predicate on time), the events at the bracket's end are
-resolved (impacts, modes switched and settled) and the step goes on from there to its end. Breaks and rank
-changes are detected at the step's end. A batch stops early on a state that is not finite, on more than
+resolved (impacts, modes switched, constraints broken, and the modes settled) and the step goes on from there to
+its end. Rank changes are reported at the step's end. A batch stops early on a state that is not finite, on more than
 :data:`MAX_EVENTS_PER_STEP` event instants inside one step (chatter), when its event buffer is full, or — for a
 scene with control programs, which answer events in Python — after an event (``stop_on_events``): the step in
 progress is then finished by the next call (``clock.t_target``).
@@ -258,8 +258,10 @@ def _settle_modes(tree, tab, ws, t, y, active, slip, touched, events, clock, nq,
 
 @njit(inline="always")
 def _boundary_events(tree, tab, ws, t, y, active, events, clock, nq, nv, z0, m, n_groups, scale, full, out):
-    """The events first detected at a step's end: breaks (then the state is evaluated again) and a rank change.
-    Returns ``(ok, m, n_groups, scale)``."""
+    """The events at a call's first state: the breaks of constraints already beyond their bound there (a state
+    made by hand, a bound lowered or a constraint enabled since; then the state is evaluated again) and a rank
+    change not yet reported. Inside the steps :func:`core.witnesses.find` isolates the breaks, and a step's end
+    reports the rank alone. Returns ``(ok, m, n_groups, scale)``."""
     ok = True
     if breaks_and_rank(tab, out, t, active, events, clock):
         m, n_groups, scale = _layout(tab, tree, ws.rows, active)
@@ -386,17 +388,20 @@ def advance(tree, tab, ws, stage, y, active, slip, touched, clock, out, trace, e
                     if not _take_step(tree, tab, ws, stage, out, st, t, y0, mid, y1, nq, nv, m, n_groups, scale,
                                       partial, partial):
                         break
-                    ok, _, _ = _settle_step(tree, tab, ws, st, t + mid, y1, active, nq, nv, z0, m, n_groups,
-                                            scale, full, out)
+                    ok, c_mid, it_mid = _settle_step(tree, tab, ws, st, t + mid, y1, active, nq, nv, z0, m,
+                                                     n_groups, scale, full, out)
                     if not ok:
                         break
                     if find(tab, ws, out, t + mid, y1[:nq], active, slip, touched, False) > 0:
                         hi, at_hi = mid, True
                         y_hi[:] = y1
+                        correction, iterations = c_mid, it_mid
                     else:
                         lo, at_hi = mid, False
                 y[:] = y_hi
                 t = t + hi
+                ck.corrections += correction                  # (the projection's, of the step to the bracket)
+                ck.iterations = iterations
                 if not at_hi and not evaluate(tree, tab, ws, t, y[:nq], y[nq:nq + nv], y[z0:], m, n_groups, scale,
                                               full, out):
                     ck.status = NOT_FINITE
@@ -442,12 +447,7 @@ def advance(tree, tab, ws, stage, y, active, slip, touched, clock, out, trace, e
                 ck.status = NOT_FINITE
                 ck.evaluated = False
                 break
-        ok, m, n_groups, scale = _boundary_events(tree, tab, ws, t, y, active, events, clock, nq, nv, z0, m,
-                                                  n_groups, scale, full, out)
-        if not ok:
-            ck.status = NOT_FINITE
-            ck.evaluated = False
-            break
+        rank_change(out, m, t, events, clock)                 # (its breaks were isolated inside it: find)
         if capacity > 0 and (ck.since >= ck.record_every or t >= ck.t_end - eps):
             write_record(out, tab.controllers, t, y, nq, nv, ck.corrections, ck.iterations, ck.energy0, active,
                          trace[ck.recorded])

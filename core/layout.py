@@ -269,7 +269,8 @@ class ProgramWork(StructRefProxy):
     ``grad`` (Q x nv), ``bias`` and unit direction ``dirs`` (Q x 3, distances); the servos' commands per force row
     (``extra``; NaN: none); ``E3`` (3 x 3); for the control equations, the unconstrained accelerations ``qdd0``,
     the responses ``X`` (U x nv) to each unknown command, the equations' readings ``Y`` ((U + 1) x E), their
-    matrix ``A`` (E x U) and right side ``b`` (E), the commands ``u`` (U)."""
+    matrix ``A`` (E x U) and right side ``b`` (E), the commands ``u`` (U), Aᵀ's SVD (``At`` U x E, ``V`` E x E,
+    ``s`` E) and four 3-vectors ``v3`` (4 x 3)."""
 
 
 @structref.register
@@ -278,7 +279,7 @@ class ProgramWorkType(_Struct):
 
 
 define_proxy(ProgramWork, ProgramWorkType, ['rates', 'grad', 'bias', 'dirs', 'extra', 'E3', 'qdd0', 'X', 'Y', 'A',
-                                            'b', 'u', 'tau'])
+                                            'b', 'u', 'tau', 'At', 'V', 's', 'v3'])
 
 
 class Workspace(StructRefProxy):

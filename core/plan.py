@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import copy
 import math
+import struct
 import threading
 from dataclasses import dataclass, field, replace
 from typing import NamedTuple
@@ -32,7 +33,7 @@ from .layout import (FORMULATION_CODES, INTEGRATOR_CODES, PROJECTION, SETTINGS, 
                      Tables, outputs)
 from .model import Model, State
 
-__all__ = ["Plan", "Batch", "DivergenceError", "plan_of", "build_plan", "run", "evaluated", "data",
+__all__ = ["Plan", "Batch", "DivergenceError", "plan_of", "build_plan", "run", "one_step", "evaluated", "data",
            "controllers_under", "command", "declare", "NO_TRACE", "EVENT_CAPACITY", "PROGRAM_CAPACITY"]
 
 #: Events one compiled call may write before it returns to have them read (it then goes on).
@@ -41,6 +42,25 @@ EVENT_CAPACITY = 1024
 #: for, watches (:mod:`core.programs.kernels`).
 PROGRAM_CAPACITY = (64, 8, 4, 32)
 NO_TRACE = np.zeros((0, 1))
+
+
+def _codec(dtype: np.dtype) -> struct.Struct:
+    """A :class:`struct.Struct` with the layout of the record ``dtype`` (its fields at their offsets, in order):
+    a whole record is written or read in one call of a few hundred ns, where a tuple assigned to a NumPy record
+    and ``.item()`` take about a µs each — the fixed cost of one :meth:`core.Simulation.step` (README,
+    Benchmarks)."""
+    codes = {np.dtype(np.float64): "d", np.dtype(np.int64): "q", np.dtype(np.bool_): "?"}
+    fmt, at = "=", 0
+    for name in dtype.names:
+        kind, offset = dtype.fields[name][:2]
+        fmt += "x" * (offset - at) + codes[kind]
+        at = offset + kind.itemsize
+    codec = struct.Struct(fmt + "x" * (dtype.itemsize - at))
+    assert codec.size == dtype.itemsize
+    return codec
+
+
+_CLOCK = _codec(CLOCK)
 
 
 class DivergenceError(RuntimeError):
@@ -67,7 +87,8 @@ class Plan:
     kernel_out: Outputs
     workspace: object
     stage: Outputs
-    clock: np.ndarray
+    clock: np.ndarray                      # the compiled call's scalars (:data:`core.integrators.CLOCK`, one record;
+                                           # read and written with :data:`_CLOCK`)
     constraints: np.ndarray                # the tables' constraint and force rows (the contacts write theirs)
     forces: np.ndarray
     events: np.ndarray                     # the compiled call's event buffer (:data:`core.events.EVENT`)
@@ -307,6 +328,19 @@ def _pack(model: Model, state: State) -> np.ndarray:
     return np.concatenate([np.asarray(state.q, float), np.asarray(state.qd, float), state.work, state.z])
 
 
+def _modes(state: State) -> tuple:
+    """Copies of the state's ``active``, ``slip`` and ``touched`` that the compiled call may change in place (an
+    empty array is shared: nothing changes in it)."""
+    active, slip, touched = state.active, state.slip, state.touched
+    if active.size or active.dtype != np.bool_:
+        active = np.array(active, dtype=np.bool_)
+    if slip.size or slip.dtype != np.float64:
+        slip = np.array(slip, dtype=np.float64)
+    if touched.size or touched.dtype != np.float64:
+        touched = np.array(touched, dtype=np.float64)
+    return active, slip, touched
+
+
 def _unpack(model: Model, y: np.ndarray, state: State, t: float, corrections: float, step_size: float,
             iterations: int, active, slip, touched, rank_deficient: bool) -> State:
     """The State of the integrated vector y (which it takes over: q, q̇, work and z are views of it)."""
@@ -339,22 +373,17 @@ def run(model: Model, state: State, plan: Plan, dt: float, t_end: float, max_ste
     """One call of the compiled batch (:func:`core.integrators.advance`): up to ``max_steps`` steps of ``dt`` from
     ``state`` (none past ``t_end``), with their events; ``t_target``: the end of a step in progress to finish
     first; ``check_events``: handle the events at ``state`` itself first (breaks, a rank change; False: evaluate
-    it as it is); ``settle``: settle the modes at ``state`` first (a batch that stopped at an event left them). The plan's output buffer then holds the full evaluation at the returned state (unless it diverged
-    before one could be made). The caller holds ``plan.lock``."""
-    declare(model, plan, state.controls)
-    y = _pack(model, state)
-    active = state.active.copy()
-    slip = state.slip.copy() if state.slip.dtype == np.float64 else np.array(state.slip, dtype=float)
-    touched = state.touched.copy() if state.touched.dtype == np.float64 else np.array(state.touched, dtype=float)
-    clock = plan.clock
-    instants = 0 if math.isnan(t_target) else int(clock[0]["instants"])
-    clock[0] = (state.t, t_end, dt, state.step_size, state.corrections, max_steps, 0, 0, state.projection_iterations,
-                state.rank_deficient, _holds(plan, state), energy0, max(1, record_every), since, 0, record_first,
-                t_target, 0, False, stop_on_events, close_touching, check_events, instants, settle)   # (CLOCK's order)
-    advance_kernel(model.kernel_tree, plan.tables, plan.workspace, plan.stage, y, active, slip, touched, clock,
-                   plan.kernel_out, trace, plan.events)
+    it as it is); ``settle``: settle the modes at ``state`` first (a batch that stopped at an event left them).
+    The plan's output buffer then holds the full evaluation at the returned state (unless it diverged before one
+    could be made). The caller holds ``plan.lock``."""
+    if plan.declared is not state.controls:
+        declare(model, plan, state.controls)
+    instants = 0 if math.isnan(t_target) else _CLOCK.unpack_from(plan.clock)[22]
+    c, y, active, slip, touched = _call(model, state, plan, t_end, dt, max_steps, energy0, max(1, record_every),
+                                        since, record_first, t_target, stop_on_events, close_touching, check_events,
+                                        instants, settle, trace)
     (t, _, _, step_size, corrections, _, steps, status, iterations, rank_deficient, evaluated, _, _, since, recorded,
-     _, t_target, n_events, _, _, _, _, _, settle) = clock[0].item()
+     _, t_target, n_events, _, _, _, _, _, settle) = c
     changed = steps > 0 or n_events > 0 or t != state.t or not np.array_equal(active, state.active) \
         or not np.array_equal(slip, state.slip)
     new = state if not changed else _unpack(model, y, state, t, corrections, step_size, iterations, active, slip,
@@ -362,6 +391,41 @@ def run(model: Model, state: State, plan: Plan, dt: float, t_end: float, max_ste
     plan.at_state = new if evaluated and status != NOT_FINITE else None
     events = tuple(decode(model, plan.events[:n_events], plan.formulation, plan.watch_names)) if n_events else ()
     return Batch(new, steps, _STATUS[status], recorded, since, events, t_target, bool(settle))
+
+
+def _call(model: Model, state: State, plan: Plan, t_end, dt, max_steps, energy0, record_every, since,
+          record_first, t_target, stop_on_events, close_touching, check_events, instants, settle, trace) -> tuple:
+    """One call of :func:`core.integrators.advance` from ``state`` with the clock's inputs (:data:`CLOCK`'s fields
+    in its order): ``(the clock's fields after it, y, active, slip, touched)``, the arrays as it left them."""
+    y = _pack(model, state)
+    active, slip, touched = _modes(state)
+    clock = plan.clock
+    _CLOCK.pack_into(clock, 0, state.t, t_end, dt, state.step_size, state.corrections, max_steps, 0, 0,
+                     state.projection_iterations, state.rank_deficient, plan.at_state is state or _holds(plan, state),
+                     energy0, record_every, since, 0, record_first, t_target, 0, False, stop_on_events, close_touching,
+                     check_events, instants, settle)
+    advance_kernel.fast(model.kernel_tree, plan.tables, plan.workspace, plan.stage, y, active, slip, touched, clock,
+                        plan.kernel_out, trace, plan.events)
+    return _CLOCK.unpack_from(clock), y, active, slip, touched
+
+
+def one_step(model: Model, state: State, plan: Plan, dt: float, t_end: float, energy0: float) -> tuple:
+    """What :func:`run` does for the commonest call — one step of ``dt`` from a complete ``state`` of a scene
+    without control programs (none past ``t_end``), no records, no step in progress — without what only the
+    general call needs (declarations, a step in progress, :class:`Batch`): one :meth:`core.Simulation.step`
+    (README, Benchmarks). Returns ``(new state, status, events)``, the status as :class:`Batch`'s; a step not
+    taken (diverged, chatter, or its event buffer filled inside it) returns ``state`` and no events. The caller
+    holds ``plan.lock``."""
+    c, y, active, slip, touched = _call(model, state, plan, t_end, dt, 1, energy0, 1, 0, False, math.nan, False,
+                                        False, True, 0, False, NO_TRACE)
+    if c[6] == 0:
+        plan.at_state = None
+        return state, _STATUS[c[7]], ()
+    new = _unpack(model, y, state, c[0], c[4], c[3], c[8], active, slip, touched, bool(c[9]))
+    plan.at_state = new if c[10] else None
+    n_events = c[17]
+    events = tuple(decode(model, plan.events[:n_events], plan.formulation, plan.watch_names)) if n_events else ()
+    return new, _STATUS[c[7]], events
 
 
 def evaluated(model: Model, state: State, plan: Plan) -> None:

@@ -3,10 +3,10 @@
 reference energy and the records of a run. The command line, the sweeps and the studio all use this class, so
 a scene runs the same way headless and on screen.
 
-Each step (DESIGN.md): events at the step boundary (constraints that exceed their deviation bound break and are
-removed, rank changes are logged) → one step of the compiled pipeline (controllers → applied forces → dynamics
-→ constraint solve in every integrator stage). :meth:`run` advances whole batches of steps per call into
-compiled code. Inputs that may change between steps — a nail the user drags, actuator commands, the mouse
+Each step (DESIGN.md) is one step of the compiled pipeline (controllers → applied forces → dynamics →
+constraint solve in every integrator stage) with its events inside it (:mod:`core.witnesses`: contacts, limits,
+constraints that exceed their deviation bound break and are removed; rank changes are logged at its end).
+:meth:`run` advances whole batches of steps per call into compiled code. Inputs that may change between steps — a nail the user drags, actuator commands, the mouse
 spring, controller gains, the formulation — are set with the ``set_*`` methods and act from the next step.
 
 The energy audit (thesis §2.3.2) integrates the power of every non-conservative source with the state
@@ -26,7 +26,7 @@ from .data import Data
 from .formulations import FORMULATIONS
 from .joint_constraints import JOINT_SPACE
 from .model import Model, State
-from .plan import NO_TRACE, plan_of, run
+from .plan import NO_TRACE, one_step, plan_of, run
 from .records import record_width, split
 from .step import (INTEGRATOR_NAMES, DivergenceError, Inputs, controllers_under, evaluate, failure, record_layout,
                    start_programs, steps, touching_at_start)
@@ -285,9 +285,25 @@ class Simulation:
         self._started()
         h = self.dt if dt_max is None else min(self.dt, dt_max)
         t_end = np.inf if h == self.dt else self.state.t + h   # (t + dt − t is not always dt in floating point)
+        if not self.model.programs:       # one compiled call (core.plan.one_step: its fixed cost is much of a
+            plan = plan_of(self.model, self.inputs)            # small model's step, README)
+            with plan.lock:
+                state, status, events = one_step(self.model, self.model.complete(self.state), plan, self.dt, t_end,
+                                                 self._energy0)
+            if status == "ok":
+                self.state = state
+                self.events.extend(events)
+                self.steps_taken += 1
+                return state
+            if status != "event":         # (an event buffer that filled inside the step: the general path goes on)
+                raise DivergenceError(failure(status, state.t, h))
+        before, logged, taken = self.state, len(self.events), self.steps_taken
         batch = self._batch(t_end, 1)
         if batch.status in ("diverged", "chatter") or batch.steps == 0:
-            raise DivergenceError(failure(batch, h))
+            failed_at = batch.state.t
+            self.state, self.steps_taken = before, taken       # a step that failed did not happen
+            del self.events[logged:]
+            raise DivergenceError(failure(batch.status, failed_at, h))
         return self.state
 
     def run(self, duration: float, record_every: int = 1, progress: bool = False,
@@ -330,7 +346,7 @@ class Simulation:
                 if batch.status in ("diverged", "chatter"):
                     so_far = None if sink is not None else split(
                         np.concatenate(chunks) if chunks else np.zeros((0, record_width(columns))), columns)
-                    raise DivergenceError(failure(batch, self.dt), so_far)
+                    raise DivergenceError(failure(batch.status, batch.state.t, self.dt), so_far)
                 if bar is not None and self.state.t - shown >= 0.01 * duration:
                     bar.update(self.state.t - shown)
                     shown = self.state.t

@@ -9,8 +9,8 @@ is cached behind them, per model and inputs (:mod:`core.plan`); a cache never ch
 
 A step runs inside compiled code from start to end, with its events (:mod:`core.integrators`,
 :mod:`core.witnesses`): contacts touching down (impacts), lifting off, slipping and sticking, joint limits reached
-and released are isolated in time and resolved inside the step; a constraint beyond its deviation bound breaks
-and a change of the constraint Jacobian's rank is reported at the step's end. :func:`advance` takes a whole
+and released, and constraints breaking beyond their deviation bound, are isolated in time and resolved inside
+the step; a change of the constraint Jacobian's rank is reported at the step's end. :func:`advance` takes a whole
 batch of steps in one call — :meth:`core.Simulation.run` uses it.
 """
 from __future__ import annotations
@@ -44,10 +44,9 @@ def evaluate(model: Model, state: State, inputs: Inputs = NO_INPUTS) -> Data:
         return data(model, plan, state)
 
 
-def failure(batch: Batch, dt: float) -> str:
-    """Why a batch stopped short (its status "diverged" or "chatter")."""
-    t = batch.state.t
-    if batch.status == "chatter":
+def failure(status: str, t: float, dt: float) -> str:
+    """Why a batch stopped short at time t (its status "diverged" or "chatter")."""
+    if status == "chatter":
         from .integrators import MAX_EVENTS_PER_STEP
         return (f"more than {MAX_EVENTS_PER_STEP} contact events inside one step at t = {t:.6g} s (chatter: a "
                 f"contact that keeps switching); lower the step or raise the contacts' rest_speed")
@@ -64,7 +63,7 @@ def step(model: Model, state: State, inputs: Inputs = NO_INPUTS, dt: float | Non
     dt = _dt(model, dt)
     batch = steps(model, state, inputs, dt, np.inf, 1)
     if batch.status in ("diverged", "chatter") or batch.steps < 1:
-        raise DivergenceError(failure(batch, dt))
+        raise DivergenceError(failure(batch.status, batch.state.t, dt))
     plan = plan_of(model, inputs)
     with plan.lock:
         evaluated(model, batch.state, plan)
@@ -161,7 +160,7 @@ def handle_events(model: Model, state: State, inputs: Inputs = NO_INPUTS) -> tup
     with plan.lock:
         batch = run(model, state, plan, 1.0, state.t, 0)
         if batch.status == "diverged":
-            raise DivergenceError(failure(batch, 1.0))
+            raise DivergenceError(failure(batch.status, batch.state.t, 1.0))
         return batch.state, list(batch.events)
 
 
@@ -177,7 +176,7 @@ def touching_at_start(model: Model, state: State, inputs: Inputs = NO_INPUTS) ->
     with plan.lock:
         batch = run(model, state, plan, 1.0, state.t, 0, close_touching=True, check_events=False)
         if batch.status in ("diverged", "chatter"):
-            raise DivergenceError(failure(batch, 1.0))
+            raise DivergenceError(failure(batch.status, batch.state.t, 1.0))
         return batch.state, list(batch.events)
 
 

@@ -16,17 +16,18 @@ after (``EventWork.g``); per contact point p with world normal n (turned with a 
   whose slip opposed its friction at the step's start (``eligible``: a slip that has just begun from rest may
   not stick at once);
 - a joint limit (bound open):  g = s (q − bound) + ε, s = ±1; (bound active): g = s λ, its force;
-- a break (active constraint):  g = max_deviation − ‖D‖ — detected at the step's end, not isolated ("the
-  isolation predicate accepts the time of first detection", as Kearney's lift-off);
-- a rank change of J: reported at the step's end where it is first seen;
+- a break (active bilateral constraint):  g = max_deviation − ‖D‖ (thesis §2.3.4), isolated like the contacts'
+  events; a state that starts a call beyond a bound (one made by hand) breaks at once (:func:`breaks_and_rank`);
+- a rank change of J: reported at the step's end where it is first seen (a report, not a switch: the bounded
+  solve goes through the rank change continuously, so nothing in the motion waits for its instant);
 - a control program's watch (armed):  g = s (value − x), s = ±1 the direction it watches x cross ``value`` in
   (:mod:`core.programs.kernels`) — only for a watch that was positive at the step's start; it fires once
   (disarmed) and is handed to the program, which may arm it again.
 
 Resolution (:func:`resolve`): touchdowns and limits reached take an impact (:func:`core.impacts.impact`:
 impulses on the touching points, the bounds and every linked active constraint; each point's mode after it),
-lift-offs remove a point's rows, slips its stick rows (its Coulomb force μN taking over in the stick force's
-direction), sticks add them back; then, until the modes are consistent (at most 8 rounds), the lift-offs and slips
+a break removes its constraint, lift-offs remove a point's rows, slips its stick rows (its Coulomb force μN
+taking over in the stick force's direction), sticks add them back; then, until the modes are consistent (at most 8 rounds), the lift-offs and slips
 that the new modes cause at once (:func:`settle`). A point that switches between stick and slip
 :data:`MAX_SWITCHES` times inside one step is held in stick to the step's end (chatter at the cone's edge).
 """
@@ -151,6 +152,10 @@ def find(tab, ws, out, t, y_q, active, slip, touched, settling):
             if N < 0.0:
                 count = _add(ev, count, LIMIT_RELEASE, k, N)
     if not settling:
+        cons = tab.constraints
+        for c in range(cons.shape[0]):                        # a break: beyond its deviation bound (§2.3.4)
+            if active[c] and not cons[c].unilateral and out.deviation[c] > cons[c].max_deviation:
+                count = _add(ev, count, BREAK, c, cons[c].max_deviation - out.deviation[c])
         for w in range(tab.watches.shape[0]):
             if tab.watches[w].armed and ev.watch_sign[w]:
                 g = watch_value(tab.watches[w], out.quantities)
@@ -339,6 +344,9 @@ def _switch(tab, ws, out, n_found, active, slip, events, clock, t):
                 slip[i, a] = pt.mu * N * F[pt.stick, a] / max(ft, 1e-300)
             log(events, clock, t, SLIP_EVENT, i, nan, nan, nan, ft, -1, N)
             _count_switch(ws, i)
+        elif kind == BREAK:                                   # removed from the solve (thesis §2.3.4)
+            active[i] = False
+            log(events, clock, t, BREAK, i, nan, nan, nan, nan, -1, out.deviation[i])
         elif kind == WATCH:                                    # one shot: the program arms it again
             tab.watches[i].armed = False
             log(events, clock, t, WATCH, i, nan, nan, nan, nan, -1, out.quantities[tab.watches[i].quantity])
@@ -464,8 +472,9 @@ def settle_round(tab, ws, out, t, q, active, slip, touched, events, clock):
 
 @njit
 def breaks_and_rank(tab, out, t, active, events, clock):
-    """The events first detected at a step's end: every active constraint beyond its deviation bound breaks
-    (removed; thesis §2.3.4); returns whether one did (the caller evaluates again and calls :func:`rank_change`)."""
+    """The breaks at a call's first state: every active constraint already beyond its deviation bound breaks
+    (removed; thesis §2.3.4) — inside the steps :func:`find` isolates them; returns whether one did (the caller
+    evaluates again and calls :func:`rank_change`)."""
     cons = tab.constraints
     broke = False
     for c in range(cons.shape[0]):

@@ -79,8 +79,9 @@ class EventTableModel(QAbstractTableModel):
         return None
 
     # ---- following the log ---------------------------------------------------------------------------------
-    def event(self, row: int):
-        """The :class:`core.events.Event` of ``row``."""
+    def event_at(self, row: int):
+        """The :class:`core.events.Event` of ``row``. (Not ``event``: that name is ``QObject.event``, which Qt
+        calls with every QEvent delivered to the model — a timer, ``deleteLater`` — issue 27.)"""
         return self._rows[row]
 
     def set_kind(self, kind: str | None) -> None:
@@ -221,12 +222,12 @@ class EventList(QWidget):
 
     def row_of(self, kind: str, t: float | None = None) -> int:
         """The row of the first event of ``kind`` (the one nearest ``t``, if given), or −1."""
-        rows = [r for r in range(self.model.rowCount()) if self.model.event(r).kind == kind]
+        rows = [r for r in range(self.model.rowCount()) if self.model.event_at(r).kind == kind]
         if not rows:
             return -1
         if t is None:
             return rows[0]
-        return min(rows, key=lambda r: abs(self.model.event(r).t - t))
+        return min(rows, key=lambda r: abs(self.model.event_at(r).t - t))
 
     @Slot(QModelIndex, QModelIndex)
     def _row_chosen(self, current: QModelIndex, _previous) -> None:
@@ -243,6 +244,6 @@ class EventList(QWidget):
 
     def _seek_to(self, row: int) -> None:
         self._sought = (row, time.monotonic())
-        t = self.model.event(row).t
+        t = self.model.event_at(row).t
         if math.isfinite(t):
             self.seek_requested.emit(t)

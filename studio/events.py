@@ -5,10 +5,10 @@ the event list.
 
 Thread: any; no Qt. The worker sends the run's new events (:class:`core.events.Event`, frozen: their reading and
 their sentence are the core's) in its sample batches; the GUI keeps them in one bounded
-:class:`EventLog` (the plots dock owns it, the event list reads it), which follows the run: a reset or a restart
-starts an empty log and keeps the previous run's events as the earlier try (drawn faded, like the earlier try's
-curves), and going back in time and running on from there drops the events after that time (they become the
-earlier try).
+:class:`EventLog` (the plots dock owns it, the event list reads it), which follows the run: a new run starts an
+empty log — a run an edit restarted keeps the previous run's events as the earlier try (drawn faded, like the
+earlier try's curves), a reset or another document drops them — and going back in time and running on from there
+drops the events after that time (they become the earlier try).
 
 Memory: at most ``capacity`` events (default :data:`CAPACITY`, 10 000; the oldest go first, and
 :attr:`EventLog.dropped` counts them), each a few hundred bytes.
@@ -77,9 +77,10 @@ class EventLog:
             self.dropped += over
         self.version += 1
 
-    def new_run(self) -> None:
-        """A reset or a restart: the events so far become the earlier try; the log starts empty."""
-        self.ghost = self.events
+    def new_run(self, keep: bool = True) -> None:
+        """A new run: the log starts empty; the events so far become the earlier try with ``keep`` (a run an edit
+        restarted), else they go too (a reset, another document)."""
+        self.ghost = self.events if keep else []
         self.events, self._times = [], []
         self.first_seq, self.dropped = self.next_seq, 0
         self.generation += 1

@@ -143,6 +143,7 @@ class Inspector(QWidget):
             self._rebuild()
 
     def _rebuild(self) -> None:
+        self._drop_page()
         self._editors.clear()
         self._groups: dict[tuple, QWidget] = {}
         self._path = path = self._selection.path
@@ -194,6 +195,22 @@ class Inspector(QWidget):
                 form.arrange(self._field_columns())
         layout.addStretch(1)
         self._scroll.setWidget(page)
+
+    def _drop_page(self) -> None:
+        """Take the shown page out of the scroll area, silence its editors and delete it once control is back in
+        the event loop.
+
+        The page is often rebuilt from inside one of its own editors' signals: picking a trajectory's type in its
+        combo box commits an edit whose ``changed`` signal rebuilds the form. ``QScrollArea.setWidget`` would
+        delete the old page, and that combo box with it, at once, while Qt's own code that emitted the signal
+        still runs on it (a key press or the popup's click): a segmentation fault (issue 27)."""
+        old = self._scroll.takeWidget()
+        if old is None:
+            return
+        for widget in (*self._editors.values(), *getattr(self, "_groups", {}).values()):
+            widget.blockSignals(True)        # an entry the hidden page finishes (focus out) is no edit any more
+        old.hide()
+        old.deleteLater()
 
     #: Width (px) from which a compact inspector puts an item's groups (a trajectory) beside its own fields.
     SIDE_BY_SIDE = 520

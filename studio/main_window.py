@@ -68,7 +68,7 @@ F: frame the scene as it is now · Shift+F: frame the selection · L: follow the
 F12: save a picture of the viewport · Ctrl+Shift+R: record · Ctrl+Z / Ctrl+Shift+Z: undo / redo<br>
 Enter or Escape in a field: back to the viewport<br><br>
 <b>Timeline</b> (under the viewport): drag to go back to any time of the run; play to run on from there — the
-plots keep the earlier run, faded, to compare."""
+plots keep the earlier run, faded, to compare (View ▸ Earlier Try hides it; Reset drops it)."""
 
 ACTIVITY_MS = 250        # the scene tree's marks of what acts now are refreshed this often (not every frame)
 SHORT_UNDO = 28          # characters of an undo text shown on the toolbar (the menu and tooltip say it all)
@@ -193,7 +193,10 @@ class MainWindow(QMainWindow):
         action.setToolTip(tip or text)
         action.setCheckable(checkable)
         if slot is not None:
-            (action.toggled if checkable else action.triggered).connect(slot)
+            if checkable:
+                action.toggled.connect(slot)
+            else:   # triggered(bool) would hand its "checked" to the slot's first parameter (a picture's path)
+                action.triggered.connect(lambda *_: slot())
         return action
 
     def _build_transport(self) -> None:
@@ -205,8 +208,8 @@ class MainWindow(QMainWindow):
         self.step_action = self._action("Step", self.sim_thread.step, Qt.Key.Key_Period, sp.SP_MediaSkipForward,
                                         "Pause and advance one time step (.)")
         self.reset_action = self._action("Reset", self._reset, "Ctrl+R", sp.SP_MediaSkipBackward,
-                                         "Pause and go back to the initial state (Ctrl+R); the plots keep this "
-                                         "run, faded")
+                                         "Pause and go back to the initial state (Ctrl+R); the plots start "
+                                         "clean")
         self.slower_action = self._action("Slower", lambda: self._change_speed(-1), "[",
                                           tip="Ask for a lower real-time factor ([)")
         self.faster_action = self._action("Faster", lambda: self._change_speed(+1), "]",
@@ -294,6 +297,12 @@ class MainWindow(QMainWindow):
                                           checkable=True)
         self.legend_action.setChecked(True)
         view.addAction(self.legend_action)
+        self.earlier_try_action = self._action(
+            "&Earlier Try", self.plots.set_earlier_try_shown, checkable=True,
+            tip="Show the earlier try faded in the plots: what was plotted after the time the timeline went back "
+                "to, or the run before an edit restarted it (Reset and opening a document drop it)")
+        self.earlier_try_action.setChecked(True)
+        view.addAction(self.earlier_try_action)
         view.addSeparator()
         for dock in (self.tree_dock, self.inspector_dock, self.plots_dock, self.events_dock, self.controls_dock):
             view.addAction(dock.toggleViewAction())

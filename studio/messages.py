@@ -57,16 +57,16 @@ class Snapshot:
     at one instant.
 
     ``t`` simulated time (s); ``q`` configuration (nq, read-only copy); ``steps`` steps since the last reset;
-    ``playing``; ``realtime_factor`` simulated seconds per wall-clock second while playing, averaged over about
-    half a second (None when paused); ``model`` the frozen ``core.Model`` that ``q`` belongs to (shared, never
-    written); ``run`` counts resets and restarts (the plots keep the previous run as an earlier try when it
-    changes); ``draw`` the :class:`core.drawing.DrawList` (shape poses, nails, springs, arrows) or None; ``step_cost`` wall-clock seconds per step,
-    averaged; ``energy_error`` the energy audit's error E − E₀ − Σ work (J); ``speed`` the requested real-time
-    factor; ``batched`` the worker runs the simulation in batches of compiled steps (every ``core.Simulation``:
-    False only for a stand-in); ``timeline`` (first, furthest) simulated times the user can go back to and
-    return to; ``energy`` the energy audit's books at this state (``(label, joules)`` pairs: E, E(0), the work of
-    each source, corrections); ``dropped_at`` (first, last): the first time the solve dropped a singular direction
-    and the last time the number it dropped changed (the constraint force jumps there), or None."""
+    ``playing``; ``realtime_factor`` simulated seconds per wall-clock second while playing, averaged over about half
+    a second (None when paused); ``model`` the frozen ``core.Model`` that ``q`` belongs to (shared, never written);
+    ``run`` counts resets and restarts (the plots keep the previous run as an earlier try when an edit restarted
+    it); ``draw`` the :class:`core.drawing.DrawList` (shape poses, nails, springs, arrows) or None; ``step_cost``
+    wall-clock seconds per step, averaged; ``energy_error`` the energy audit's error E − E₀ − Σ work (J); ``speed``
+    the requested real-time factor; ``batched`` the worker runs the simulation in batches of compiled steps (every
+    ``core.Simulation``: False only for a stand-in); ``timeline`` (first, furthest) simulated times the user can go
+    back to and return to; ``energy`` the energy audit's books at this state (``(label, joules)`` pairs: E, E(0),
+    the work of each source, corrections); ``dropped_at`` (first, last): the first time the solve dropped a singular
+    direction and the last time the number it dropped changed (the constraint force jumps there), or None."""
     t: float
     q: np.ndarray
     steps: int
@@ -106,7 +106,9 @@ class SampleBatch:
     time, and whatever was recorded after it belongs to an earlier try; ``frames``: recording frames
     (:class:`core.drawing.DrawList` at the times a RECORD command asked for); ``markers``: edits applied;
     ``events``: the run's new events (:class:`core.events.Event`: contacts, broken constraints, rank
-    changes), in time order, all after ``branch`` when it is set."""
+    changes), in time order, all after ``branch`` when it is set; ``fresh``: run ``run`` started clean (a
+    reset, another document), so the run before it is no earlier try to compare with (a run an edit restarted
+    is)."""
     run: int
     layout: Any
     rows: np.ndarray
@@ -116,6 +118,7 @@ class SampleBatch:
     frames: tuple = ()
     markers: tuple = ()
     events: tuple = ()
+    fresh: bool = False
 
     def records_dict(self) -> dict:
         return dict(self.records)

@@ -16,8 +16,8 @@ Readable at any value:
 - legends sit in the title line above the data, never over a curve; hovering shows the value of every curve at
   the time under the mouse in that legend, and a line marks that time in every plot;
 - colours of one plot are distinct (Okabe–Ito, reordered so that no two yellows meet); the curves of an earlier
-  try (after going back in time, a reset or a restart) are drawn faded in the same colours; edits (a gain, a
-  constraint, the formulation) are marked on the time axis;
+  try (after going back in time, or an edit that restarted the run) are drawn faded in the same colours; edits
+  (a gain, a constraint, the formulation) are marked on the time axis;
 - the run's events (touchdowns, bounces, lift-offs, slips, sticks, broken constraints, rank changes;
   :mod:`studio.events`) are thin vertical lines in every plot, coloured by kind, with a tick at the time axis;
   the earlier try's are fainter; the time axis's label names the kinds shown in their colours, and hovering near

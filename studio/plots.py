@@ -9,9 +9,11 @@ timer (not per batch), so the cost of drawing does not grow with the rate of sim
 freezes the picture only: samples keep arriving.
 
 Earlier tries: going back in time and running on keeps what had been plotted after the branch point as a faded
-overlay (and its events, fainter); a reset or a restart keeps the whole previous run so; an edit that adds or removes a constraint keeps the
-history (the columns are matched by name). While the simulation is paused, the current time is marked, and the
-plots follow it when the user scrubs the timeline.
+overlay (and its events, fainter); a run an edit restarted keeps the whole previous run so; a reset or another
+document starts clean (the batch says ``fresh``): the plots then hold the new run only, and its ranges fit it. The
+earlier try can be hidden (:meth:`PlotPanel.set_earlier_try_shown`, View ▸ Earlier Try); hidden, it sets no
+range either. An edit that adds or removes a constraint keeps the history (the columns are matched by name). While
+the simulation is paused, the current time is marked, and the plots follow it when the user scrubs the timeline.
 
 Exports: PNG (the panel as shown, or at a size given) and SVG of the plots; CSV of the whole run — every step,
 full precision, the columns of ``python -m core run`` with units in the header (:mod:`studio.runrecords`).
@@ -66,6 +68,7 @@ class PlotPanel(QWidget):
         self.paused = False
         self.window: float | None = 10.0
         self.ghost: np.ndarray | None = None
+        self.earlier_try_shown = True
         self.markers: list = []
         self.events = EventLog()
         self._events_shown = None
@@ -185,6 +188,19 @@ class PlotPanel(QWidget):
         self._dirty = True
         self.redraw()
 
+    def set_earlier_try_shown(self, on: bool) -> None:
+        """Show or hide the earlier try: its faded curves and event marks (View ▸ Earlier Try). Hidden, it is
+        still kept (showing it again brings it back)."""
+        self.earlier_try_shown = bool(on)
+        self._events_shown = None
+        self._dirty = True
+        self.redraw()
+
+    @property
+    def shown_ghost(self) -> np.ndarray | None:
+        """The earlier try's rows as drawn: None when there is none or it is hidden."""
+        return self.ghost if self.earlier_try_shown else None
+
     def set_cursor(self, t: float | None) -> None:
         """Mark the current time (paused, or scrubbing the timeline; None: playing, no mark)."""
         if t != self.cursor:
@@ -202,10 +218,13 @@ class PlotPanel(QWidget):
                 self._start(batch.layout)
             self.run = batch.run
         elif new_run:
+            # a run an edit restarted is compared with the one before; a reset or another document starts clean
+            # (another scene's curves would set the ranges of this one's: issue 27)
+            fresh = getattr(batch, "fresh", False)
             before = self.history.whole()
-            self.ghost = before.copy() if len(before) else None
+            self.ghost = before.copy() if len(before) and not fresh else None
             self.markers = []
-            self.events.new_run()
+            self.events.new_run(keep=not fresh)
             if batch.layout != self.layout_spec:
                 self.ghost = None if self.ghost is None else _remap_rows(
                     self.ghost, _map_columns(self.layout_spec, batch.layout))
@@ -262,7 +281,8 @@ class PlotPanel(QWidget):
         if self.window is None:
             rows = h.whole()
             first = float(rows[0, 0])
-            ghost_end = float(self.ghost[-1, 0]) if self.ghost is not None and len(self.ghost) else last
+            ghost = self.shown_ghost
+            ghost_end = float(ghost[-1, 0]) if ghost is not None and len(ghost) else last
             return rows, (first, max(last, ghost_end, first + 1e-9))
         w = self.window
         end = max(last, w)
@@ -278,13 +298,13 @@ class PlotPanel(QWidget):
         self._dirty = False
         rows, x_range = self.view()
         self._show_events()
-        self.figure.draw(rows, self.ghost, x_range, self.cursor)
+        self.figure.draw(rows, self.shown_ghost, x_range, self.cursor)
 
     def _show_events(self) -> None:
-        key = (id(self.figure.layout_spec), self.events.version, self.events.generation)
+        key = (id(self.figure.layout_spec), self.events.version, self.events.generation, self.earlier_try_shown)
         if key != self._events_shown:
             self._events_shown = key
-            self.figure.set_events(self.events.events, self.events.ghost)
+            self.figure.set_events(self.events.events, self.events.ghost if self.earlier_try_shown else ())
 
     # ---- export --------------------------------------------------------------------------------------------
     def _export_dialog(self, suffix: str) -> None:
@@ -333,9 +353,9 @@ class PlotPanel(QWidget):
         if suffix == ".png":
             if size is not None:
                 rows, x_range = self.view()
-                image = render_figure(self.layout_spec, rows, size, self.ghost, x_range, self.markers,
+                image = render_figure(self.layout_spec, rows, size, self.shown_ghost, x_range, self.markers,
                                       shown=self.shown, log=self.log, events=self.events.events,
-                                      ghost_events=self.events.ghost)
+                                      ghost_events=self.events.ghost if self.earlier_try_shown else ())
                 if not image.save(str(path), "PNG"):
                     raise OSError(f"could not write {path}")
                 return [path]

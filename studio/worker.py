@@ -132,6 +132,7 @@ class SimulationWorker(QObject):
         self._markers: list[Marker] = []
         self._events: list = []                          # the run's events since the last emit (core Events)
         self._branch: float | None = None                # the run went on from this earlier time (not yet told)
+        self._fresh = False                              # the new run started clean (not yet told)
         self._recording = None                           # (t0, period, count or None, frames made)
         self._timeline = Timeline(**({} if keyframes is None else {"capacity": keyframes}))
         self._steps = 0
@@ -256,12 +257,15 @@ class SimulationWorker(QObject):
             self._playing = False
             sim.reset()
             self._run += 1
+            self._fresh = True                # Reset starts clean: the plots drop the run before (issue 27)
             self._actuators = {}
             self._set_simulation(sim)
         elif kind is CommandKind.LOAD:
             spec, keep_state, *model = value
             new, kept = reload_simulation(sim, spec, keep_state, model[0] if model else None)
             self._take(new, kept)
+            # another document: its plots start empty, not beside another scene's curves (issue 27)
+            self._fresh = self._fresh or not kept
         elif kind is CommandKind.EDIT:
             new, kept = apply_edit(sim, value)
             self._take(new, kept)
@@ -654,9 +658,10 @@ class SimulationWorker(QObject):
                 frozen_copy(np.zeros((0, self._layout.width if self._layout is not None else 1)))
             self.samples.emit(SampleBatch(self._run, self._layout, rows, records=records, model=model,
                                           branch=self._branch, frames=tuple(self._frames),
-                                          markers=tuple(self._markers), events=tuple(self._events)))
+                                          markers=tuple(self._markers), events=tuple(self._events),
+                                          fresh=self._fresh))
             self._rows, self._records, self._frames, self._markers, self._events = [], [], [], [], []
-            self._branch = None
+            self._branch, self._fresh = None, False
         drawn = energy_error = None
         if self._layout is not None and self._state_is_finite():
             try:

@@ -96,6 +96,12 @@ def test_zeno_chatter_ends_in_an_error_not_a_hang():
         sim.run(5.0)
     assert 0.5 < sim.state.t < 5.0
     assert np.all(np.isfinite(sim.state.q))
+    stepped = core.Simulation(model)                        # one step at a time: the step that chatters is undone
+    with pytest.raises(core.DivergenceError, match="chatter"):
+        for _ in range(5000):
+            good = stepped.state
+            stepped.step()
+    assert stepped.state is good and stepped.state.t == pytest.approx(sim.state.t, abs=1e-3)
 
 
 @pytest.mark.parametrize("integrator", ["cash_karp", "semi_implicit_euler"])

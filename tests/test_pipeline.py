@@ -539,7 +539,9 @@ def test_scene_variants_equal_the_oracle(name):
     assert_states_agree(sim, o["state"])
     if name == "breaking_nail":                       # thesis §2.3.4: beyond its bound it breaks and is removed
         (brk,) = [e for e in sim.events if e.kind == "break"]
-        assert brk.t == pytest.approx(0.016, abs=1e-12) and brk.deviation > brk.max_deviation
+        # isolated inside the 16th step (Kearney §3): the deviation crossed its bound within the event tolerance
+        # (1e-9 s at well under 1 m/s) of the break's time, not at the step's end
+        assert 0.015 < brk.t < 0.016 and 0.0 < brk.deviation - brk.max_deviation < 1e-9
         assert [e.kind for e in sim.events] == ["rank_deficient", "break", "full_rank"]
         assert not sim.active[0] and rec["constraint_force_magnitude"][-1, 0] == 0.0
         assert np.isnan(rec["residual"][-1, 0]) and rec["active"][-1, 0] == 0.0

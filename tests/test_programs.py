@@ -381,3 +381,16 @@ def test_a_program_starts_before_it_hears_of_the_contacts_closed_at_t0():
     seen = sim.programs[0].seen
     assert seen[0] == ("start", 0.0)
     assert [kind for kind, _ in seen[1:5]] == ["touchdown"] * 4
+
+
+def test_a_step_that_fails_in_a_scene_with_programs_did_not_happen():
+    """``Simulation.step`` on a scene with control programs (the general path, Python answering the programs'
+    events) keeps what a scene without them keeps when a step fails: the state before it, and no events or step
+    counted from it. The Raibert hopper at a 50 ms step diverges in its first stance."""
+    sim = core.Simulation(core.load_scene(ROOT / "scenes" / "raibert_hopper.json"), dt=0.05)
+    with pytest.raises(core.DivergenceError, match="non-finite"):
+        for _ in range(400):
+            good, logged, taken = sim.state, list(sim.events), sim.steps_taken
+            sim.step()
+    assert sim.state is good and sim.events == logged and sim.steps_taken == taken
+    assert any(e.kind == "touchdown" for e in logged) and sim.state.t < 1.0   # (it got as far as a stance)

@@ -20,9 +20,9 @@ under gravity −9.81 z, started bent; the identical model is built for each eng
 Ours is timed as a user calls it from Python: ``core.forward_dynamics``, ``Simulation.step`` and
 ``Simulation.run``, as MuJoCo's ``mj_step`` and ``rollout`` and Pinocchio's ``aba`` are.
 
-Timings are the minimum over repeats of a timed loop, interleaved between engines, so a busy machine affects
-both sides alike. ``--scaling`` also reports our cost per step against N up to 200 and against the number of
-constraints. Not a test: nothing here asserts a time.
+Timings are the minimum over rounds of a timed loop, the engines alternating round by round, so a busy machine
+affects both sides alike. ``--scaling`` also reports our cost per step against N up to 200 and against the
+number of constraints. Not a test: nothing here asserts a time.
 """
 from __future__ import annotations
 
@@ -105,6 +105,26 @@ def best_of(fn, reps: int, repeats: int = 5) -> float:
     return best
 
 
+def interleaved(ours, theirs, reps: int, rounds: int = 9) -> tuple[float, float]:
+    """The minimum over ``rounds`` of the mean time (s) of ``reps`` calls of each, the two alternating round by
+    round: a machine that slows down for a while slows both (a shared 2-core machine varies by tens of percent
+    between seconds)."""
+    ours()
+    theirs()
+    best_ours = best_theirs = np.inf
+    for _ in range(rounds):
+        for fn, which in ((ours, 0), (theirs, 1)):
+            t0 = time.perf_counter()
+            for _ in range(reps):
+                fn()
+            t = (time.perf_counter() - t0) / reps
+            if which == 0:
+                best_ours = min(best_ours, t)
+            else:
+                best_theirs = min(best_theirs, t)
+    return best_ours, best_theirs
+
+
 def bench_aba(n: int) -> dict:
     import pinocchio as pin
     ours = our_chain(n)
@@ -126,8 +146,7 @@ def bench_step(n: int, nailed: bool, drift_seconds: float) -> dict:
     mm, md = mujoco_chain(n, nailed, tip0)
     sim = core.Simulation(ours, dt=1e-3, integrator="rk4")
     reps = max(20, (2000 if not nailed else 200) // n)
-    t_ours = best_of(sim.step, reps, 3)
-    t_mj = best_of(lambda: mujoco.mj_step(mm, md), reps, 3)
+    t_ours, t_mj = interleaved(sim.step, lambda: mujoco.mj_step(mm, md), reps)
     out = {"ours_us": t_ours * 1e6, "ref_us": t_mj * 1e6, "ratio": t_ours / t_mj}
     steps = 1000
     sim = core.Simulation(ours, dt=1e-3, integrator="rk4")
@@ -142,8 +161,8 @@ def bench_step(n: int, nailed: bool, drift_seconds: float) -> dict:
     state0 = np.zeros(mujoco.mj_stateSize(mm, kind))
     mujoco.mj_getState(mm, md, state0, kind)
     rollout.rollout(mm, md, state0[None], nstep=10)
-    t_ob = best_of(ours_batch, 1, 5) / steps
-    t_mb = best_of(lambda: rollout.rollout(mm, md, state0[None], nstep=steps), 1, 5) / steps
+    t_ob, t_mb = interleaved(ours_batch, lambda: rollout.rollout(mm, md, state0[None], nstep=steps), 1, 7)
+    t_ob, t_mb = t_ob / steps, t_mb / steps
     out.update(batch_ours_us=t_ob * 1e6, batch_ref_us=t_mb * 1e6, batch_ratio=t_ob / t_mb)
     if nailed and drift_seconds > 0:
         sim = core.Simulation(ours, dt=1e-3, integrator="rk4")

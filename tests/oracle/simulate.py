@@ -14,6 +14,9 @@ The step (DESIGN.md; Kearney's events around the integrator)::
     at the step boundary: active constraints with ‖D‖ > max_deviation break (event "break", thesis §2.3.4);
                           a change of J's row-rank deficiency is logged ("rank_deficient" / "full_rank")
     integrate (q, q̇) and w = [work (K + 4), z] with rk4 | cash_karp | semi_implicit_euler
+    a constraint beyond its bound at the step's end: the step taken again from its start with bisected lengths
+    until the crossing is bracketed within ``simulation.event_tolerance``; it breaks at the bracket's end and
+    the step goes on from there to its end
     projection formulation with active constraints: Newton–Raphson + velocity projection (Aghili eq. 39); the
     energy it changes is booked as ``corrections``
 
@@ -236,35 +239,90 @@ class _Stepper:
 
         k1 = (data["qdd"], np.concatenate([data["power_constraints"], data["power_sources"],
                                            data["controller_rate"]]))
-        w = np.concatenate([s["work"], s["z"]])
-        t0, q0, qd0, z0 = s["t"], s["q"], s["qd"], s["z"]
+        limit = self.dt if dt_max is None else min(self.dt, dt_max)
+        h, solution = self._length(s, f, k1, limit, nw)
+        target = s["t"] + h
+        while True:
+            moved = self._advance(s, f, k1, h, nw, active, solution)
+            d1 = self.data(*moved[:4], active)
+            beyond = self._beyond(d1, active)
+            if beyond:
+                # a break inside the step (thesis §2.3.4), isolated as core's witnesses isolate it: the step taken
+                # again from its start with bisected lengths until the crossing is bracketed within the event
+                # tolerance; the constraints beyond their bound at the bracket's end break there
+                lo, hi = 0.0, h
+                while hi - lo > model.settings.get("event_tolerance", 1e-9):
+                    mid = 0.5 * (lo + hi)
+                    tried = self._advance(s, f, k1, mid, nw, active)
+                    d_mid = self.data(*tried[:4], active)
+                    beyond_mid = self._beyond(d_mid, active)
+                    if beyond_mid:
+                        hi, moved, d1, beyond = mid, tried, d_mid, beyond_mid
+                    else:
+                        lo = mid
+            s["t"], s["q"], s["qd"], s["z"], dw, correction, s["projection_iterations"] = moved
+            s["work"] = s["work"] + dw[:nw]
+            s["corrections"] += correction
+            if not beyond:
+                return s, d1
+            for i in beyond:
+                c = model.constraints[i]
+                active[i] = False
+                s["events"].append({"t": s["t"], "type": "break", "constraint": c.name,
+                                    "deviation": float(d1["deviation"][i]), "max_deviation": c.max_deviation})
+            data = self.data(s["t"], s["q"], s["qd"], s["z"], active)
+            if s["t"] >= target - 1e-12 * max(1.0, abs(target)):
+                return s, data
+            k1 = (data["qdd"], np.concatenate([data["power_constraints"], data["power_sources"],
+                                               data["controller_rate"]]))
+            h, solution = self._length(s, f, k1, target - s["t"], nw)   # the rest of the step
+            target = s["t"] + h if self.integrator in ADAPTIVE else target
+
+    def _beyond(self, d, active) -> list:
+        """The active constraints beyond their deviation bound in the evaluation ``d``."""
+        return [i for i, c in enumerate(self.model.constraints) if active[i] and d["deviation"][i] > c.max_deviation]
+
+    def _length(self, s, f, k1, limit, nw) -> tuple:
+        """The step from ``s``: ``(limit, None)``, or with Cash–Karp the accepted adaptive step no longer than it
+        and its fifth-order ``(q, q̇, Δw)`` (s["h"] becomes the next step to try)."""
         if self.integrator in FIXED_STEP:
-            h = self.dt if dt_max is None else min(self.dt, dt_max)
-            q, qd, dw = FIXED_STEP[self.integrator](model, f, t0, q0, qd0, h, k1, w)
+            return limit, None
+        w = np.concatenate([s["work"], s["z"]])
+        h = min(s["h"], limit)
+        while True:
+            (q, qd, dw), (eq, ev, ew) = ADAPTIVE[self.integrator](self.model, f, s["t"], s["q"], s["qd"], h, k1, w)
+            z = s["z"] + dw[nw:]
+            scale = self.tolerance * np.concatenate([1.0 + np.abs(q), 1.0 + np.abs(qd), 1.0 + np.abs(z)])
+            err = float(np.max(np.abs(np.concatenate([eq, ev, ew[nw:]])) / scale)) if scale.size else 0.0
+            if err <= 1.0 or h < 1e-12:
+                grow = 5.0 if err == 0 else min(5.0, max(1.0, 0.9 * err ** -0.2))
+                s["h"] = min(h * grow, self.dt)
+                return h, (q, qd, dw)
+            h *= 0.1 if not np.isfinite(err) else max(0.1, 0.9 * err ** -0.25)
+
+    def _advance(self, s, f, k1, h, nw, active, solution=None) -> tuple:
+        """A step of h from ``s`` (the fixed-step integrator, or Cash–Karp's fifth-order solution; ``solution``:
+        that step's ``(q, q̇, Δw)`` already made) with the projection formulation's drift removal:
+        ``(t, q, q̇, z, Δw, correction, projection iterations)``. Raises :class:`DivergenceError` on a non-finite
+        state."""
+        model = self.model
+        w = np.concatenate([s["work"], s["z"]])
+        t0 = s["t"]
+        if solution is not None:
+            q, qd, dw = solution
+        elif self.integrator in FIXED_STEP:
+            q, qd, dw = FIXED_STEP[self.integrator](model, f, t0, s["q"], s["qd"], h, k1, w)
         else:
-            limit = self.dt if dt_max is None else min(self.dt, dt_max)
-            h = min(s["h"], limit)
-            while True:
-                (q, qd, dw), (eq, ev, ew) = ADAPTIVE[self.integrator](model, f, t0, q0, qd0, h, k1, w)
-                z = z0 + dw[nw:]
-                scale = self.tolerance * np.concatenate([1.0 + np.abs(q), 1.0 + np.abs(qd), 1.0 + np.abs(z)])
-                err = float(np.max(np.abs(np.concatenate([eq, ev, ew[nw:]])) / scale)) if scale.size else 0.0
-                if err <= 1.0 or h < 1e-12:
-                    grow = 5.0 if err == 0 else min(5.0, max(1.0, 0.9 * err ** -0.2))
-                    s["h"] = min(h * grow, self.dt)
-                    break
-                h *= 0.1 if not np.isfinite(err) else max(0.1, 0.9 * err ** -0.25)
+            q, qd, dw = ADAPTIVE[self.integrator](model, f, t0, s["q"], s["qd"], h, k1, w)[0]
         if not (np.all(np.isfinite(q)) and np.all(np.isfinite(qd)) and np.all(np.isfinite(dw))):
             raise DivergenceError(f"the step from t = {t0:.6g} s (dt = {h:g} s) gave a non-finite state")
-        s["t"], s["q"], s["qd"], s["z"] = t0 + h, q, qd, z0 + dw[nw:]
-        s["work"] = s["work"] + dw[:nw]
+        correction, iterations = 0.0, 0
         if self.formulation == "projection" and active.any():       # Aghili's drift removal (eq. 39)
-            qp, qdp, s["projection_iterations"], _ = project_state(model, s["t"], q, qd, active, self.nails,
-                                                                  model.settings)
+            qp, qdp, iterations, _ = project_state(model, t0 + h, q, qd, active, self.nails, model.settings)
             if np.all(np.isfinite(qp)) and np.all(np.isfinite(qdp)):
-                s["corrections"] += total_energy(model, s["t"], qp, qdp) - total_energy(model, s["t"], q, qd)
-                s["q"], s["qd"] = qp, qdp
-        return s, self.data(s["t"], s["q"], s["qd"], s["z"], active)
+                correction = total_energy(model, t0 + h, qp, qdp) - total_energy(model, t0 + h, q, qd)
+                q, qd = qp, qdp
+        return t0 + h, q, qd, s["z"] + dw[nw:], dw, correction, iterations
 
     def safe_step(self, state, data, dt_max=None):
         with np.errstate(all="ignore"):
