@@ -100,9 +100,21 @@ def kernels_cached() -> bool:
     machine, when the first simulation step compiles them: about a minute)."""
     if os.environ.get("LIMBSTUDIO_NO_JIT"):
         return True
+    path = cache_dir()
+    return path is None or (path / WARM_STAMP).is_file()
+
+
+#: Written into the cache by :func:`core.warmup.warm` once every kernel is in it: a cache that a killed compile
+#: left half full holds some kernels' files but not this one.
+WARM_STAMP = "warm-complete"
+
+
+def cache_dir() -> Path | None:
+    """The directory numba caches this version's kernels in (None when caching is off)."""
+    if os.environ.get("LIMBSTUDIO_NO_JIT"):
+        return None
     import numba
-    path = Path(numba.config.CACHE_DIR) if numba.config.CACHE_DIR else None
-    return path is None or (path.is_dir() and any(path.rglob("integrators.advance-*.nbi")))
+    return Path(numba.config.CACHE_DIR) if numba.config.CACHE_DIR else None
 
 
 class Entry:

@@ -83,6 +83,19 @@ def warm_pipeline() -> None:
     sim.run(0.002)
 
 
+def _stamp() -> None:
+    """Mark this version's cache complete (:func:`core.jit.kernels_cached`); a cache that cannot be written is
+    numba's to report, not this."""
+    from .jit import WARM_STAMP, cache_dir
+    path = cache_dir()
+    if path is not None:
+        try:
+            path.mkdir(parents=True, exist_ok=True)
+            (path / WARM_STAMP).write_text(f"{time.time():.0f}\n")
+        except OSError:
+            pass
+
+
 def warm(verbose: bool = False, parallel: bool = True) -> float:
     """Compile (or load from the cache) every kernel; returns the seconds it took. With ``parallel``, the public
     functions' kernels compile in a second process while this one compiles the step's (numba compiles in one
@@ -102,6 +115,7 @@ def warm(verbose: bool = False, parallel: bool = True) -> float:
                   "compiling its kernels here", file=sys.stderr)
             warm_functions()
         warm_functions()                                      # now only loads them from the cache
+    _stamp()
     if verbose:
         print(f"warm: the kernels are ready ({time.perf_counter() - start:.1f} s)")
     return time.perf_counter() - start

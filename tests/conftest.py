@@ -23,6 +23,15 @@ else:
     QCoreApplication.setAttribute(Qt.ApplicationAttribute.AA_ShareOpenGLContexts)
 
 
+def pytest_sessionstart(session):
+    """Compile (or load) every physics kernel before the first test, outside pytest's per-test faulthandler
+    timeout: a cold cache takes minutes to compile, and a stack dump taken while numba compiles can crash."""
+    if os.environ.get("LIMBSTUDIO_NO_JIT"):
+        return
+    from core.warmup import warm
+    warm()
+
+
 def _gl_required() -> bool:
     return os.environ.get("CI", "").lower() == "true" or os.environ.get("REQUIRE_GL") == "1"
 
