@@ -15,6 +15,7 @@ the files that can change compiled code are hashed (:func:`_kernel_sources`). Se
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import re
 from pathlib import Path
@@ -51,7 +52,7 @@ def _source_keyed_cache_dir() -> str:
     the timestamp of the file that defines a kernel, not of the helpers it inlines from other files, so a cache
     shared across versions could serve stale machine code. Honours NUMBA_CACHE_DIR when set."""
     package = Path(__file__).resolve().parent
-    h = hashlib.sha1()
+    h = hashlib.sha1(str(package).encode())             # numba's index names the source's path: one per checkout
     for path in _kernel_sources(package):
         h.update(path.relative_to(package).as_posix().encode())
         h.update(path.read_bytes())
@@ -96,17 +97,33 @@ else:
 
 
 def kernels_cached() -> bool:
-    """Whether this version's compiled kernels are already in the on-disk cache (False before the first run on a
-    machine, when the first simulation step compiles them: about a minute)."""
+    """Whether this version's compiled kernels are all in the on-disk cache, judged by the cache's own contents:
+    :func:`core.warmup.warm` writes :data:`WARM_STAMP` there once every kernel is in, with the time stamp and size
+    of each kernel source, which numba's index checks too. False before the first run on a machine (the first
+    step then compiles them: minutes), after a compile that was cut off, and when a source was touched since."""
     if os.environ.get("LIMBSTUDIO_NO_JIT"):
         return True
     path = cache_dir()
-    return path is None or (path / WARM_STAMP).is_file()
+    if path is None:
+        return True
+    try:
+        return json.loads((path / WARM_STAMP).read_text()) == source_stamps()
+    except (OSError, ValueError):
+        return False
 
 
-#: Written into the cache by :func:`core.warmup.warm` once every kernel is in it: a cache that a killed compile
-#: left half full holds some kernels' files but not this one.
-WARM_STAMP = "warm-complete"
+#: The file :func:`core.warmup.warm` writes into the cache once every kernel is in it.
+WARM_STAMP = "warm-complete.json"
+
+
+def source_stamps() -> dict[str, list]:
+    """Each kernel source's modification time and size, as numba's cache index records them."""
+    package = Path(__file__).resolve().parent
+    out = {}
+    for path in _kernel_sources(package):
+        st = path.stat()
+        out[path.relative_to(package).as_posix()] = [st.st_mtime, st.st_size]
+    return out
 
 
 def cache_dir() -> Path | None:

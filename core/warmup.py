@@ -86,12 +86,16 @@ def warm_pipeline() -> None:
 def _stamp() -> None:
     """Mark this version's cache complete (:func:`core.jit.kernels_cached`); a cache that cannot be written is
     numba's to report, not this."""
-    from .jit import WARM_STAMP, cache_dir
+    import json
+
+    from .jit import WARM_STAMP, cache_dir, source_stamps
     path = cache_dir()
     if path is not None:
         try:
             path.mkdir(parents=True, exist_ok=True)
-            (path / WARM_STAMP).write_text(f"{time.time():.0f}\n")
+            tmp = path / f".{WARM_STAMP}.{os.getpid()}"
+            tmp.write_text(json.dumps(source_stamps()))
+            os.replace(tmp, path / WARM_STAMP)
         except OSError:
             pass
 

@@ -496,3 +496,23 @@ def test_read_document_never_raises_other_errors(tmp_path):
     for path in (tmp_path / "missing.json", tmp_path, "bad\x00name.json"):
         with pytest.raises(SceneError):
             read_document(path)
+
+
+def test_the_kernel_cache_counts_as_complete_only_with_warms_stamp_for_these_sources(tmp_path, monkeypatch):
+    """A cache that a cut-off compile left half full, or one whose sources were touched since, is not complete:
+    setup and the studio then compile (in the background) instead of compiling inside the first step."""
+    import core.jit
+    from core.warmup import _stamp
+    monkeypatch.delenv("LIMBSTUDIO_NO_JIT", raising=False)
+    monkeypatch.setattr(core.jit, "cache_dir", lambda: tmp_path)
+    (tmp_path / "integrators.advance-1.py311.nbi").write_bytes(b"half")     # a kernel's index, no stamp
+    assert not core.jit.kernels_cached()
+    _stamp()
+    assert core.jit.kernels_cached()
+    touched = core.jit.source_stamps()
+    name = sorted(touched)[0]
+    touched[name][0] += 1.0
+    monkeypatch.setattr(core.jit, "source_stamps", lambda: touched)
+    assert not core.jit.kernels_cached()
+    (tmp_path / core.jit.WARM_STAMP).write_text("not json")
+    assert not core.jit.kernels_cached()
