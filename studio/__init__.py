@@ -1,23 +1,18 @@
 """limbstudio's desktop studio: a PySide6 application that drives :mod:`core` from a worker thread.
 
-Modules, and the thread each lives on (DESIGN.md "Threading in the studio"; STYLE.md's MuJoCo and napari
-patterns: Qt-free models, a worker that owns the simulation, immutable messages between them):
+Rooms (DESIGN.md "Threading in the studio"; STYLE.md's MuJoCo and napari patterns: Qt-free models, a worker
+that owns the simulation, immutable messages between them). The Qt-free packages, usable on any thread and
+without a display:
 
-- plain data, any thread, no Qt: :mod:`studio.meshes` (shape meshes), :mod:`studio.framing` (poses, camera
-  framing), :mod:`studio.glyphs` (arrows, coils, frames), :mod:`studio.picking` (mouse rays and hits),
-  :mod:`studio.edits` (undoable edits of a scene spec as pure functions), :mod:`studio.samples` (the plots'
-  columns), :mod:`studio.history` (ring buffers), :mod:`studio.units`;
-- the worker thread: :mod:`studio.worker` (:class:`~studio.worker.SimulationWorker`, the only owner of the model,
-  state and simulation), :mod:`studio.reload` (edits applied at a step boundary), :mod:`core.drawing` (what to
-  draw);
-- crossing threads: :mod:`studio.messages` (frozen commands, snapshots, sample batches);
-- the GUI thread: :mod:`studio.simthread` (the handle on the worker), :mod:`studio.document` (spec, file, undo
-  stack), :mod:`studio.selection`, :mod:`studio.viewport`, :mod:`studio.overlays` and :mod:`studio.presenter`
-  (3D view), :mod:`studio.scene_tree`, :mod:`studio.inspector` and :mod:`studio.editors`, :mod:`studio.item_actions`,
-  :mod:`studio.plots`, :mod:`studio.control_panel`, :mod:`studio.status`, :mod:`studio.files`,
-  :mod:`studio.recording` (its encoder on a thread of its own), :mod:`studio.kernels` (the first run's compile
-  of the core's kernels, in a child process), :mod:`studio.main_window`;
-- :mod:`studio.__main__` — ``python -m studio [SCENE]``.
+- :mod:`studio.document` — edits of a scene spec as pure functions, saving, kinds and units;
+- :mod:`studio.run` — messages between the threads, stepping, the timeline, reloads, the plots' samples and
+  history, records for exports, events;
+- :mod:`studio.geometry` — poses, camera framing, glyphs and picking as NumPy.
+
+Everything that imports Qt is under :mod:`studio.qt`, in the same rooms: ``window`` (the main window and its
+docks), ``viewport`` (the 3D view), ``run`` (the worker thread, recording, the kernels' first compile) and
+``document`` (the document and its undo stack, the selection). :mod:`studio.__main__` is ``python -m studio
+[SCENE]``; :mod:`studio.headless` renders pictures and movies without a window.
 """
 import os as _os
 from pathlib import Path

@@ -15,7 +15,7 @@ constraint or force name), ``--speed`` sets the real-time factor asked for.
 Thread: GUI (the process's main thread). The scene is read and compiled on a helper thread, behind a splash if
 that takes long: on a machine that never ran this version of the core it compiles the few kernels the GUI thread
 itself calls (about 15 s). There, the step's kernels (about 100 s) are compiled in a separate process (``python -m
-core warm``; :mod:`studio.kernels`), alongside on four cores or more, else once the scene is read; the window
+core warm``; :mod:`studio.qt.run.kernels`), alongside on four cores or more, else once the scene is read; the window
 opens meanwhile, shows the scene at t = 0, counts the seconds and lets the scene be edited, and the simulation
 starts when the kernels are ready.
 """
@@ -29,7 +29,7 @@ import threading
 import time
 from pathlib import Path
 
-from . import DEFAULT_SCENE
+from studio import DEFAULT_SCENE
 
 __all__ = ["main"]
 
@@ -84,7 +84,7 @@ def main(argv=None) -> int:
     from PySide6.QtCore import QCoreApplication, QSettings, Qt, QTimer
     from PySide6.QtWidgets import QApplication
 
-    from .kernels import KernelWarmup, WarmProcess, compile_alongside, kernels_needed
+    from studio.qt.run.kernels import KernelWarmup, WarmProcess, compile_alongside, kernels_needed
     # First run of this version here: compile the kernels in a child process (the GIL-holding compiler must not
     # run in this process), from now on if there are cores enough, else once the scene is read.
     started = time.monotonic()
@@ -114,7 +114,7 @@ def main(argv=None) -> int:
     if cold and warm is None:
         warm = WarmProcess(started=started)
 
-    from .main_window import MainWindow
+    from studio.qt.window.main_window import MainWindow
     settings = None
     if args.screenshot is not None:   # the default layout, and nothing remembered from this run
         scratch = tempfile.mkdtemp(prefix="limbstudio-")
@@ -199,7 +199,7 @@ class _SceneLoader:
         from PySide6.QtGui import QColor, QPixmap
         from PySide6.QtWidgets import QSplashScreen
 
-        from .kernels import compiling_message
+        from studio.qt.run.kernels import compiling_message
         pixmap = QPixmap(640, 140)
         pixmap.fill(QColor(38, 41, 46))
         splash = QSplashScreen(pixmap)
@@ -231,7 +231,7 @@ def load_model(path: Path, inertia: str | None = None):
     import core
     from core.scene.io import parse_spec, robot_document
 
-    from .document import is_robot_file
+    from studio.qt.document.document import is_robot_file
     if is_robot_file(path):
         return core.compile_scene(parse_spec(robot_document(path, inertia), str(path)), str(path))
     return core.load_scene(path)

@@ -10,9 +10,9 @@ the plots named by ``--plots`` beside it (force, energy, deviation, residual, si
 parameters; "all"), time-aligned (the curves grow to the frame's time). ``screenshot`` writes a PNG of the
 viewport at simulated time T. ``plots`` writes DIR/plots.png and DIR/plots.svg (the plots of the whole run), one
 PNG per plot, and DIR/timeseries.csv (every step, full precision, the columns of ``python -m core run``; see
-:mod:`studio.runrecords`).
+:mod:`studio.run.runrecords`).
 
-The simulation runs on this thread, step by step as in the studio (:mod:`studio.stepping`: the same numbers as
+The simulation runs on this thread, step by step as in the studio (:mod:`studio.run.stepping`: the same numbers as
 ``python -m core run``), and each frame is drawn from the state at its time (:func:`core.drawing.draw_list`) by an
 off-screen viewport. Files are complete or absent.
 
@@ -136,8 +136,8 @@ class _Run:
     def __init__(self, model):
         import core
 
-        from .runrecords import RunRecords
-        from .samples import sample_layout
+        from studio.run.runrecords import RunRecords
+        from studio.run.samples import sample_layout
         self.model = model
         self.sim = core.Simulation(model)
         self.layout = sample_layout(model, self.sim)
@@ -146,8 +146,8 @@ class _Run:
         self._keep(self.sim.run(0.0), first=True)
 
     def _keep(self, records: dict, first: bool = False) -> None:
-        from .messages import SampleBatch, frozen_records
-        from .samples import sample_rows
+        from studio.run.messages import SampleBatch, frozen_records
+        from studio.run.samples import sample_rows
         start = 0 if first else 1
         if len(records["t"]) <= start:
             return
@@ -157,7 +157,7 @@ class _Run:
 
     def advance_to(self, t: float) -> None:
         """Step to the first step at or after simulated time ``t`` (raises ``core.DivergenceError``)."""
-        from .stepping import fixed_step, run_steps, steps_to
+        from studio.run.stepping import fixed_step, run_steps, steps_to
         sim = self.sim
         while sim.state.t < t - 1e-12 * max(1.0, abs(t)):
             n = min(steps_to(sim, t), 5000) if fixed_step(sim) else 5000
@@ -169,7 +169,7 @@ class _Run:
 
 
 def _plot_keys(text: str, layout) -> list[str]:
-    from .plotfigure import PLOTS
+    from studio.qt.window.plotfigure import PLOTS
     available = [p.key for p in PLOTS if all(g in layout.groups and layout.size(g) > 0 for g in p.groups[:1])]
     if not text:
         return []
@@ -188,7 +188,7 @@ def _plot_keys(text: str, layout) -> list[str]:
 def _viewport(model, size):
     from PySide6.QtWidgets import QApplication
 
-    from .viewport import Viewport
+    from studio.qt.viewport.viewport import Viewport
     view = Viewport(model)
     view.set_legend_visible(False)
     view.resize(*size)
@@ -201,7 +201,7 @@ def _viewport(model, size):
 
 def _render(args, model) -> int:
     from core.drawing import draw_list
-    from .recording import FrameWriter, compose, even_size, image_to_rgb
+    from studio.qt.run.recording import FrameWriter, compose, even_size, image_to_rgb
     run = _Run(model)
     keys = _plot_keys(args.plots, run.layout)
     if not (args.duration > 0 and args.fps > 0):
@@ -211,7 +211,7 @@ def _render(args, model) -> int:
     view = _viewport(model, size)
     figure = None
     if keys:
-        from .plots import FigureRenderer
+        from studio.qt.window.plots import FigureRenderer
         figure = FigureRenderer(run.layout, (even_size(int(0.8 * size[0]), 16)[0], size[1]), keys)
     writer = FrameWriter(args.out, args.fps)
     try:
@@ -263,8 +263,8 @@ def _screenshot(args, model) -> int:
 def _plots(args, model) -> int:
     import pyqtgraph.exporters  # noqa: F401
 
-    from .plotfigure import PLOTS
-    from .plots import FigureRenderer
+    from studio.qt.window.plotfigure import PLOTS
+    from studio.qt.window.plots import FigureRenderer
     run = _Run(model)
     if not args.duration > 0:
         raise ValueError("--duration must be positive")

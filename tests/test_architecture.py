@@ -69,7 +69,7 @@ def test_the_scanner_sees_forbidden_imports():
         from pyqtgraph import opengl
         from .model import Model
         def f():
-            import studio.viewport
+            import studio.qt.viewport.viewport
             return importlib.import_module("OpenGL.GL")
     """)
     names = {name for _, name in _imported_modules(ast.parse(source))}

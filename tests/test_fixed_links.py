@@ -438,7 +438,7 @@ def test_the_studio_picks_and_outlines_a_merged_body(qtbot, gl_renderer, tmp_pat
     the mouse in the foot's own frame."""
     from PySide6.QtCore import QPoint, QSettings, Qt
     from PySide6.QtTest import QTest
-    from studio.main_window import MainWindow
+    from studio.qt.window.main_window import MainWindow
     from test_studio import FIRST_USE_MS, show
 
     doc = _rigs()

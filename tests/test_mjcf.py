@@ -200,7 +200,7 @@ def test_a_pipe_is_not_read(tmp_path):
 def test_a_mesh_geom_is_drawn_from_its_file_where_mujoco_puts_it(tmp_path):
     """MuJoCo moves a mesh to its centre of mass and principal axes; the drawn triangles land where MuJoCo's own
     vertices are in the world. A file that does not match MuJoCo's vertices is drawn as the bounding box."""
-    from studio.meshes import shape_mesh
+    from studio.qt.viewport.meshes import shape_mesh
     (tmp_path / "assets").mkdir()
     v = np.array([[0.1, 0.2, 0.3], [0.5, 0.2, 0.3], [0.1, 0.9, 0.3], [0.1, 0.2, 1.6], [0.4, 0.6, 0.9]])
     faces = [[1, 3, 2], [1, 2, 4], [1, 4, 3], [2, 3, 4], [2, 5, 4], [3, 5, 4]]

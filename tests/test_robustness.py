@@ -448,7 +448,7 @@ def test_saving_through_a_symlink_writes_its_target_and_keeps_modes(tmp_path):
 
 
 def test_studio_save_document_follows_symlinks(tmp_path):
-    from studio.jsontext import save_document
+    from studio.document.jsontext import save_document
     text = (SCENES / "four_bar.json").read_text()
     target = tmp_path / "real.json"
     target.write_text(text)
@@ -464,8 +464,8 @@ def test_studio_save_document_follows_symlinks(tmp_path):
 
 def test_studio_file_open_shows_problems_and_keeps_the_document(qapp, tmp_path):
     from PySide6.QtCore import QSettings
-    from studio.document import SceneDocument
-    from studio.files import FileActions
+    from studio.qt.document.document import SceneDocument
+    from studio.qt.window.files import FileActions
     document = SceneDocument(read_spec(SCENES / "four_bar.json"), SCENES / "four_bar.json")
     actions = FileActions(document, QSettings(str(tmp_path / "s.ini"), QSettings.Format.IniFormat), None)
     errors = []

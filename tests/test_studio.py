@@ -24,12 +24,12 @@ from PySide6.QtGui import QImage
 import core
 from core.model import State
 from studio import DEFAULT_SCENE, SCENES_DIR
-from studio import worker as worker_module
+from studio.qt.run import worker as worker_module
 from studio.__main__ import main
-from studio.main_window import MainWindow
-from studio.simthread import SimulationThread
-from studio.viewport import BACKGROUND, Viewport
-from studio.messages import Snapshot
+from studio.qt.window.main_window import MainWindow
+from studio.qt.run.simthread import SimulationThread
+from studio.qt.viewport.viewport import BACKGROUND, Viewport
+from studio.run.messages import Snapshot
 
 ROOT = Path(__file__).resolve().parent.parent
 SCENES = sorted(SCENES_DIR.glob("*.json"))

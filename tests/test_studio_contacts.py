@@ -21,11 +21,11 @@ from PySide6.QtTest import QTest
 import core
 from studio import SCENES_DIR
 from core.events import Event
-from studio.events import EventLog
-from studio.messages import Command, CommandKind
-from studio.overlays import CONTACT_COLOURS, FRICTION_COLOUR
+from studio.run.events import EventLog
+from studio.run.messages import Command, CommandKind
+from studio.qt.viewport.overlays import CONTACT_COLOURS, FRICTION_COLOUR
 from core.drawing import draw_list
-from studio.worker import SimulationWorker
+from studio.qt.run.worker import SimulationWorker
 
 from test_studio import FIRST_USE_MS, rgb_array, show
 
@@ -122,7 +122,7 @@ def test_the_draw_list_holds_contact_points_by_mode_and_their_forces():
 @pytest.fixture
 def window(qtbot, gl_renderer, tmp_path):
     from PySide6.QtCore import QSettings
-    from studio.main_window import MainWindow
+    from studio.qt.window.main_window import MainWindow
 
     def make(scene=BALL, size=(1400, 900)):
         model = core.load_scene(scene)

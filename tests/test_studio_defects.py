@@ -16,11 +16,12 @@ from PySide6.QtTest import QTest
 from PySide6.QtWidgets import QMenu
 
 from core.events import Event
-from studio import SCENES_DIR, edits
-from studio import main_window as main_window_module
-from studio.event_list import EventTableModel
-from studio.events import EventLog
-from studio.plotfigure import y_limits
+from studio import SCENES_DIR
+from studio.document import edits
+from studio.qt.window import main_window as main_window_module
+from studio.qt.window.event_list import EventTableModel
+from studio.run.events import EventLog
+from studio.qt.window.plotfigure import y_limits
 
 from test_studio import rgb_array
 from test_studio_window import ARM, window  # noqa: F401  (the window fixture)

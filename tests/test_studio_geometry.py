@@ -12,8 +12,8 @@ import core
 from studio import DEFAULT_SCENE, SCENES_DIR
 
 PLANAR_ARM = SCENES_DIR / "three_link_arm.json"
-from studio.framing import display_rotation, frame_scene, nice_step, planar_normal, shape_poses
-from studio.meshes import shape_half_extents, shape_mesh
+from studio.geometry.framing import display_rotation, frame_scene, nice_step, planar_normal, shape_poses
+from studio.qt.viewport.meshes import shape_half_extents, shape_mesh
 
 SHAPES = [
     ("box", {"size": (0.4, 0.2, 0.1)}, 0.4 * 0.2 * 0.1),
@@ -130,13 +130,13 @@ def test_nice_step(x, step):
 
 
 def test_overlay_vertex_normals_are_pyqtgraphs_smooth_normals():
-    """The overlays give their glyph meshes smooth normals computed at once (studio.meshes.vertex_normals),
+    """The overlays give their glyph meshes smooth normals computed at once (studio.qt.viewport.meshes.vertex_normals),
     the normalized sum of the area-weighted face normals around each vertex, as MeshData.vertexNormals does in
     a Python loop."""
     import pyqtgraph.opengl as gl
 
-    from studio import glyphs
-    from studio.meshes import vertex_normals
+    from studio.geometry import glyphs
+    from studio.qt.viewport.meshes import vertex_normals
     verts, faces, _ = glyphs.arrow_mesh(np.array([[0.0, 0.0, 0.0], [1.0, 2.0, 0.5]]),
                                         np.array([[0.3, 0.1, 0.9], [-0.5, 0.2, 0.1]]), 0.02, [(1, 1, 1, 1)] * 2)
     verts, faces = np.asarray(verts, np.float32), np.asarray(faces, np.uint32)
@@ -147,7 +147,7 @@ def test_overlay_vertex_normals_are_pyqtgraphs_smooth_normals():
 def test_the_legend_names_only_the_arrows_a_scene_draws():
     """Joint-space constraints (a mimic joint, a crank's closure) and contact rows have no arrows of their own:
     the viewport's legend speaks of constraint forces only for constraints at points."""
-    from studio.overlays import Overlays
+    from studio.qt.viewport.overlays import Overlays
     overlays = SimpleNamespace(arrow_reference=0.2, force_reference=10.0)
 
     def legend(name):

@@ -11,12 +11,14 @@ import pytest
 import core
 from core.constraints import JOINT_SPACE
 from core.scene import SceneError
-from studio import SCENES_DIR, edits, glyphs
-from studio.history import History
-from studio.picking import hit_shape, hit_sphere, pick_shape, ray_plane, ray_through
+from studio import SCENES_DIR
+from studio.document import edits
+from studio.geometry import glyphs
+from studio.run.history import History
+from studio.geometry.picking import hit_shape, hit_sphere, pick_shape, ray_plane, ray_through
 from core.drawing import draw_list as overlay, resting_draw_list as resting_overlay
-from studio.reload import reload_simulation, same_coordinates
-from studio.samples import sample_layout, sample_row, sample_rows
+from studio.run.reload import reload_simulation, same_coordinates
+from studio.run.samples import sample_layout, sample_row, sample_rows
 
 ARM = SCENES_DIR / "arm_nail_singular.json"
 
@@ -360,13 +362,17 @@ def test_rays_hit_the_nearest_shape():
 
 def test_the_studio_models_do_not_import_qt():
     """napari's rule (STYLE.md): what can be plain data stays Qt-free, so the worker-side and document logic run
-    and test without a display."""
+    and test without a display. Every module of studio.document, studio.run and studio.geometry is imported."""
     import subprocess
     import sys
-    code = ("import sys\n"
-            "import studio.edits, studio.samples, studio.history, studio.glyphs, studio.picking, "
-            "studio.reload, studio.units, studio.messages, studio.framing\n"
-            "print(sorted(m for m in sys.modules if m.split('.')[0] in ('PySide6', 'shiboken6', 'OpenGL')))")
+    code = ("import importlib, pkgutil, sys\n"
+            "import studio.document, studio.run, studio.geometry\n"
+            "names = [i.name for p in (studio.document, studio.run, studio.geometry)\n"
+            "         for i in pkgutil.walk_packages(p.__path__, p.__name__ + '.')]\n"
+            "assert len(names) >= 15, names\n"
+            "for n in names: importlib.import_module(n)\n"
+            "print(sorted(m for m in sys.modules if m.split('.')[0] in ('PySide6', 'shiboken6', 'OpenGL', 'pyqtgraph')"
+            " or m.startswith('studio.qt')))")
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "[]", result.stdout

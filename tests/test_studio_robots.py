@@ -15,7 +15,7 @@ import shiboken6
 
 import core
 from core.model import Shape
-from studio.meshes import decimate, file_mesh, shape_mesh
+from studio.qt.viewport.meshes import decimate, file_mesh, shape_mesh
 
 from test_studio import rgb_array  # noqa: E402  (shared helper)
 from test_urdf import link, write  # noqa: E402
@@ -82,7 +82,7 @@ def test_mesh_shape_is_drawn_from_its_file(tmp_path):
 
 
 def test_opening_a_urdf_document_and_saving_it_as_json(tmp_path, qapp):
-    from studio.document import SceneDocument
+    from studio.qt.document.document import SceneDocument
     urdf = _robot(tmp_path)
     doc = SceneDocument()
     doc.open(urdf)
@@ -142,7 +142,7 @@ def test_python_m_studio_opens_a_urdf(tmp_path, gl_renderer):
 
 def test_a_robot_file_is_never_the_documents_file(tmp_path, qapp):
     """``python -m studio robot.urdf`` hands the URDF's path to the window: saving must not write JSON over it."""
-    from studio.document import SceneDocument
+    from studio.qt.document.document import SceneDocument
     urdf = _robot(tmp_path)
     before = urdf.read_bytes()
     doc = SceneDocument(core.read_spec(urdf), urdf)
@@ -172,7 +172,7 @@ def test_studio_inertia_option_repairs_a_robot(tmp_path):
 def test_a_mesh_shape_in_a_document_is_inspected_and_saved_relative(tmp_path, qtbot):
     """A hand-written scene with a mesh shape: the inspector shows it (its type fixed), the file is resolved
     against the document's folder and written relative to it again."""
-    from studio.inspector import _type_options
+    from studio.qt.window.inspector import _type_options
     (tmp_path / "meshes").mkdir()
     _torus_obj(tmp_path / "meshes" / "ring.obj")
     doc = {"format_version": 1, "name": "ring",
@@ -196,10 +196,10 @@ def test_a_mesh_shape_in_a_document_is_inspected_and_saved_relative(tmp_path, qt
 def test_the_included_robot_is_listed_and_its_include_is_edited(tmp_path, qtbot):
     """The scene tree lists the robot's links under a selectable Robot item; selecting it shows the include in the
     inspector, and an edit there (a floating base) reaches the document and compiles."""
-    from studio import edits
-    from studio.document import SceneDocument
-    from studio.inspector import item_title
-    from studio.scene_tree import PATH_ROLE, build_tree_model
+    from studio.document import edits
+    from studio.qt.document.document import SceneDocument
+    from studio.qt.window.inspector import item_title
+    from studio.qt.window.scene_tree import PATH_ROLE, build_tree_model
     urdf = _robot(tmp_path)
     spec = core.read_spec(urdf)
     tree = build_tree_model(spec)
@@ -213,8 +213,8 @@ def test_the_included_robot_is_listed_and_its_include_is_edited(tmp_path, qtbot)
     doc.undo_stack.undo()
     assert doc.spec.robot.base == "fixed"
     # the include's q0 (a dict of joint values) is edited as JSON in the inspector, with undo
-    from studio.inspector import Inspector
-    from studio.selection import Selection
+    from studio.qt.window.inspector import Inspector
+    from studio.qt.document.selection import Selection
     selection = Selection()
     inspector = Inspector(doc, selection)
     qtbot.addWidget(inspector)
@@ -233,10 +233,10 @@ def test_the_included_robot_is_listed_and_its_include_is_edited(tmp_path, qtbot)
 def test_unpacking_the_robot_makes_its_links_the_documents_bodies(tmp_path, qtbot):
     """Edit ▸ Unpack the Robot into Bodies: the include's links become the document's bodies (with its q0 and base
     applied), one undo step; a link is then edited like any body, and the same motion is simulated."""
-    from studio.document import SceneDocument
-    from studio.item_actions import ItemActions
-    from studio.selection import Selection
-    from studio import edits
+    from studio.qt.document.document import SceneDocument
+    from studio.qt.window.item_actions import ItemActions
+    from studio.qt.document.selection import Selection
+    from studio.document import edits
     urdf = _robot(tmp_path)
     spec = core.read_spec(urdf)
     doc = SceneDocument(spec)
@@ -272,8 +272,8 @@ def test_an_included_robots_mimic_joint_draws_no_constraint_force_arrows(tmp_pat
     viewport's legend must not speak of constraint-force arrows for it (it has none), as for a declared one."""
     from types import SimpleNamespace
 
-    from studio.kinds import constraint_kinds
-    from studio.overlays import Overlays
+    from studio.document.kinds import constraint_kinds
+    from studio.qt.viewport.overlays import Overlays
     from test_robots import MIMIC
     spec = core.read_spec(write(tmp_path, MIMIC, "mimic_robot.urdf"))
     model = core.compile_scene(spec)

@@ -17,14 +17,15 @@ import pytest
 
 import core
 from core.scene import parse_spec
-from studio.jsontext import document_text as spec_to_json
-from studio.jsontext import rewrite, save_document
-from studio import SCENES_DIR, edits
-from studio.messages import Command, CommandKind, Edit
-from studio.runrecords import RunRecords
-from studio.stepping import grid_time, run_steps, steps_to
-from studio.timeline import Timeline
-from studio.worker import SimulationWorker
+from studio.document.jsontext import document_text as spec_to_json
+from studio.document.jsontext import rewrite, save_document
+from studio import SCENES_DIR
+from studio.document import edits
+from studio.run.messages import Command, CommandKind, Edit
+from studio.run.runrecords import RunRecords
+from studio.run.stepping import grid_time, run_steps, steps_to
+from studio.run.timeline import Timeline
+from studio.qt.run.worker import SimulationWorker
 
 ARM = SCENES_DIR / "arm_nail_singular.json"
 SHIPPED = sorted(SCENES_DIR.glob("*.json"))

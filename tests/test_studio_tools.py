@@ -23,8 +23,8 @@ from PySide6.QtTest import QTest
 
 import core
 from studio import SCENES_DIR
-from studio.main_window import MainWindow, short_text
-from studio.plotfigure import eng_label, y_limits
+from studio.qt.window.main_window import MainWindow, short_text
+from studio.qt.window.plotfigure import eng_label, y_limits
 
 from test_studio import FIRST_USE_MS, show
 

@@ -18,11 +18,12 @@ from PySide6.QtCore import QPoint, QSettings, Qt
 from PySide6.QtTest import QTest
 
 import core
-from studio import SCENES_DIR, edits
-from studio import worker as worker_module
-from studio.main_window import MainWindow
-from studio.overlays import SPRING_COLOUR
-from studio.plots import BACKGROUND, OpaqueGridAxis
+from studio import SCENES_DIR
+from studio.document import edits
+from studio.qt.run import worker as worker_module
+from studio.qt.window.main_window import MainWindow
+from studio.qt.viewport.overlays import SPRING_COLOUR
+from studio.qt.window.plots import BACKGROUND, OpaqueGridAxis
 
 from test_studio import FIRST_USE_MS, pixels_of_colour, rgb_array, show
 
@@ -542,7 +543,7 @@ def _cold_cache(monkeypatch, command):
     """As on a machine that never ran this version of the core: the cache check says no, and the warm-up command
     is a quick stand-in (the real kernels stay cached, so the worker then loads them at once)."""
     import core.jit
-    from studio import kernels
+    from studio.qt.run import kernels
     monkeypatch.setattr(core.jit, "kernels_cached", lambda: False)
     monkeypatch.setattr(kernels, "WARM_COMMAND", (sys.executable, "-c", command))
 

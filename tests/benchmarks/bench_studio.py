@@ -80,8 +80,8 @@ def measure(app, model, path, size, args) -> dict:
     from PySide6.QtCore import QSettings, QTimer
 
     import tempfile
-    from studio.main_window import MainWindow
-    from studio.viewport import Viewport
+    from studio.qt.window.main_window import MainWindow
+    from studio.qt.viewport.viewport import Viewport
 
     counts = {"frames": 0, "paint": 0.0, "paints": 0, "max_gap": 0.0, "ticks": 0}
     original = Viewport.paintGL
@@ -143,7 +143,7 @@ def measure(app, model, path, size, args) -> dict:
     worker_profile = cProfile.Profile() if args.profile else None
     if worker_profile is not None:            # enabled on the worker thread itself (cProfile is per thread), by
         # two commands that only this script sends: SPEED -1 (start) and SPEED -2 (stop), caught before _apply
-        from studio.messages import CommandKind
+        from studio.run.messages import CommandKind
         worker = st._worker
         apply = worker._apply
 

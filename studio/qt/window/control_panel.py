@@ -1,0 +1,282 @@
+"""The control panel: how the simulation runs (play, pause, step, reset; time step, integrator, formulation,
+speed, residual limit), the controller and its parameters, and a slider for every actuator of the scene.
+
+Thread: GUI. :class:`ControlPanel` edits the document's run settings (time step, integrator, formulation) as
+undoable commands, like the inspector, and sends the live inputs (speed, actuator commands, residual limit) as
+signals that the main window forwards to the worker; nothing here blocks on the simulation.
+
+The controller section lists the scene's controllers (``controllers`` of the document, when the core's schema has
+them): picking one enables it and disables the others, "Add" creates one holding the joints where they start, and
+the chosen controller's gains and trajectory are edited in an inspector pinned to it — undoable document edits
+that the worker applies in place at a step boundary (gains keep the adaptive state).
+"""
+from __future__ import annotations
+
+import math
+
+from PySide6.QtCore import Qt, Signal, Slot
+from PySide6.QtWidgets import (QBoxLayout, QComboBox, QFormLayout, QGroupBox, QHBoxLayout, QLabel, QMenu,
+                               QSlider, QToolButton, QVBoxLayout, QWidget)
+
+from core.scene import SceneError
+
+from studio.document import edits
+from studio.qt.window.editors import editor_for, format_number
+from studio.qt.window.inspector import Inspector
+from studio.qt.document.selection import Selection
+
+__all__ = ["ControlPanel", "SPEEDS", "CONTROLLER_LABELS"]
+
+#: Real-time factors offered; None = as fast as possible.
+SPEEDS = {"0.01×": 0.01, "0.05×": 0.05, "0.1×": 0.1, "0.25×": 0.25, "0.5×": 0.5, "1× (real time)": 1.0,
+          "2×": 2.0, "5×": 5.0, "as fast as possible": None}
+CONTROLLER_LABELS = {"pd": "PD", "computed_torque": "computed torque", "slotine_li": "Slotine–Li",
+                     "mixture": "M_N", "projected_inverse_dynamics": "projected inverse dynamics"}
+SLIDER_STEPS = 1000
+
+
+class ControlPanel(QWidget):
+    """GUI thread. ``transport`` is a list of QActions (play, step, reset) shown as buttons.
+
+    Signals: ``speed_changed(float)`` (``math.inf`` for as fast as possible), ``actuator_changed(str, float)``,
+    ``residual_limit_changed(float)``."""
+
+    speed_changed = Signal(float)
+    actuator_changed = Signal(str, float)
+    residual_limit_changed = Signal(float)
+    message = Signal(str)
+
+    def __init__(self, document, transport=(), parent=None):
+        super().__init__(parent)
+        self._document = document
+        self._layout = layout = QBoxLayout(QBoxLayout.Direction.TopToBottom, self)
+        layout.setContentsMargins(4, 4, 4, 4)
+        layout.addWidget(self._simulation_box(transport), 0)
+        layout.addWidget(self._controller_box(), 5)
+        self.actuator_box = QGroupBox("Actuators")
+        self.actuator_box.setLayout(QVBoxLayout())
+        self.actuator_box.setMinimumWidth(200)
+        layout.addWidget(self.actuator_box, 2)
+        self.actuator_sliders: dict[str, QSlider] = {}
+        document.changed.connect(lambda spec, _sel: self._show_spec(spec))
+        document.loaded.connect(self._show_spec)
+        self._show_spec(document.spec)
+
+    def set_horizontal(self, on: bool) -> None:
+        """Lay the sections side by side (in a dock above or below the viewport) or stacked (at a side)."""
+        self._layout.setDirection(QBoxLayout.Direction.LeftToRight if on else QBoxLayout.Direction.TopToBottom)
+
+    # ---- simulation ----------------------------------------------------------------------------------------
+    def _simulation_box(self, transport) -> QGroupBox:
+        box = QGroupBox("Simulation")
+        form = QFormLayout(box)
+        buttons = QHBoxLayout()
+        for action in transport:
+            b = QToolButton()
+            b.setDefaultAction(action)
+            b.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextBesideIcon)
+            buttons.addWidget(b)
+        buttons.addStretch(1)
+        form.addRow(buttons)
+        self.speed_combo = QComboBox()
+        self.speed_combo.addItems(list(SPEEDS))
+        self.speed_combo.setCurrentText("1× (real time)")
+        self.speed_combo.setToolTip("Simulated seconds per wall-clock second asked for; a slow scene achieves less "
+                                    "(see the status bar)")
+        self.speed_combo.currentTextChanged.connect(self._speed_picked)
+        form.addRow("speed", self.speed_combo)
+        self.dt_editor = editor_for("float", {}, "s")
+        self.dt_editor.committed.connect(lambda v: self._edit_setting("dt", v))
+        form.addRow("time step", self.dt_editor)
+        self.integrator_editor = editor_for("choice", {"options": ["rk4", "cash_karp", "semi_implicit_euler"]})
+        self.integrator_editor.committed.connect(lambda v: self._edit_setting("integrator", v))
+        form.addRow("integrator", self.integrator_editor)
+        self.formulation_editor = editor_for("choice", {"options": ["dynamic_constraints", "projection",
+                                                                    "multipliers"]})
+        self.formulation_editor.committed.connect(lambda v: self._edit_setting("formulation", v))
+        form.addRow("formulation", self.formulation_editor)
+        self.residual_editor = editor_for("float", {}, "m/s²")
+        self.residual_editor.set_value(1e6)
+        self.residual_editor.setToolTip("Pause when a constraint's solve residual exceeds this (divergence guard)")
+        self.residual_editor.committed.connect(self._residual_limit)
+        form.addRow("pause above residual", self.residual_editor)
+        return box
+
+    def set_speed(self, speed: float | None) -> None:
+        """Show ``speed`` (None or inf: as fast as possible) and ask the worker for it."""
+        label = next((k for k, v in SPEEDS.items() if v == speed or (v is None and (speed is None or
+                                                                                 math.isinf(speed)))), None)
+        if label is not None:
+            self.speed_combo.setCurrentText(label)
+
+    def _speed_picked(self, label: str) -> None:
+        speed = SPEEDS[label]
+        self.speed_changed.emit(math.inf if speed is None else speed)
+
+    def _residual_limit(self, value) -> None:
+        if value is None or not value > 0:
+            self.residual_editor.set_error("must be a positive number")
+            return
+        self.residual_editor.set_value(value)
+        self.residual_limit_changed.emit(float(value))
+
+    def _edit_setting(self, name: str, value) -> None:
+        spec = self._document.spec
+        editor = {"dt": self.dt_editor, "integrator": self.integrator_editor,
+                  "formulation": self.formulation_editor}[name]
+        try:
+            new = edits.set_value(spec, ("simulation", name), value)
+        except SceneError as exc:
+            editor.set_error("\n".join(edits.field_problems(exc, ("simulation", name))))
+            return
+        shown = f"{format_number(value)} s" if name == "dt" else str(value)
+        label = {"dt": "time step"}.get(name, name)
+        self._document.apply(new, f"Set {label} to {shown}", changes=((("simulation", name), value),))
+
+    # ---- controller ----------------------------------------------------------------------------------------
+    def _controller_box(self) -> QGroupBox:
+        box = QGroupBox("Controller")
+        layout = QVBoxLayout(box)
+        row = QHBoxLayout()
+        row.addWidget(QLabel("controller"))
+        self.controller_combo = QComboBox()
+        self.controller_combo.setToolTip("The controller that drives the joints (the others are disabled)")
+        self.controller_combo.activated.connect(self._controller_picked)
+        row.addWidget(self.controller_combo, 1)
+        self.add_controller_button = QToolButton()
+        self.add_controller_button.setText("Add")
+        self.add_controller_button.setPopupMode(QToolButton.ToolButtonPopupMode.InstantPopup)
+        menu = QMenu(self.add_controller_button)
+        for kind, label in edits.CONTROLLER_TYPES.items():
+            menu.addAction(label).triggered.connect(lambda _=False, k=kind: self.add_controller(k))
+        self.add_controller_button.setMenu(menu)
+        self.add_controller_button.setEnabled(bool(edits.CONTROLLER_TYPES))
+        row.addWidget(self.add_controller_button)
+        layout.addLayout(row)
+        # the chosen controller's gains and trajectory: an inspector pinned to it, so edits are undoable
+        self._controller_selection = Selection(self)
+        self.controller_editor = Inspector(self._document, self._controller_selection, select_on_edit=False,
+                                           compact=True)
+        self.controller_editor.setMinimumHeight(160)
+        layout.addWidget(self.controller_editor, 1)
+        self._no_controller = QLabel("No controller: the joints are driven by their actuators (if any). "
+                                     "Add one (PD, computed torque, Slotine–Li, M_N, projected inverse dynamics) "
+                                     "to edit its gains and trajectory here."
+                                     if edits.CONTROLLER_TYPES else
+                                     "Controllers (PD, computed torque, Slotine–Li, M_N, projected inverse "
+                                     "dynamics) appear here with their gains and trajectory as the core adds them.")
+        self._no_controller.setWordWrap(True)
+        self._no_controller.setStyleSheet("color: palette(mid); font-size: 9pt;")
+        layout.addWidget(self._no_controller)
+        return box
+
+    def _show_controllers(self, spec) -> None:
+        controllers = list(getattr(spec, "controllers", None) or ())
+        self.controller_combo.blockSignals(True)
+        self.controller_combo.clear()
+        self.controller_combo.addItem("none", None)
+        for c in controllers:
+            self.controller_combo.addItem(f"{c.name} ({CONTROLLER_LABELS.get(c.type, c.type)})", c.name)
+        enabled = [k for k, c in enumerate(controllers) if c.enabled]
+        self.controller_combo.setCurrentIndex(enabled[0] + 1 if enabled else 0)
+        self.controller_combo.blockSignals(False)
+        shown = ("controllers", enabled[0]) if enabled else None
+        self._controller_selection.set(shown)
+        self.controller_editor.setVisible(shown is not None)
+        self._no_controller.setVisible(shown is None)
+
+    def _controller_picked(self, index: int) -> None:
+        name = self.controller_combo.itemData(index)
+        try:
+            new = edits.use_controller(self._document.spec, name)
+        except SceneError as exc:
+            self.message.emit("cannot switch controllers: " + "; ".join(str(p) for p in exc.problems))
+            self._show_controllers(self._document.spec)
+            return
+        self._document.apply(new, f"Use controller {name}" if name else "Switch the controllers off")
+
+    def add_controller(self, kind: str) -> bool:
+        """Add a controller of ``kind`` holding the joints where they start, and use it."""
+        spec = self._document.spec
+        try:
+            new, path = edits.add(spec, "controllers", kind)
+            new = edits.use_controller(new, edits.resolve(new, path).name)
+        except SceneError as exc:
+            self.message.emit(f"cannot add a {CONTROLLER_LABELS.get(kind, kind)} controller: "
+                              + "; ".join(str(p) for p in exc.problems))
+            return False
+        self._document.apply(new, f"Add controller {edits.resolve(new, path).name}")
+        return True
+
+    # ---- actuators -----------------------------------------------------------------------------------------
+    @Slot(object)
+    def _show_spec(self, spec) -> None:
+        self._show_controllers(spec)
+        s = spec.simulation
+        self.dt_editor.set_value(s.dt)
+        self.integrator_editor.set_value(s.integrator)
+        self.formulation_editor.set_value(s.formulation)
+        actuators = [f for f in spec.forces if f.type == "actuator"]
+        wanted = [(f.name, f.joint, f.limit, f.torque) for f in actuators]
+        # a controller drives the joints and there are no actuators: the controller's editor takes the room
+        self.actuator_box.setVisible(bool(wanted) or not self.controller_editor.isVisibleTo(self))
+        if wanted == getattr(self, "_actuators_shown", None):
+            return
+        self._actuators_shown = wanted
+        box = self.actuator_box.layout()
+        while box.count():
+            item = box.takeAt(0)
+            if item.widget() is not None:
+                item.widget().deleteLater()
+        self.actuator_sliders.clear()
+        for name, joint, limit, torque in wanted:
+            bound = "" if limit is None else f", ±{format_number(limit)}"
+            box.addWidget(QLabel(f"{name} <span style='color: gray'>(joint {joint}{bound})</span>"))
+            box.addWidget(self._actuator_row(name, limit, torque))
+        if not wanted:
+            hint = QLabel("This scene has no actuators (add one: Edit ▸ Add ▸ Force ▸ Actuator).")
+            hint.setWordWrap(True)
+            hint.setStyleSheet("color: palette(mid); font-size: 9pt;")
+            box.addWidget(hint)
+        box.addStretch(1)
+
+    def _actuator_row(self, name: str, limit: float | None, torque: float) -> QWidget:
+        span = float(limit) if limit is not None else max(10.0, 2.0 * abs(torque))
+        row = QWidget()
+        h = QHBoxLayout(row)
+        h.setContentsMargins(0, 0, 0, 0)
+        slider = QSlider(Qt.Orientation.Horizontal)
+        slider.setRange(-SLIDER_STEPS, SLIDER_STEPS)
+        value = editor_for("float", {}, "N·m")
+        h.addWidget(slider, 1)
+        h.addWidget(value)
+        value.edit.setFixedWidth(70)
+
+        def from_slider(k: int) -> None:
+            v = span * k / SLIDER_STEPS
+            value.set_value(v)
+            self.actuator_changed.emit(name, v)
+
+        def from_text(v) -> None:
+            v = max(-span, min(span, float(v)))
+            slider.blockSignals(True)
+            slider.setValue(round(v / span * SLIDER_STEPS))
+            slider.blockSignals(False)
+            value.set_value(v)
+            self.actuator_changed.emit(name, v)
+
+        slider.valueChanged.connect(from_slider)
+        value.committed.connect(lambda v: from_text(v) if v is not None else None)
+        slider.blockSignals(True)
+        slider.setValue(round(max(-span, min(span, torque)) / span * SLIDER_STEPS))
+        slider.blockSignals(False)
+        value.set_value(torque)
+        slider.span = span
+        self.actuator_sliders[name] = slider
+        return row
+
+    def reset_actuators(self) -> None:
+        """Show the scene's own actuator values again (after a reset, the simulation uses them)."""
+        self._actuators_shown = None
+        self._show_spec(self._document.spec)
+
