@@ -301,22 +301,38 @@ def test_ctrl_drag_pulls_a_body_and_dragging_a_nail_moves_it(window, qtbot):
     QTest.mousePress(view, Qt.MouseButton.LeftButton, ctrl, QPoint(round(x), round(y)))
     QTest.mouseMove(view, QPoint(round(x) + 40, round(y) - 30))
     win.step_action.trigger()
-    qtbot.waitUntil(lambda: _latest(win).overlay.pull is not None)
-    grabbed, target = _latest(win).overlay.pull
-    assert np.linalg.norm(target - grabbed) > 0.05
+    # the worker's acknowledgement of the move (a snapshot after it took the pull's new target), not a step that
+    # may have run before the move arrived
+    qtbot.waitUntil(lambda: _latest(win).overlay.pull is not None
+                    and np.linalg.norm(np.subtract(*_latest(win).overlay.pull)) > 0.05)
     QTest.mouseRelease(view, Qt.MouseButton.LeftButton, ctrl, QPoint(round(x) + 40, round(y) - 30))
     win.step_action.trigger()
     qtbot.waitUntil(lambda: _latest(win).overlay.pull is None)
+    assert win.document.undo_stack.count() == 0         # a pull is an input to the run, not an edit
 
+    win.selection.set(("constraints", 0))
     nail = _latest(win).overlay.point_b[0].copy()
     x, y = view.screen_position(nail)
     QTest.mousePress(view, Qt.MouseButton.LeftButton, Qt.KeyboardModifier.NoModifier, QPoint(round(x), round(y)))
-    QTest.mouseMove(view, QPoint(round(x) + 50, round(y)))
+    for dx in (20, 35, 50):
+        QTest.mouseMove(view, QPoint(round(x) + dx, round(y)))
     QTest.mouseRelease(view, Qt.MouseButton.LeftButton, Qt.KeyboardModifier.NoModifier,
                        QPoint(round(x) + 50, round(y)))
     win.step_action.trigger()
     qtbot.waitUntil(lambda: np.linalg.norm(_latest(win).overlay.point_b[0] - nail) > 0.05)
-    assert win.document.undo_stack.count() == 0         # a drag is an input to the run, not an edit
+    # one undo step for the whole drag, and the inspector shows where the nail now is
+    assert win.document.undo_stack.count() == 1 and "nail 'tip_nail'" in win.undo_action.text()
+    moved = np.array(win.document.spec.constraints[0].position)
+    assert np.linalg.norm(moved - nail) > 0.05
+    assert win.inspector.editor("position").value() == pytest.approx(moved.tolist())
+    win.undo_action.trigger()                            # the nail goes back, in the document and in the run
+    assert win.document.spec.constraints[0].position == (0.0, 0.0, 1.5)
+    win.step_action.trigger()
+    qtbot.waitUntil(lambda: np.linalg.norm(_latest(win).overlay.point_b[0] - nail) < 1e-6)
+    win.redo_action.trigger()
+    assert win.inspector.editor("position").value() == pytest.approx(moved.tolist())
+    win.step_action.trigger()
+    qtbot.waitUntil(lambda: np.linalg.norm(_latest(win).overlay.point_b[0] - moved) < 1e-6)
 
 
 def test_a_diverging_scene_pauses_with_a_message_and_keeps_the_last_good_state(window, qtbot, tmp_path):

@@ -25,7 +25,7 @@ from studio.document.kinds import MOVING_JOINTS, joint_kinds
 
 __all__ = ["to_data", "validate", "compiled", "get", "resolve", "set_value", "rename", "delete", "duplicate", "add",
            "json_path", "field_problems", "unique_name", "item_name", "change_type", "use_controller", "ADDABLE",
-           "SECTIONS", "CONTROLLER_TYPES", "TRAJECTORY_TYPES", "move_spring_end", "unpack_robot"]
+           "SECTIONS", "CONTROLLER_TYPES", "TRAJECTORY_TYPES", "move_spring_end", "move_nail", "unpack_robot"]
 
 SECTIONS = ("bodies", "constraints", "forces", "controllers", "contacts")
 _BODY_REFS = ("body", "body_a", "body_b")
@@ -483,7 +483,7 @@ def unpack_robot(spec):
     return validate(to_data(expand(spec)))
 
 
-# ---- springs dragged in the viewport --------------------------------------------------------------------------
+# ---- handles dragged in the viewport ----------------------------------------------------------------------------
 def move_spring_end(spec, name: str, end: str, body: str, point):
     """Put end ``end`` ("a" or "b") of spring ``name`` on ``body`` ("world" for a world point) at ``point``
     (body frame, or world coordinates); ``(new spec, path of the spring)``."""
@@ -497,3 +497,15 @@ def move_spring_end(spec, name: str, end: str, body: str, point):
     forces[k][f"body_{end}"] = body
     forces[k][f"point_{end}"] = [round(float(x), 6) for x in point]
     return validate(data), ("forces", k)
+
+
+def move_nail(spec, name: str, position):
+    """Put nail ``name`` at world ``position`` (where its path, if it has one, starts); ``(new spec, path of the
+    nail's position)``."""
+    data = to_data(spec)
+    constraints = data.get("constraints") or []
+    k = next((i for i, c in enumerate(constraints) if c.get("name") == name and c.get("type") == "nail"), None)
+    if k is None:
+        raise SceneError([Problem("$.constraints", f"no nail named {name!r}")])
+    constraints[k]["position"] = [round(float(x), 6) for x in position]
+    return validate(data), ("constraints", k, "position")

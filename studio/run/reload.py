@@ -54,8 +54,14 @@ def same_structure(a, b) -> bool:
 
 def apply_edit(sim, edit):
     """``(simulation, kept)`` that runs the edited document ``edit`` (:class:`studio.run.messages.Edit`) from now on,
-    and whether the run went on (module docstring)."""
-    return reload_simulation(sim, edit.spec, True, edit.model)
+    and whether the run went on (module docstring). A nail whose position the edit sets is where the document puts
+    it: a drag's override of it is dropped (a drag let go, its undo, a position typed in the inspector)."""
+    new, kept = reload_simulation(sim, edit.spec, True, edit.model)
+    placed = {edit.spec.constraints[path[1]].name for path, _ in edit.changes or ()
+              if len(path) == 3 and path[0] == "constraints" and path[2] == "position"}
+    if placed & set(new.nail_overrides):
+        new.inputs = new.inputs.with_(nails=tuple(n for n in new.inputs.nails if n[0] not in placed))
+    return new, kept
 
 
 def reload_simulation(sim, spec, keep_state: bool = True, model=None):

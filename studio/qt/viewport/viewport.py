@@ -10,12 +10,13 @@ screen at any size (recordings, screenshots).
 
 Mouse: left drag orbits (0.4° a pixel), Shift + left drag or middle drag pans, right drag or the wheel zooms. A
 click selects a body, a nail or a spring (``picked``). Handles — nails and spring ends — are picked before the
-bodies they sit on: within :data:`HANDLE_PX` pixels of one, the mouse takes it. Dragging a nail moves it
-(``nail_dragged``); dragging a spring's world end moves it (``spring_end_moved``); dragging a spring's body end
-and letting go over a body attaches it to the point under the mouse (``spring_end_attached``; in empty space, end
-b becomes a world point). Ctrl + left drag on a body pulls it with a spring towards the mouse
-(``pull_requested`` / ``pull_released``: the target is where the mouse ray meets the plane through the grabbed
-point facing the camera). Hovering marks what a click would take. Keys: F frames the scene as it is now.
+bodies they sit on: within :data:`HANDLE_PX` pixels of one, the mouse takes it. Dragging a nail moves it in the
+run (``nail_dragged``) and, let go, puts it there (``nail_dropped``); dragging a spring's world end moves it
+(``spring_end_moved``); dragging a spring's body end and letting go over a body attaches it to the point under the
+mouse (``spring_end_attached``; in empty space, end b becomes a world point). Ctrl + left drag on a body pulls
+it with a spring towards the mouse (``pull_requested`` / ``pull_released``: the target is where the mouse ray
+meets the plane through the grabbed point facing the camera). Hovering marks what a click would take. Keys: F
+frames the scene as it is now.
 
 Frames: the shapes hang under one group item that turns the world W into the display frame D (up = display +z,
 see :mod:`studio.geometry.framing`); the grid lies in D's horizontal plane under the scene. With :meth:`set_follow` the
@@ -114,12 +115,14 @@ class Viewport(gl.GLViewWidget):
     None after a click; ``pull_requested(body name, point in body frame, world target, stiffness, damping)``;
     ``pull_released()``; ``nail_dragged(constraint name, world position)``; ``spring_end_moved(spring, end
     "a"/"b", world position)``; ``spring_end_attached(spring, end, body, point in body frame)``;
-    ``drag_finished()`` after a spring drag."""
+    ``drag_finished()`` after a spring drag; ``nail_dropped(constraint name, world position)`` when a dragged nail
+    is let go."""
 
     picked = Signal(object)
     pull_requested = Signal(str, object, object, float, float)
     pull_released = Signal()
     nail_dragged = Signal(str, object)
+    nail_dropped = Signal(str, object)
     spring_end_moved = Signal(str, str, object)
     spring_end_attached = Signal(str, str, str, object)
     drag_finished = Signal()
@@ -621,6 +624,11 @@ class Viewport(gl.GLViewWidget):
             self.picked.emit(self._what(self.hit(pos.x(), pos.y())))
         elif drag is not None and drag[0] == "nail" and not self._moved:
             self.picked.emit(("constraint", drag[1]))
+        elif drag is not None and drag[0] == "nail":
+            _, name, point, normal = drag
+            target = ray_plane(*self.ray_at(pos.x(), pos.y()), point, normal)
+            if target is not None:
+                self.nail_dropped.emit(name, target)
         self._set_hover(self.hit(pos.x(), pos.y()))
         super().mouseReleaseEvent(ev)
 

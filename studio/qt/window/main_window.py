@@ -361,6 +361,7 @@ class MainWindow(QMainWindow):
         self.viewport.pull_requested.connect(lambda body, r, target, k, c: st.pull(body, r, target, k, c))
         self.viewport.pull_released.connect(st.release)
         self.viewport.nail_dragged.connect(st.move_nail)
+        self.viewport.nail_dropped.connect(self._move_nail)
         self.viewport.spring_end_moved.connect(lambda name, end, p: self._move_spring(name, end, "world", p))
         self.viewport.spring_end_attached.connect(self._move_spring)
         self.viewport.drag_finished.connect(self._spring_drag_finished)
@@ -529,7 +530,17 @@ class MainWindow(QMainWindow):
         else:
             self.status.note(f"saved the recording {path}")
 
-    # ---- springs dragged in the viewport -------------------------------------------------------------------
+    # ---- nails and springs dragged in the viewport ---------------------------------------------------------
+    def _move_nail(self, name: str, position) -> None:
+        """Put a nail where its drag let go of it: a document edit, one undo step per drag (while dragged, the
+        nail moved in the run alone)."""
+        try:
+            new, path = edits.move_nail(self.document.spec, name, position)
+        except SceneError as exc:
+            self.status.note(f"cannot move nail {name!r}: " + "; ".join(str(p) for p in exc.problems))
+            return
+        self.document.apply(new, f"Move nail {name!r}", changes=((path, list(edits.resolve(new, path))),))
+
     def _move_spring(self, name: str, end: str, body: str, point) -> None:
         """Move (or attach) a spring's end: a document edit, one undo step per drag, that the worker applies at
         once without recompiling."""
