@@ -15,8 +15,13 @@ never ran this version), press Play, let it settle for a second, then measure fo
 - viewport frames per second: new pictures of the 3D view (its ``paintGL`` calls), and the time each took; also
   how often the window was composed (``frameSwapped``: after a viewport frame, but also after the plots or the
   status bar changed, since a window holding an OpenGL widget is composed as a whole);
+- the plots' cost on the GUI thread: ms per wall second spent updating their curves (``PlotPanel.redraw``) and
+  painting them (the plots' ``paintEvent``), and how many times a second each happened;
+- the window's compositions: ms per wall second the GUI thread spent in them (the window's ``UpdateRequest``:
+  painting every changed widget, ``paintGL`` included, and composing the window on the CPU);
 - the GUI thread's responsiveness: the longest gap of a 10 ms timer (an input event waits at most about that);
-- the process's CPU use (both threads; 100 % = one core);
+- the process's CPU use (both threads; 100 % = one core), and the machine's 1-minute load average before and
+  after (other processes disturb every figure above: compare runs at a similar load);
 - at start: how long the window took to appear and the first snapshot to arrive, the worker's status messages
   (the kernels being prepared) and the GUI's longest gaps meanwhile (run with a fresh ``NUMBA_CACHE_DIR`` to see a
   first run on a machine: the kernels then compile, about a minute).
@@ -80,21 +85,31 @@ def measure(app, model, path, size, args) -> dict:
     from PySide6.QtCore import QSettings, QTimer
 
     import tempfile
+    import pyqtgraph as pg
+    from PySide6.QtCore import QEvent
     from studio.qt.window.main_window import MainWindow
+    from studio.qt.window.plots import PlotPanel
     from studio.qt.viewport.viewport import Viewport
 
-    counts = {"frames": 0, "paint": 0.0, "paints": 0, "max_gap": 0.0, "ticks": 0}
-    original = Viewport.paintGL
+    timed = {"paint": (Viewport, "paintGL"), "plot_update": (PlotPanel, "redraw"),
+             "plot_paint": (pg.GraphicsView, "paintEvent")}
+    counts = {"frames": 0, "max_gap": 0.0, "ticks": 0, "compose": 0.0, "composes": 0}
+    originals = {name: getattr(cls, method) for name, (cls, method) in timed.items()}
 
-    def timed_paint(self, *a, **kw):
-        t0 = time.perf_counter()
-        try:
-            return original(self, *a, **kw)
-        finally:
-            counts["paint"] += time.perf_counter() - t0
-            counts["paints"] += 1
+    def timer(name, original):
+        counts[name], counts[name + "s"] = 0.0, 0
 
-    Viewport.paintGL = timed_paint
+        def timed_call(self, *a, **kw):
+            t0 = time.perf_counter()
+            try:
+                return original(self, *a, **kw)
+            finally:
+                counts[name] += time.perf_counter() - t0
+                counts[name + "s"] += 1
+        return timed_call
+
+    for name, (cls, method) in timed.items():
+        setattr(cls, method, timer(name, originals[name]))
     tick = QTimer()
     tick.setInterval(10)
     last = [time.perf_counter()]
@@ -113,7 +128,18 @@ def measure(app, model, path, size, args) -> dict:
     tick.start()
     settings = QSettings(os.path.join(tempfile.mkdtemp(prefix="bench-studio-"), "s.ini"), QSettings.Format.IniFormat)
     opened = last[0] = time.perf_counter()
-    win = MainWindow(model, path=path, settings=settings)
+    class TimedWindow(MainWindow):
+        def event(self, ev):
+            if ev.type() != QEvent.Type.UpdateRequest:
+                return super().event(ev)
+            t0 = time.perf_counter()
+            try:
+                return super().event(ev)
+            finally:
+                counts["compose"] += time.perf_counter() - t0
+                counts["composes"] += 1
+
+    win = TimedWindow(model, path=path, settings=settings)
     win.file_actions.ask_to_save = lambda: "discard"
     win.resize(*size)
     for name in args.hide:
@@ -162,8 +188,9 @@ def measure(app, model, path, size, args) -> dict:
             win.controls.set_speed(args.speed)
         win.play()
         spin(round(1000 * args.settle))
-        for k in ("frames", "paint", "paints", "max_gap", "ticks"):
-            counts[k] = 0 if k != "paint" else 0.0
+        for k in counts:
+            counts[k] = 0 if k != "startup" else True
+        load0 = os.getloadavg()[0]
         last[0] = time.perf_counter()
         if worker_profile is not None:
             st.send(CommandKind.SPEED, -1.0)
@@ -175,9 +202,10 @@ def measure(app, model, path, size, args) -> dict:
         if gui_profile is not None:
             gui_profile.disable()
         snap1, wall1, cpu1 = st.latest, time.perf_counter(), time.process_time()
+        load1 = os.getloadavg()[0]
+        done = dict(counts)
         if worker_profile is not None:
             st.send(CommandKind.SPEED, -2.0)
-        frames, paint, paints, max_gap = counts["frames"], counts["paint"], counts["paints"], counts["max_gap"]
         win.pause()
         wait_until(lambda: not st.latest.playing, 30)
         if args.screenshot is not None:
@@ -185,7 +213,8 @@ def measure(app, model, path, size, args) -> dict:
             win.grab().save(str(args.screenshot), "PNG")
             print(f"saved {args.screenshot}")
     finally:
-        Viewport.paintGL = original
+        for name, (cls, method) in timed.items():
+            setattr(cls, method, originals[name])
         tick.stop()
         win.close()
         spin(50)
@@ -195,8 +224,12 @@ def measure(app, model, path, size, args) -> dict:
         "shown_s": shown, "first_snapshot_s": first_snapshot, "startup_gui_gap_ms": 1e3 * startup_gap,
         "busy": busy, "long_gaps": long_gaps,
         "realtime_factor": (snap1.t - snap0.t) / wall, "steps_per_s": (snap1.steps - snap0.steps) / wall,
-        "fps": paints / wall, "window_fps": frames / wall, "paint_ms": 1e3 * paint / max(paints, 1),
-        "max_gui_gap_ms": 1e3 * max_gap, "cpu_percent": 100 * (cpu1 - cpu0) / wall,
+        "fps": done["paints"] / wall, "window_fps": done["frames"] / wall,
+        "paint_ms": 1e3 * done["paint"] / max(done["paints"], 1),
+        "plot_update_ms_per_s": 1e3 * done["plot_update"] / wall, "plot_updates_per_s": done["plot_updates"] / wall,
+        "plot_paint_ms_per_s": 1e3 * done["plot_paint"] / wall, "plot_paints_per_s": done["plot_paints"] / wall,
+        "compose_ms_per_s": 1e3 * done["compose"] / wall, "composes_per_s": done["composes"] / wall,
+        "max_gui_gap_ms": 1e3 * done["max_gap"], "cpu_percent": 100 * (cpu1 - cpu0) / wall, "load": (load0, load1),
         "step_cost_us": 1e6 * (snap1.step_cost or float("nan")),
     }
     if args.profile:
@@ -219,7 +252,8 @@ def main(argv=None) -> int:
     model = core.load_scene(args.scene)
     print(f"{args.scene.name}: {model.nq} coordinates, {len(model.constraints)} constraints; dt = "
           f"{model.settings.get('dt', 1e-3) * 1e3:g} ms; asked {args.speed:g}x real time; display "
-          f"{os.environ.get('DISPLAY')!r}, {sys.platform}, {os.cpu_count()} CPUs")
+          f"{os.environ.get('DISPLAY')!r}, {sys.platform}, {os.cpu_count()} CPUs, load average (1 min) "
+          f"{os.getloadavg()[0]:.2f}")
     results = []
     for size in args.sizes:
         r = measure(app, model, args.scene, size, args)
@@ -228,8 +262,11 @@ def main(argv=None) -> int:
         print(f"window {r['size']} (viewport {r['viewport']}): real-time factor {r['realtime_factor']:.3f}, "
               f"{r['steps_per_s']:.0f} steps/s ({r['step_cost_us']:.0f} µs/step as the worker measures), "
               f"viewport {r['fps']:.1f} fps (paintGL {r['paint_ms']:.1f} ms; the window composed "
-              f"{r['window_fps']:.1f} times/s), "
-              f"GUI gap max {r['max_gui_gap_ms']:.0f} ms, CPU {r['cpu_percent']:.0f} %; "
+              f"{r['window_fps']:.1f} times/s, {r['compose_ms_per_s']:.0f} ms/s in {r['composes_per_s']:.1f} "
+              f"compositions), plots: updates {r['plot_update_ms_per_s']:.0f} ms/s ({r['plot_updates_per_s']:.1f}/s), "
+              f"paint {r['plot_paint_ms_per_s']:.0f} ms/s ({r['plot_paints_per_s']:.1f}/s), "
+              f"GUI gap max {r['max_gui_gap_ms']:.0f} ms, CPU {r['cpu_percent']:.0f} %, "
+              f"load average (1 min) {r['load'][0]:.2f} → {r['load'][1]:.2f}; "
               f"window shown after {r['shown_s']:.2f} s, first snapshot after {r['first_snapshot_s']:.2f} s "
               f"(GUI gap max meanwhile {r['startup_gui_gap_ms']:.0f} ms, "
               f"{len(r['long_gaps'])} gaps over 0.1 s {r['long_gaps'][:8]}; status messages {r['busy']})",
