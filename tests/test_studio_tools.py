@@ -87,7 +87,11 @@ def test_a_2_s_recording_at_30_fps_has_60_frames_that_change(window, qtbot, tmp_
         assert n == 60 and secs == pytest.approx(2.0, abs=0.05)
         frames = iio.imread(out, plugin="pyav") if _has("av") else np.stack(list(iio.imiter(out)))
     elif suffix == ".gif":
+        from PIL import Image, ImageSequence
         frames = iio.imread(out, index=None)
+        with Image.open(out) as gif:            # delays are whole hundredths of a second: 30 and 40 ms, 2 s in all
+            delays = [frame.info["duration"] for frame in ImageSequence.Iterator(gif)]
+        assert sum(delays) == 2000 and set(delays) == {30, 40}, delays
     else:
         files = sorted(out.glob("frame_*.png"))
         frames = np.stack([iio.imread(f) for f in files])

@@ -16,11 +16,13 @@ import numpy as np
 import pytest
 from PySide6.QtCore import QPoint, QSettings, Qt
 from PySide6.QtTest import QTest
+from PySide6.QtWidgets import QLabel
 
 import core
 from studio import SCENES_DIR
 from studio.document import edits
 from studio.qt.run import worker as worker_module
+from studio.qt.window.inspector import help_html
 from studio.qt.window.main_window import MainWindow
 from studio.qt.viewport.overlays import SPRING_COLOUR
 from studio.qt.window.plots import BACKGROUND, OpaqueGridAxis
@@ -672,3 +674,49 @@ def test_a_programs_parameters_are_edited_in_the_inspector_and_reach_the_simulat
     editor.edit.editingFinished.emit()
     assert "'virtual_leg' or 'contact_force'" in editor.error_label.text()
     assert win.document.spec.programs[0].parameters["stance_control"] == "contact_force"
+
+
+# ---- fitting a small screen -----------------------------------------------------------------------------------
+def test_the_controller_editor_fits_a_small_screen_and_shows_its_parameters_readably(window, qtbot):
+    """At 1280×720 the inspector and the control panel's controller editor fit their docks (no sideways
+    scrolling, nothing clipped), and a JSON field — a Slotine–Li's custom parameters — is laid out one member a
+    line from its beginning (a one-line field showed its end, ``effector.hy"}}``)."""
+    win = window(SCENES_DIR / "slotine_li_arm.json", size=(1280, 720))
+    win.selection.set(("controllers", 0))
+    for inspector in (win.inspector, win.controls.controller_editor):
+        scroll = inspector._scroll
+        qtbot.waitUntil(lambda: scroll.widget().minimumSizeHint().width() <= scroll.viewport().width())
+        assert not scroll.horizontalScrollBar().isVisible()
+        editor = inspector.editor("parameters")
+        text = editor.edit.toPlainText()
+        assert text.splitlines()[:3] == ["{", '  "type": "custom",', '  "inertial": {']
+        assert '    "a4": "-1.0 * effector.hy"' in text.splitlines()
+        assert editor.width() >= scroll.viewport().width() - 40            # the whole width, under its label
+        assert editor.edit.height() > 6 * editor.edit.fontMetrics().lineSpacing()
+
+
+def test_a_json_field_takes_an_edit_and_refuses_what_is_not_json(window, qtbot):
+    win = window(SCENES_DIR / "slotine_li_arm.json", size=(1280, 720))
+    win.selection.set(("controllers", 0))
+    editor = win.inspector.editor("initial_parameters")
+    assert editor.edit.toPlainText() == '"zero"'
+    editor.edit.setPlainText('"model"')
+    editor.edit.finished.emit()
+    assert win.document.spec.controllers[0].initial_parameters == "model"
+    editor = win.inspector.editor("initial_parameters")
+    editor.edit.setPlainText('"model')
+    editor.edit.finished.emit()
+    assert "not valid JSON" in editor.error and win.document.spec.controllers[0].initial_parameters == "model"
+
+
+def test_the_inspector_shows_help_without_sphinx_markup(window, qtbot):
+    """A schema class's docstring is written for Sphinx: the inspector shows a role's text and an inline literal
+    in code style, never ``:mod:`` or double backticks."""
+    win = window(SCENES_DIR / "bouncing_ball.json")
+    win.selection.set(("contacts", 0))
+    about = next(label for label in win.inspector.findChildren(QLabel) if "Unilateral contact" in label.text())
+    assert about.textFormat() == Qt.TextFormat.RichText
+    assert "see core.contacts)" in about.text() and ":mod:" not in about.text() and "`" not in about.text()
+    assert "<code>points</code>" in about.text()
+    assert help_html(":class:`~core.model.Model`, :ref:`the guide <guide>`, ``a < b``") == \
+        "Model, the guide, <code>a &lt; b</code>"

@@ -16,9 +16,9 @@ from typing import Annotated, Literal, Union
 
 from pydantic import BaseModel
 from PySide6.QtCore import Signal
-from PySide6.QtGui import QColor
+from PySide6.QtGui import QColor, QTextOption
 from PySide6.QtWidgets import (QCheckBox, QColorDialog, QComboBox, QHBoxLayout, QLabel, QLineEdit,
-                               QPlainTextEdit, QPushButton, QVBoxLayout, QWidget)
+                               QPushButton, QSizePolicy, QTextEdit, QVBoxLayout, QWidget)
 
 __all__ = ["FieldEditor", "editor_for", "field_kind", "format_number", "parse_number"]
 
@@ -149,6 +149,15 @@ class FieldEditor(QWidget):
         if value != self._value or self.error:
             self.committed.emit(value)
 
+    def _commit_text(self, text: str, parse) -> None:
+        """Commit what ``parse`` reads in ``text``; a text it refuses (ValueError) is refused at the field."""
+        try:
+            value = parse(text)
+        except ValueError as exc:
+            self.set_error(str(exc))
+            return
+        self._commit(value)
+
 
 class _LineEditor(FieldEditor):
     """GUI thread. Text parsed by ``parse``; a text that does not parse is refused at the field."""
@@ -163,20 +172,38 @@ class _LineEditor(FieldEditor):
         self._finish_row()
 
     def _finished(self) -> None:
-        try:
-            value = self._parse(self.edit.text())
-        except ValueError as exc:
-            self.set_error(str(exc))
-            return
-        self._commit(value)
+        self._commit_text(self.edit.text(), self._parse)
 
     def _show(self, value) -> None:
         self.edit.setText(self._format(value))
+        self.edit.setCursorPosition(0)                  # a text longer than the field shows its beginning
 
 
-class _PlainText(QPlainTextEdit):
-    """GUI thread. A text area that says when it loses the focus (the end of an entry)."""
+class _TextArea(QTextEdit):
+    """GUI thread. A plain text area that wraps its lines to its width, is as tall as its wrapped text
+    (``lines``: at least and at most so many lines; it scrolls beyond) and says when it loses the focus (the end
+    of an entry)."""
     finished = Signal()
+
+    def __init__(self, lines: tuple[int, int]):
+        super().__init__()
+        self._lines = lines
+        self.setAcceptRichText(False)
+        self.setWordWrapMode(QTextOption.WrapMode.WrapAtWordBoundaryOrAnywhere)
+        self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Fixed)
+        self.document().contentsChanged.connect(self._fit)
+        self._fit()
+
+    def _fit(self) -> None:
+        doc, line = self.document(), self.fontMetrics().lineSpacing()
+        doc.setTextWidth(self.viewport().width())
+        pad = 2 * doc.documentMargin() + self.frameWidth() * 2
+        low, high = (n * line + pad for n in self._lines)
+        self.setFixedHeight(math.ceil(max(low, min(high, doc.size().height() + 2 * self.frameWidth()))))
+
+    def resizeEvent(self, event) -> None:
+        super().resizeEvent(event)
+        self._fit()
 
     def focusOutEvent(self, event) -> None:
         super().focusOutEvent(event)
@@ -184,17 +211,20 @@ class _PlainText(QPlainTextEdit):
 
 
 class _TextAreaEditor(FieldEditor):
-    """GUI thread. Several lines of text (a scene's description); committed when the area loses the focus."""
+    """GUI thread. Text over several wrapped lines (a scene's description, a JSON value laid out indented):
+    ``parse`` reads the text, ``show`` writes a value; committed when the area loses the focus."""
 
-    def __init__(self, parent=None):
-        super().__init__("", parent)
-        self.edit = _PlainText()
-        self.edit.setFixedHeight(90)
-        self.edit.finished.connect(lambda: self._commit(self.edit.toPlainText()))
+    def __init__(self, parse, show, lines: tuple[int, int], unit="", placeholder="", parent=None):
+        super().__init__(unit, parent)
+        self._parse, self._format = parse, show
+        self.edit = _TextArea(lines)
+        self.edit.setPlaceholderText(placeholder)
+        self.edit.finished.connect(lambda: self._commit_text(self.edit.toPlainText(), self._parse))
         self.row.addWidget(self.edit, 1)
+        self._finish_row()
 
     def _show(self, value) -> None:
-        self.edit.setPlainText(value or "")
+        self.edit.setPlainText(self._format(value))
 
 
 class _VectorEditor(FieldEditor):
@@ -287,6 +317,8 @@ class _ChoiceEditor(FieldEditor):
         super().__init__(unit, parent)
         self.combo = QComboBox()
         self.combo.setEditable(editable)
+        self.combo.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
+        self.combo.setMinimumContentsLength(6)          # narrower than its longest entry in a narrow dock
         self.combo.addItems([str(o) for o in options])
         self._options = list(options)
         self.combo.activated.connect(self._picked)
@@ -364,6 +396,13 @@ def _parse_json(text: str):
         raise ValueError(f"not valid JSON: {exc.msg}") from None
 
 
+def _show_json(value) -> str:
+    """An object one member a line, indented; anything else on one line."""
+    if value is None:
+        return ""
+    return json.dumps(value, indent=2 if isinstance(value, dict) else None, ensure_ascii=False)
+
+
 def editor_for(kind: str, details: dict, unit: str = "", choices=None) -> FieldEditor:
     """The editor for a field of ``kind`` (see :func:`field_kind`); ``choices`` makes a text field an editable
     combo (names of bodies or joints)."""
@@ -396,11 +435,11 @@ def editor_for(kind: str, details: dict, unit: str = "", choices=None) -> FieldE
         return _LineEditor(lambda t: _parse_names(t, optional), lambda v: "" if v is None else ", ".join(v), unit,
                            "(all)" if optional else "names separated by commas")
     if kind == "longtext":
-        return _TextAreaEditor()
+        return _TextAreaEditor(lambda t: t, lambda v: v or "", (4, 12))
     if kind == "text" and choices is not None:
         return _ChoiceEditor(choices, editable=True, unit=unit)
     if kind == "text":
         return _LineEditor(lambda t: (t.strip() or None) if optional else t.strip(),
                            lambda v: "" if v is None else str(v), unit, "(none)" if optional else "")
-    return _LineEditor(_parse_json, lambda v: "" if v is None else json.dumps(v), unit, "JSON")
+    return _TextAreaEditor(_parse_json, _show_json, (1, 12), unit, "JSON")
 

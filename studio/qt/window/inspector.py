@@ -7,10 +7,12 @@ every reference). It never touches the simulation: the document's ``changed`` si
 """
 from __future__ import annotations
 
+import html
 import inspect
+import re
 
 from pydantic import BaseModel
-from PySide6.QtCore import Slot
+from PySide6.QtCore import Qt, Slot
 from PySide6.QtWidgets import (QBoxLayout, QCheckBox, QFormLayout, QGridLayout, QGroupBox, QLabel,
                                QScrollArea, QVBoxLayout, QWidget)
 
@@ -20,20 +22,22 @@ from studio.document import edits
 from studio.qt.window.editors import FieldEditor, editor_for, field_kind, format_number
 from studio.document.units import unit_of
 
-__all__ = ["Inspector", "item_title"]
+__all__ = ["Inspector", "item_title", "help_html"]
 
 # fields shown as items of the scene tree (or not editable), per schema class
 _TREE_FIELDS = {"Scene": ("format_version", "simulation", "bodies", "constraints", "forces", "controllers",
                           "contacts"),
                 "Body": ("joint", "shapes", "points")}
 _BODY_FIELDS = ("parent", "body", "body_a", "body_b")
+_UNDER_LABEL = ("json", "longtext")     # kinds of field whose editor spans the form, under its label
 _TYPES = {"joint": ["fixed", "hinge", "slider", "ball", "free"], "shape": ["box", "sphere", "cylinder", "capsule"]}
 
 
 class _FlowForm:
     """GUI thread. A form whose rows (a label and a field, or one spanning widget) flow top to bottom into as
     many columns as :meth:`arrange` is given — the compact inspector's fields, so a controller's gains fit a
-    short dock without scrolling. Takes :class:`QFormLayout`'s ``addRow`` calls."""
+    short dock without scrolling; a label wraps at its words in a narrow one. Takes :class:`QFormLayout`'s
+    ``addRow`` calls."""
 
     def __init__(self):
         self.grid = QGridLayout()
@@ -46,7 +50,10 @@ class _FlowForm:
         if field is None:
             self._rows.append((label, None))
         else:
-            self._rows.append((QLabel(label) if isinstance(label, str) else label, field))
+            if isinstance(label, str):
+                label = QLabel(label)
+                label.setWordWrap(True)
+            self._rows.append((label, field))
         self._columns = 0
 
     def arrange(self, columns: int) -> None:
@@ -167,22 +174,21 @@ class Inspector(QWidget):
             title.setObjectName("inspector_title")
             layout.addWidget(title)
             doc = _summary(node)
-            title.setToolTip(doc)
+            title.setToolTip(f"<p>{doc}</p>" if doc else "")           # (rich text, wrapped)
             if doc and not self._compact:
                 about = QLabel(doc)
+                about.setTextFormat(Qt.TextFormat.RichText)
                 about.setWordWrap(True)
                 about.setStyleSheet("color: palette(mid); font-size: 9pt;")
                 layout.addWidget(about)
-            form = QFormLayout()
-            form.setFieldGrowthPolicy(QFormLayout.FieldGrowthPolicy.AllNonFixedFieldsGrow)
+            form = _form()
             groups = None
             if self._compact:          # side by side: the item's own fields in as many columns as fit, and
                 form = _FlowForm()     # its groups (a trajectory) beside them — one above the other when narrow
                 columns = QBoxLayout(self._direction())
                 self._columns, self._flow = columns, form
                 columns.addLayout(form.grid, 3)
-                groups = QFormLayout()
-                groups.setFieldGrowthPolicy(QFormLayout.FieldGrowthPolicy.AllNonFixedFieldsGrow)
+                groups = _form()
                 columns.addLayout(groups, 2)
                 layout.addLayout(columns)
             else:
@@ -274,7 +280,10 @@ class Inspector(QWidget):
             if name == "type" and len(details["options"]) == 1:
                 editor.setEnabled(False)
             editor.committed.connect(lambda v, p=field_path: self._commit(p, v))
-            form.addRow(name.replace("_", " "), editor)
+            if kind in _UNDER_LABEL:
+                form.addRow(_under_label(name.replace("_", " "), editor))
+            else:
+                form.addRow(name.replace("_", " "), editor)
             self._editors[field_path] = editor
 
     def _add_group(self, form, name, value, field_path, info, spec) -> None:
@@ -290,7 +299,8 @@ class Inspector(QWidget):
             box.setCheckable(True)
             box.setChecked(True)
             box.toggled.connect(lambda on, p=field_path: self._commit(p, None) if not on else None)
-        inner = QFormLayout(box)
+        inner = _form()
+        box.setLayout(inner)
         self._add_fields(inner, value, field_path, spec)
         form.addRow(box)
         self._groups[field_path] = box
@@ -357,6 +367,26 @@ class Inspector(QWidget):
             self._document.apply(new, text, merge, changes=changes)
 
 
+def _form() -> QFormLayout:
+    """A form whose fields take the width there is, each under its label when the two do not fit side by side
+    (a narrow dock: nothing clipped, no sideways scrolling)."""
+    form = QFormLayout()
+    form.setFieldGrowthPolicy(QFormLayout.FieldGrowthPolicy.AllNonFixedFieldsGrow)
+    form.setRowWrapPolicy(QFormLayout.RowWrapPolicy.WrapLongRows)
+    return form
+
+
+def _under_label(label: str, editor: QWidget) -> QWidget:
+    """``editor`` under ``label``, as one row spanning a form (text over several lines, JSON)."""
+    row = QWidget()
+    column = QVBoxLayout(row)
+    column.setContentsMargins(0, 0, 0, 0)
+    column.setSpacing(2)
+    column.addWidget(QLabel(label))
+    column.addWidget(editor)
+    return row
+
+
 def _is_point(path) -> bool:
     return path is not None and len(path) == 4 and path[2] == "points"
 
@@ -400,8 +430,33 @@ def _value_text(value) -> str:
 
 
 def _summary(node) -> str:
+    """The first paragraph of the docstring of ``node``'s class, as rich text (:func:`help_html`)."""
     doc = inspect.getdoc(type(node)) if isinstance(node, BaseModel) else None
     if not doc or type(node).__doc__ is None:
         return ""
-    return doc.split("\n\n")[0].replace("\n", " ").replace("``", "")
+    return help_html(doc.split("\n\n")[0].replace("\n", " "))
+
+
+#: Sphinx's inline markup: a role (``:mod:`core.contacts```, ``:class:`~core.model.Model```, ``:math:`...```),
+#: an inline literal (double backticks) or interpreted text (single backticks).
+_MARKUP = re.compile(r"(?::[\w:.-]+:)?`([^`]+)`(?!`)|``(.+?)``")
+
+
+def help_html(text: str) -> str:
+    """A docstring's reStructuredText as Qt rich text a reader can read: a role shows its text (``~a.b.C``: ``C``;
+    ``title <target>``: title), an inline literal shows as code; everything else is escaped."""
+    def render(match) -> str:
+        literal = match.group(2)
+        if literal is not None:
+            return f"<code>{html.escape(literal)}</code>"
+        target = match.group(1)
+        titled = re.fullmatch(r"(.+?)\s*<[^>]+>", target)
+        shown = titled.group(1) if titled else target.rsplit(".", 1)[-1] if target.startswith("~") else target
+        return html.escape(shown)
+
+    out, end = [], 0
+    for match in _MARKUP.finditer(text):
+        out += [html.escape(text[end:match.start()]), render(match)]
+        end = match.end()
+    return "".join(out) + html.escape(text[end:])
 
