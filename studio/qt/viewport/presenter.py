@@ -6,26 +6,32 @@ display keeps up with: at once while paused, else at most once a frame (60 Hz) a
 that frame took to render (software OpenGL under Xvfb composes the whole window for each frame; this keeps half the
 GUI's time for input and the plots, however fast snapshots come). A frame's cost is measured from the start of the
 viewport's ``paintGL`` to ``frameSwapped``: the time the draw request waited behind other GUI work is not part of
-it (counting it made one slow plot repaint halve the frame rate). It also turns viewport picks into document paths
-and the document selection into viewport highlights.
+it (counting it made one slow plot repaint halve the frame rate). Each snapshot it draws it also announces
+(``drawing``), so that what else follows the run (the timeline, the plots) changes with the viewport's frame: the
+window is then composed once for all of them. Optionally it shows the frame rate and the real-time factor over the
+viewport (:meth:`ViewportPresenter.set_rate_shown`). It also turns viewport picks into document paths and the
+document selection into viewport highlights.
 """
 from __future__ import annotations
 
 import time
 
-from PySide6.QtCore import QObject, QTimer, Slot
+from PySide6.QtCore import QObject, QTimer, Signal, Slot
 
 from studio.run.messages import Snapshot
 
-__all__ = ["ViewportPresenter", "MIN_FRAME_PERIOD", "STATUS_PERIOD"]
+__all__ = ["ViewportPresenter", "MIN_FRAME_PERIOD", "STATUS_PERIOD", "RATE_PERIOD"]
 
 MIN_FRAME_PERIOD = 1 / 60      # s: the viewport draws at most this often
 STATUS_PERIOD = 0.25           # s: the status bar's numbers change at most this often while playing
+RATE_PERIOD = 0.5              # s: the frame rate shown over the viewport is measured over this time
 
 
 class ViewportPresenter(QObject):
     """GUI thread. Shows snapshots in ``viewport`` and ``status``; keeps ``selection`` (paths of ``document``) and
-    the viewport's highlight in step."""
+    the viewport's highlight in step. ``drawing(Snapshot)``: a snapshot is being drawn."""
+
+    drawing = Signal(object)
 
     def __init__(self, viewport, status, document, selection, parent=None):
         super().__init__(parent)
@@ -38,6 +44,8 @@ class ViewportPresenter(QObject):
         self._next_draw = self._draw_started = self._status_shown = 0.0
         self.frame_cost = 0.0          # s: the last frame's paintGL → frameSwapped
         self._drawing = False
+        self._rate_shown = False
+        self._rate_mark: tuple | None = None   # (perf_counter, viewport frames, simulated time) a period ago
         viewport.frameSwapped.connect(self._frame_swapped)
         viewport.picked.connect(self._picked)
         selection.changed.connect(self._selection_changed)
@@ -71,6 +79,30 @@ class ViewportPresenter(QObject):
         if not snap.playing or self._draw_started - self._status_shown > STATUS_PERIOD:
             self._status.show_snapshot(snap)
             self._status_shown = self._draw_started
+        if self._rate_shown:
+            self._show_rate(snap)
+        self.drawing.emit(snap)
+
+    # ---- the frame rate over the viewport ------------------------------------------------------------------
+    def set_rate_shown(self, on: bool) -> None:
+        """Show the viewport's frames per second and the real-time factor (simulated seconds per wall second) of
+        what it shows over it (View ▸ Frame Rate), measured over :data:`RATE_PERIOD`."""
+        self._rate_shown, self._rate_mark = bool(on), None
+        self._viewport.set_rate_text("… fps" if self._rate_shown else "")
+
+    def _show_rate(self, snap: Snapshot) -> None:
+        now, frames = self._draw_started, self._viewport.frames
+        if not snap.playing:
+            self._rate_mark = None
+            self._viewport.set_rate_text("paused")
+        elif self._rate_mark is None:
+            self._rate_mark = (now, frames, snap.t)
+            self._viewport.set_rate_text("… fps")
+        elif now - self._rate_mark[0] >= RATE_PERIOD:
+            then, frames_then, t_then = self._rate_mark
+            self._viewport.set_rate_text(f"{(frames - frames_then) / (now - then):.0f} fps · "
+                                         f"{(snap.t - t_then) / (now - then):.2f}× real time")
+            self._rate_mark = (now, frames, snap.t)
 
     @Slot()
     def _frame_swapped(self) -> None:

@@ -1,6 +1,7 @@
 """The 3D view of a model: a ground grid, the world axes, every shape as a lit mesh in its colour (all of them in
 one draw call, :mod:`studio.qt.viewport.shapes_item`), and the overlays of :mod:`studio.qt.viewport.overlays` (nails, springs and their
-ends, force and velocity arrows, link frames, broken constraints), with a legend of what the arrows mean.
+ends, force and velocity arrows, link frames, broken constraints), with a legend of what the arrows mean, and
+optionally the frame rate and the real-time factor (:meth:`Viewport.set_rate_text`; labels over the GL widget).
 
 Thread: GUI. :class:`Viewport` is a widget; feed it snapshots with :meth:`Viewport.show_snapshot` or draw lists
 (:class:`core.drawing.DrawList`, made on the worker: the GUI computes no kinematics to draw a state) with
@@ -146,6 +147,7 @@ class Viewport(gl.GLViewWidget):
         self.overlays: Overlays | None = None
         self._overlay_visible: dict[str, bool] = {}
         self.paint_started: float | None = None     # perf_counter() when the last paintGL began
+        self.frames = 0                             # paintGL calls so far (the frame rate shown)
 
         self._world = GLGraphicsItem()              # world W → display D; everything of the world hangs here
         self.addItem(self._world)
@@ -160,6 +162,11 @@ class Viewport(gl.GLViewWidget):
         self.rec_label.setStyleSheet(REC_STYLE)
         self.rec_label.setAttribute(Qt.WidgetAttribute.WA_TransparentForMouseEvents)
         self.rec_label.hide()
+        self.rate_label = QLabel(self)
+        self.rate_label.setObjectName("rate_overlay")
+        self.rate_label.setStyleSheet(LABEL_STYLE)
+        self.rate_label.setAttribute(Qt.WidgetAttribute.WA_TransparentForMouseEvents)
+        self.rate_label.hide()
         self.set_model(model, frame=True)
 
     # ---- the model -----------------------------------------------------------------------------------------
@@ -292,12 +299,19 @@ class Viewport(gl.GLViewWidget):
         self.rec_label.adjustSize()
         self._place_labels()
 
+    def set_rate_text(self, text: str) -> None:
+        """Show ``text`` (the frame rate, the real-time factor) at the top left (empty: hide it)."""
+        self.rate_label.setText(text)
+        self.rate_label.setVisible(bool(text))
+        self.rate_label.adjustSize()
+
     def _place_labels(self) -> None:
         self.legend_label.setWordWrap(True)
         self.legend_label.setFixedWidth(max(160, min(560, self.width() - 16)))
         self.legend_label.setFixedHeight(max(0, self.legend_label.heightForWidth(self.legend_label.width())))
         self.legend_label.move(8, max(0, self.height() - self.legend_label.height() - 8))
         self.rec_label.move(max(0, self.width() - self.rec_label.width() - 8), 8)
+        self.rate_label.move(8, 8)
 
     def resizeEvent(self, ev) -> None:
         super().resizeEvent(ev)
@@ -400,6 +414,7 @@ class Viewport(gl.GLViewWidget):
 
     def paintGL(self, *args, **kwargs) -> None:
         self.paint_started = time.perf_counter()
+        self.frames += 1
         super().paintGL(*args, **kwargs)
 
     def resizeGL(self, w: int, h: int) -> None:

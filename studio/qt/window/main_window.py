@@ -1,5 +1,7 @@
 """The studio's main window: the 3D viewport in the centre with the timeline under it; docks for the scene tree,
-the inspector, the plots, the run's events and the control panel; menus, a toolbar and a status bar. Dock layout and recent files
+the inspector, the plots, the run's events, the control panel and the messages (every notice the status bar shows,
+import warnings, the kernels' compile; :mod:`studio.run.notices`), and a Python console made when first shown
+(:mod:`studio.qt.window.console`); menus, a toolbar and a status bar. Dock layout and recent files
 are remembered (QSettings).
 
 Thread: GUI. :class:`MainWindow` composes the parts and wires them; it holds no physics. It owns the
@@ -40,6 +42,8 @@ from studio.qt.window.event_list import EventList
 from studio.qt.window.files import FileActions, open_settings
 from studio.qt.window.inspector import Inspector
 from studio.qt.window.item_actions import ItemActions
+from studio.qt.window.messages_dock import MessagesView
+from studio.run.notices import NoticeLog, Severity
 from studio.qt.run.kernels import KernelWarmup, kernels_needed
 from studio.run.messages import Edit, Snapshot
 from studio.qt.viewport.overlays import KINDS
@@ -153,7 +157,7 @@ class MainWindow(QMainWindow):
         column.addWidget(self.viewport, 1)
         column.addWidget(self.timeline)
         self.setCentralWidget(central)
-        self.status = StatusBar(self)
+        self.status = StatusBar(self, NoticeLog(sim_time=self._simulated_time))
         self.setStatusBar(self.status)
         self.sim_thread = SimulationThread(simulation if simulation is not None else core.Simulation(model),
                                            parent=self)
@@ -239,6 +243,12 @@ class MainWindow(QMainWindow):
         self.events = EventList(self.plots.events)
         self.events_dock = self._dock("Events", "events_dock", self.events, Qt.DockWidgetArea.RightDockWidgetArea)
         self.splitDockWidget(self.plots_dock, self.events_dock, Qt.Orientation.Vertical)
+        self.messages = MessagesView(self.status.log)
+        self.messages_dock = self._dock("Messages", "messages_dock", self.messages,
+                                        Qt.DockWidgetArea.BottomDockWidgetArea)
+        self.tabifyDockWidget(self.controls_dock, self.messages_dock)
+        self.controls_dock.raise_()
+        self.console_dock = None                          # View ▸ Python Console makes it (studio.qt.window.console)
         self.controls_dock.dockLocationChanged.connect(
             lambda area: self.controls.set_horizontal(area in (Qt.DockWidgetArea.BottomDockWidgetArea,
                                                                Qt.DockWidgetArea.TopDockWidgetArea)))
@@ -297,6 +307,10 @@ class MainWindow(QMainWindow):
                                           checkable=True)
         self.legend_action.setChecked(True)
         view.addAction(self.legend_action)
+        self.rate_action = self._action("Frame &Rate", lambda on: self.presenter.set_rate_shown(on), checkable=True,
+                                        tip="Show the viewport's frames per second and the real-time factor "
+                                            "(simulated seconds per wall-clock second) over it")
+        view.addAction(self.rate_action)
         self.earlier_try_action = self._action(
             "&Earlier Try", self.plots.set_earlier_try_shown, checkable=True,
             tip="Show the earlier try faded in the plots: what was plotted after the time the timeline went back "
@@ -304,8 +318,13 @@ class MainWindow(QMainWindow):
         self.earlier_try_action.setChecked(True)
         view.addAction(self.earlier_try_action)
         view.addSeparator()
-        for dock in (self.tree_dock, self.inspector_dock, self.plots_dock, self.events_dock, self.controls_dock):
+        for dock in (self.tree_dock, self.inspector_dock, self.plots_dock, self.events_dock, self.controls_dock,
+                     self.messages_dock):
             view.addAction(dock.toggleViewAction())
+        self.console_action = self._action("Python &Console", self._console_toggled, "Ctrl+Shift+P",
+                                           tip="An IPython console in this process, with sim, model, doc, core and "
+                                               "np (Ctrl+Shift+P)", checkable=True)
+        view.addAction(self.console_action)
         view.addAction(self._action("Reset &Layout", lambda: self.restoreState(self._default_state)))
         sim = bar.addMenu("&Simulation")
         for item in (self.play_action, self.step_action, self.reset_action, None, self.slower_action,
@@ -349,14 +368,18 @@ class MainWindow(QMainWindow):
         st = self.sim_thread
         self.presenter = ViewportPresenter(self.viewport, self.status, self.document, self.selection, self)
         st.snapshot_ready.connect(self._show_snapshot)
+        self.presenter.drawing.connect(self.timeline.show_snapshot)     # with the viewport's frames (one composition)
+        self.presenter.drawing.connect(self.plots.frame)
         st.samples_ready.connect(self.plots.add_batch)
         st.samples_ready.connect(lambda batch: self.recorder.add_frames(batch.frames) if batch.frames else None)
         st.error.connect(self._show_error)
-        st.notice.connect(self.status.note)
+        st.notice.connect(lambda text, t: self.status.note(text, severity=Severity.WARNING, source="simulation", t=t))
         st.busy.connect(self._worker_busy)
         for source in (self.scene_tree, self.item_actions, self.plots, self.file_actions, self.controls):
             source.message.connect(self.status.note)
-        self.file_actions.error.connect(lambda text: QMessageBox.warning(self, "limbstudio", text))
+        self.file_actions.error.connect(self._file_error)
+        self.file_actions.import_warning.connect(
+            lambda text: self.status.log.post(text, Severity.WARNING, source="import"))
         self.item_actions.rename_requested.connect(self._rename_in_tree)
         self.viewport.pull_requested.connect(lambda body, r, target, k, c: st.pull(body, r, target, k, c))
         self.viewport.pull_released.connect(st.release)
@@ -380,6 +403,31 @@ class MainWindow(QMainWindow):
     @property
     def time_label(self):
         return self.status.time_label
+
+    def _simulated_time(self) -> float | None:
+        """The simulated time a notice speaks of: the latest snapshot's (None before the first)."""
+        latest = self.sim_thread.latest if hasattr(self, "sim_thread") else None
+        return None if latest is None else latest.t
+
+    def _file_error(self, text: str) -> None:
+        self.status.log.post(text, Severity.ERROR, source="file")
+        QMessageBox.warning(self, "limbstudio", text)
+
+    def _console_toggled(self, on: bool) -> None:
+        """Show or hide the Python console, made the first time it is shown (its kernel takes a second to start)."""
+        if self.console_dock is None:
+            if not on:
+                return
+            from studio.qt.window.console import ConsoleDock
+            self.console_dock = ConsoleDock(self)
+            if not self.restoreDockWidget(self.console_dock):
+                self.addDockWidget(Qt.DockWidgetArea.BottomDockWidgetArea, self.console_dock)
+                self.tabifyDockWidget(self.controls_dock, self.console_dock)
+            self.console_dock.closed.connect(lambda: self.console_action.setChecked(False))
+        self.console_dock.setVisible(on)
+        if on:
+            self.console_dock.raise_()
+            self.console_dock.console.setFocus()
 
     # ---- settings ------------------------------------------------------------------------------------------
     def _restore_layout(self) -> None:
@@ -613,7 +661,7 @@ class MainWindow(QMainWindow):
     def _worker_busy(self, message: str) -> None:
         if message and self._kernels_failed:
             message = f"{self._kernels_failed}; {message[0].lower()}{message[1:]}"
-        self.status.busy(message)
+        self.status.busy(message, counting=True)
 
     @Slot(object)
     def _show_snapshot(self, snap: Snapshot) -> None:
@@ -622,9 +670,8 @@ class MainWindow(QMainWindow):
             self.play_action.setChecked(snap.playing)
             self.play_action.blockSignals(False)
             self._show_playing(snap.playing)
+        self.plots.set_cursor(None if snap.playing else snap.t)        # before the frame the plots redraw with
         self.presenter.show(snap)
-        self.timeline.show_snapshot(snap)
-        self.plots.set_cursor(None if snap.playing else snap.t)
 
     @Slot()
     def _show_activity(self) -> None:
@@ -634,7 +681,7 @@ class MainWindow(QMainWindow):
 
     @Slot(str)
     def _show_error(self, message: str) -> None:
-        self.status.error(message)
+        self.status.error(message, source="simulation")
 
     # ---- shutdown ------------------------------------------------------------------------------------------
     def closeEvent(self, event) -> None:
@@ -647,6 +694,8 @@ class MainWindow(QMainWindow):
             self.kernels.finished.disconnect(self._kernels_finished)
             self.kernels.stop()            # the worker never started; what was compiled so far stays cached
         self._save_layout()
+        if self.console_dock is not None:
+            self.console_dock.shutdown()
         self.sim_thread.shutdown()
         super().closeEvent(event)
 

@@ -10,7 +10,9 @@ headless ``plots`` command (:mod:`studio.headless`) all draw through it.
 Readable at any value:
 
 - every y axis has labelled ticks: the y range is set from the data shown, a nearly constant signal gets a range
-  of ±0.5 % of its value around it (a log axis at least :data:`LOG_MIN_RANGE` decades), a zero signal ±1;
+  of ±0.5 % of its value around it (a log axis spans at least one whole decade: two labelled powers of ten), a
+  zero signal ±1; curves keep a small margin from the plot's edges (:data:`PADDING`, :data:`X_PADDING`); a plot
+  is never shorter than the ``min_plot_height`` its figure was given (the live dock scrolls instead);
 - tick labels in engineering notation (``2.5·10⁻¹⁵``), never pyqtgraph's "(x1e-15)" multiplier, and a label that
   would overlap another is left out;
 - legends sit in the title line above the data, never over a curve; hovering shows the value of every curve at
@@ -20,8 +22,13 @@ Readable at any value:
   (a gain, a constraint, the formulation) are marked on the time axis;
 - the run's events (touchdowns, bounces, lift-offs, slips, sticks, broken constraints, rank changes;
   :mod:`studio.run.events`) are thin vertical lines in every plot, coloured by kind, with a tick at the time axis;
-  the earlier try's are fainter; the time axis's label names the kinds shown in their colours, and hovering near
-  a line says what happened (kind, time, contact point or constraint, impulse or force).
+  the earlier try's are fainter; events closer than :data:`EVENT_SPACING_PX` are drawn as one line (the first
+  of them: the event list has them all); the time axis's label names the kinds shown in their colours, and
+  hovering near a line says what happened (kind, time, contact point or constraint, impulse or force).
+
+Cheap to redraw: :meth:`PlotFigure.draw` may be told which plots to update (those in sight), each plot is painted
+once per draw (the view boxes take their new ranges at once, not at the next paint, which painted every plot
+twice), and pyqtgraph clips the curves to the view and thins them to the plot's width (peak mode).
 """
 from __future__ import annotations
 
@@ -45,11 +52,11 @@ __all__ = ["PlotFigure", "PLOTS", "PlotSpec", "OpaqueGridAxis", "log_label", "en
 LOG_FLOOR = 1e-16
 LINEAR_TEXT_FILL_LIMITS = [(0, 0.8), (2, 0.6), (4, 0.4), (6, 0.2)]     # pyqtgraph's
 LOG_TEXT_FILL_LIMITS = [(0, 4.0), (2, 0.6), (4, 0.4), (6, 0.2)]
-#: The shortest y range of a log plot, in decades (a factor of 2): a nearly constant signal (the nail holding an
-#: arm against gravity, 9.7900 ± 2e-7 N) is drawn as the flat line it is, between labelled ticks.
-LOG_MIN_RANGE = 0.3
 #: The shortest y range of a linear plot, relative to the largest value shown.
 LINEAR_MIN_RANGE = 0.01
+#: Margins between the curves and the plot's edges: of the y range on each side, and of the time window.
+PADDING = 0.06
+X_PADDING = 0.01
 AXIS_WIDTH = 66               # px of every left axis (aligned plots): room for "−2.5·10⁻¹⁵"
 SUPERSCRIPT = str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹")
 BACKGROUND = (30, 32, 36)
@@ -67,6 +74,7 @@ EVENT_ALPHA = 70              # an event's line across the plot (its tick at the
 EVENT_GHOST_ALPHA = 40        # an earlier try's event
 EVENT_TICK_PX = 7             # px: the tick at the bottom of the plot
 EVENT_HOVER_PX = 4            # px: how near the mouse must be to an event's line to name it
+EVENT_SPACING_PX = 25         # px: events closer than this along the time axis are drawn as one line
 
 
 def log_label(x: float) -> str:
@@ -103,7 +111,9 @@ def eng_label(v: float, spacing: float) -> str:
 
 
 def y_limits(values: np.ndarray, log: bool) -> tuple[float, float]:
-    """The y range (log10 units on a log axis) in which ``values`` read well (module docstring)."""
+    """The y range (log10 units on a log axis) in which ``values`` read well (module docstring). A log range
+    holds at least two powers of ten: one that spans less is widened to the decade around it (9.79 N: 1 to 10,
+    a nearly constant signal drawn as the flat line it is, between labelled ticks)."""
     v = np.asarray(values, dtype=float).ravel()
     v = v[np.isfinite(v)]
     if log:
@@ -111,10 +121,11 @@ def y_limits(values: np.ndarray, log: bool) -> tuple[float, float]:
         if not v.size:
             return -1.0, 1.0
         lo, hi = math.log10(float(v.min())), math.log10(float(v.max()))
-        if hi - lo < LOG_MIN_RANGE:
-            mid = 0.5 * (lo + hi)
-            lo, hi = mid - 0.5 * LOG_MIN_RANGE, mid + 0.5 * LOG_MIN_RANGE
-        pad = 0.06 * (hi - lo)
+        if math.floor(hi + 1e-9) - math.ceil(lo - 1e-9) < 1:
+            lo, hi = min(lo, math.floor(lo + 1e-9)), max(hi, math.ceil(hi - 1e-9))
+            if hi - lo < 1:
+                hi = lo + 1.0
+        pad = PADDING * (hi - lo)
         return lo - pad, hi + pad
     if not v.size:
         return -1.0, 1.0
@@ -125,7 +136,7 @@ def y_limits(values: np.ndarray, log: bool) -> tuple[float, float]:
     if hi - lo < LINEAR_MIN_RANGE * mag:
         mid, half = 0.5 * (lo + hi), 0.5 * LINEAR_MIN_RANGE * mag
         lo, hi = mid - half, mid + half
-    pad = 0.06 * (hi - lo)
+    pad = PADDING * (hi - lo)
     return lo - pad, hi + pad
 
 
@@ -184,8 +195,10 @@ class OpaqueGridAxis(pg.AxisItem):
 class EventLines(pg.GraphicsObject):
     """GUI thread. The run's events in one plot: a thin vertical line across the view at each event's time, in
     its kind's colour, and an opaque tick at the time axis; the earlier try's events fainter, without ticks. In
-    view coordinates along x, the whole height of the view (any y scale, log too). Lines closer than a pixel are
-    drawn once, so the cost stays bounded by the plot's width however many events there are."""
+    view coordinates along x, the whole height of the view (any y scale, log too). Of events closer than
+    :data:`EVENT_SPACING_PX` (whatever their kinds) one line is drawn, the first's: a readable picture, and a cost
+    bounded by the plot's width however many events there are. The groups are cut at fixed times (multiples of
+    that spacing), so the lines stand still while the time window rolls on."""
 
     def __init__(self):
         super().__init__()
@@ -207,20 +220,25 @@ class EventLines(pg.GraphicsObject):
         return QRectF(vb.viewRect()) if vb is not None else QRectF()
 
     def drawn_times(self) -> dict:
-        """kind → the times drawn now (within the view; one per pixel column) of the run's events."""
+        """kind → the times of the run's events drawn now (within the view, one of each group)."""
         vb = self.getViewBox()
-        if vb is None:
-            return {}
-        rect = vb.viewRect()
-        return {k: self._visible(t, rect, vb) for k, t in self._current.items()}
+        return {} if vb is None else self._visible(self._current, vb.viewRect(), vb)
 
     @staticmethod
-    def _visible(t, rect, vb) -> np.ndarray:
-        t = t[(t >= rect.left()) & (t <= rect.right())]
-        px = vb.viewPixelSize()[0]
-        if len(t) > 1 and px > 0:
-            t = t[np.unique(np.floor((t - rect.left()) / px), return_index=True)[1]]
-        return t
+    def _visible(times: dict, rect, vb) -> dict:
+        """kind → the times of ``times`` (kind → times) in ``rect`` drawn: the first of each group of events
+        (any kinds) within :data:`EVENT_SPACING_PX` of one another."""
+        kinds = list(times)
+        t = np.concatenate([times[k] for k in kinds]) if kinds else np.zeros(0)
+        which = np.repeat(np.arange(len(kinds)), [len(times[k]) for k in kinds])
+        inside = (t >= rect.left()) & (t <= rect.right())
+        t, which = t[inside], which[inside]
+        spacing = EVENT_SPACING_PX * vb.viewPixelSize()[0]
+        if len(t) > 1 and spacing > 0:
+            order = np.argsort(t, kind="stable")
+            first = np.unique(np.floor(t[order] / spacing), return_index=True)[1]
+            t, which = t[order][first], which[order][first]
+        return {k: t[which == n] for n, k in enumerate(kinds) if np.any(which == n)}
 
     def paint(self, painter, *args):
         vb = self.getViewBox()
@@ -231,10 +249,7 @@ class EventLines(pg.GraphicsObject):
         tick = EVENT_TICK_PX * vb.viewPixelSize()[1]
         low = min(top, bottom)
         for times, alpha, ticks in ((self._ghost, EVENT_GHOST_ALPHA, False), (self._current, EVENT_ALPHA, True)):
-            for kind, t in times.items():
-                t = self._visible(t, rect, vb)
-                if not len(t):
-                    continue
+            for kind, t in self._visible(times, rect, vb).items():
                 pen = QPen(QColor(*colour_of(kind), alpha))
                 pen.setCosmetic(True)
                 pen.setWidth(1)
@@ -326,9 +341,10 @@ class PlotFigure(QObject):
     hovered = Signal(object)
 
     def __init__(self, graphics: pg.GraphicsLayoutWidget, interactive: bool = True, title_size: str = "9pt",
-                 parent=None):
+                 min_plot_height: int = 0, parent=None):
         super().__init__(parent)
         self.graphics = graphics
+        self.min_plot_height = int(min_plot_height)
         graphics.setBackground(BACKGROUND)
         self.interactive = interactive
         self.title_size = title_size
@@ -394,6 +410,7 @@ class PlotFigure(QObject):
                 plot.getAxis(name).setZValue(plot.vb.zValue() - 1)   # the (opaque) grid under the curves
             plot.setLabel("left", text=spec.unit)
             plot.getAxis("left").setWidth(AXIS_WIDTH)
+            plot.setMinimumHeight(self.min_plot_height)
             _no_minimum_width(plot.titleLabel)
             plot.setClipToView(True)
             plot.setDownsampling(auto=True, mode="peak")
@@ -422,6 +439,9 @@ class PlotFigure(QObject):
             self._title(spec.key)
         self._time_label()
         self.set_markers(self._marks)
+        if self.min_plot_height:
+            self.graphics.setMinimumHeight(math.ceil(
+                self.graphics.ci.layout.effectiveSizeHint(Qt.SizeHint.MinimumSize).height()))
 
     def _make_curves(self, plot, spec: PlotSpec) -> list:
         lay = self.layout_spec
@@ -524,9 +544,11 @@ class PlotFigure(QObject):
         self.hovered.emit(t)
 
     # ---- data ----------------------------------------------------------------------------------------------
-    def draw(self, rows: np.ndarray, ghost: np.ndarray | None = None, x_range=None, cursor: float | None = None):
+    def draw(self, rows: np.ndarray, ghost: np.ndarray | None = None, x_range=None, cursor: float | None = None,
+             keys=None):
         """Show ``rows`` (and the earlier try ``ghost``, faded) over ``x_range`` (default: the rows' span), with
-        the current time ``cursor`` marked (None: no mark)."""
+        the current time ``cursor`` marked (None: no mark): in the plots ``keys`` (default: all; the others keep
+        their curves, and take the time range only)."""
         self._rows = rows
         if x_range is None:
             x_range = (float(rows[0, 0]), float(rows[-1, 0])) if len(rows) else (0.0, 1.0)
@@ -539,6 +561,8 @@ class PlotFigure(QObject):
             b = np.searchsorted(ghost[:, 0], hi, side="right")
             g = ghost[max(a - 1, 0):b + 1]
         for key, curves in self.curves.items():
+            if keys is not None and key not in keys:
+                continue
             log = self.log[key]
             shown = []
             for col, curve, ghost_curve, *_ in curves:
@@ -564,7 +588,9 @@ class PlotFigure(QObject):
             if cursor is not None:
                 line.setValue(cursor)
         if self.plots:
-            next(iter(self.plots.values())).setXRange(lo, hi, padding=0.0)
+            next(iter(self.plots.values())).setXRange(lo, hi, padding=X_PADDING)
+        for plot in self.plots.values():
+            plot.vb.updateMatrix()        # now, not when the paint begins: that change asked for a second paint
         if self._hover_t is not None:
             self.retitle()
 

@@ -4,9 +4,16 @@ Thread: GUI. :class:`PlotPanel` receives every :class:`studio.run.messages.Sampl
 the plots' rows go to a bounded :class:`studio.run.history.History`, every step's records to a
 :class:`studio.run.runrecords.RunRecords` (for exact exports), edits to the marks on the time axis, the run's events
 (contacts, broken constraints) to a bounded :class:`studio.run.events.EventLog` (:attr:`PlotPanel.events`, which the
-event list shows too) and to lines on the time axis. It redraws on a
-timer (not per batch), so the cost of drawing does not grow with the rate of simulation. Freezing the plots
-freezes the picture only: samples keep arriving.
+event list shows too) and to lines on the time axis. Freezing the plots freezes the picture only: samples keep
+arriving.
+
+Redrawing, never per batch, so that the plots cannot starve the viewport of the GUI thread: at most every
+:data:`REDRAW_PERIOD` (10 Hz), whatever the rates of simulation and of the viewport's frames; only the plots in
+sight (none while the dock is hidden, tabbed away or the window minimised; in the dock, which scrolls when the
+plots would be shorter than :data:`MIN_PLOT_HEIGHT`, only those not scrolled out of view). While the viewport draws
+frames, the plots redraw with one of them (:meth:`PlotPanel.frame`): the window holding the OpenGL viewport is
+composed as a whole after any change of any widget, which software OpenGL does on the CPU, so plots redrawn
+between two frames cost a composition of their own; otherwise (paused, viewport hidden) on their own timer.
 
 Earlier tries: going back in time and running on keeps what had been plotted after the branch point as a faded
 overlay (and its events, fainter); a run an edit restarted keeps the whole previous run so; a reset or another
@@ -20,24 +27,32 @@ full precision, the columns of ``python -m core run`` with units in the header (
 """
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import numpy as np
 import pyqtgraph as pg
 import pyqtgraph.exporters  # noqa: F401  (registers the exporters)
 from PySide6.QtCore import Qt, QTimer, Signal, Slot
-from PySide6.QtWidgets import (QApplication, QComboBox, QFileDialog, QHBoxLayout, QInputDialog, QLabel, QMenu,
-                               QToolButton, QVBoxLayout, QWidget)
+from PySide6.QtWidgets import (QApplication, QComboBox, QFileDialog, QFrame, QHBoxLayout, QInputDialog, QLabel,
+                               QMenu, QScrollArea, QToolButton, QVBoxLayout, QWidget)
 
 from studio.run.events import EventLog
 from studio.run.history import History
 from studio.qt.window.plotfigure import BACKGROUND, PLOTS, OpaqueGridAxis, PlotFigure, PlotSpec, log_label  # noqa: F401
 from studio.run.runrecords import RunRecords
 
-__all__ = ["PlotPanel", "PLOTS", "PlotSpec", "WINDOWS", "OpaqueGridAxis", "render_figure", "FigureRenderer"]
+__all__ = ["PlotPanel", "PLOTS", "PlotSpec", "WINDOWS", "OpaqueGridAxis", "render_figure", "FigureRenderer",
+           "REDRAW_PERIOD", "MIN_PLOT_HEIGHT"]
 
 #: Rolling windows (s of simulated time) the user can pick; None = the whole run.
 WINDOWS = {"1 s": 1.0, "2 s": 2.0, "5 s": 5.0, "10 s": 10.0, "30 s": 30.0, "60 s": 60.0, "whole run": None}
+#: s: the plots redraw at most this often (module docstring).
+REDRAW_PERIOD = 0.1
+#: s: while the viewport drew a frame this recently, the plots redraw with its frames only.
+FRAMES_FLOWING = 0.25
+#: px: the least height of a plot in the dock, its title included (the dock scrolls below that).
+MIN_PLOT_HEIGHT = 150
 
 
 def _map_columns(old, new) -> list:
@@ -59,8 +74,11 @@ class PlotPanel(QWidget):
 
     message = Signal(str)
 
-    def __init__(self, parent=None, refresh_ms: int = 100):
+    def __init__(self, parent=None, period: float = REDRAW_PERIOD):
         super().__init__(parent)
+        self.period = float(period)
+        self.redraws = 0                  # the times the curves were updated (benchmarks, tests)
+        self._redrawn = self._framed = -float("inf")    # perf_counter() of the last redraw, of the last frame
         self.history: History | None = None
         self.records = RunRecords()
         self.layout_spec = None           # the SampleLayout of the current run
@@ -76,15 +94,21 @@ class PlotPanel(QWidget):
         self._dirty = False
         self._build_bar()
         self.graphics = pg.GraphicsLayoutWidget()
-        self.figure = PlotFigure(self.graphics, interactive=True, parent=self)
+        self.figure = PlotFigure(self.graphics, interactive=True, min_plot_height=MIN_PLOT_HEIGHT, parent=self)
+        self.scroll = QScrollArea()
+        self.scroll.setWidgetResizable(True)
+        self.scroll.setFrameShape(QFrame.Shape.NoFrame)
+        self.scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.scroll.setWidget(self.graphics)
+        self.scroll.verticalScrollBar().valueChanged.connect(self._scrolled)
         outer = QVBoxLayout(self)
         outer.setContentsMargins(2, 2, 2, 2)
         outer.setSpacing(2)
         outer.addLayout(self._bar)
-        outer.addWidget(self.graphics, 1)
+        outer.addWidget(self.scroll, 1)
         self._timer = QTimer(self)
-        self._timer.timeout.connect(self.redraw)
-        self._timer.start(refresh_ms)
+        self._timer.timeout.connect(self._tick)
+        self._timer.start(round(1000 * self.period))
 
     # ---- what the figure holds -----------------------------------------------------------------------------
     @property
@@ -291,14 +315,46 @@ class PlotPanel(QWidget):
         lo = max(0.0, end - w)
         return h.between(lo, lo + w), (lo, lo + w)
 
+    def in_sight(self) -> list[str]:
+        """The keys of the plots the user can see now (module docstring)."""
+        if not self.isVisible() or self.graphics.window().isMinimized():
+            return []
+        seen = self.graphics.viewport().visibleRegion().boundingRect()
+        if seen.isEmpty():
+            return []
+        return [key for key, plot in self.plots.items()
+                if self.graphics.mapFromScene(plot.sceneBoundingRect()).boundingRect().intersects(seen)]
+
+    @Slot()
+    def frame(self) -> None:
+        """The viewport is about to draw a frame: redraw with it if a redraw is due (module docstring)."""
+        self._framed = time.perf_counter()
+        if self._framed - self._redrawn >= self.period:
+            self.redraw()
+
+    @Slot()
+    def _tick(self) -> None:
+        if time.perf_counter() - self._framed > FRAMES_FLOWING:
+            self.redraw()
+
+    @Slot()
+    def _scrolled(self) -> None:
+        self._dirty = True             # plots scrolled into sight may show older curves
+
     @Slot()
     def redraw(self) -> None:
-        if not self._dirty or self.paused or self.history is None or not self.isVisible():
+        """Update the plots in sight now if anything changed since (unless frozen)."""
+        if not self._dirty or self.paused or self.history is None:
+            return
+        keys = self.in_sight()
+        if not keys:
             return
         self._dirty = False
+        self._redrawn = time.perf_counter()
+        self.redraws += 1
         rows, x_range = self.view()
         self._show_events()
-        self.figure.draw(rows, self.shown_ghost, x_range, self.cursor)
+        self.figure.draw(rows, self.shown_ghost, x_range, self.cursor, keys)
 
     def _show_events(self) -> None:
         key = (id(self.figure.layout_spec), self.events.version, self.events.generation, self.earlier_try_shown)
@@ -346,13 +402,11 @@ class PlotPanel(QWidget):
         suffix = path.suffix.lower()
         if suffix == ".csv":
             return self.records.write_csv(path)
-        self._dirty = True
-        was, self.paused = self.paused, False
-        self.redraw()
-        self.paused = was
+        rows, x_range = self.view()
+        self._show_events()
+        self.figure.draw(rows, self.shown_ghost, x_range, self.cursor)     # every plot, in sight or not
         if suffix == ".png":
             if size is not None:
-                rows, x_range = self.view()
                 image = render_figure(self.layout_spec, rows, size, self.shown_ghost, x_range, self.markers,
                                       shown=self.shown, log=self.log, events=self.events.events,
                                       ghost_events=self.events.ghost if self.earlier_try_shown else ())

@@ -5,6 +5,9 @@ Thread: GUI. :class:`TimelineBar` shows each snapshot's ``t`` and ``timeline`` (
 slider (or clicking along it, or its arrow keys) asks for ``seek_requested(t)``: the worker pauses and shows the
 state it kept at that time (:mod:`studio.run.timeline`), and the viewport and plots follow. Playing from there runs
 on from that state (a new branch; the plots keep the earlier try, faded).
+
+Its labels have fixed sizes: a label whose text changes asks its parents for a new layout, and the main window's
+layout, redone, repaints the window (the docks' area) and composes it once more — for every frame of the viewport.
 """
 from __future__ import annotations
 
@@ -14,6 +17,12 @@ from PySide6.QtWidgets import QHBoxLayout, QLabel, QSlider, QStyle, QToolButton,
 __all__ = ["TimelineBar", "STEPS"]
 
 STEPS = 10_000          # slider positions over the timeline
+
+
+def _steady(label: QLabel, longest: str) -> QLabel:
+    """``label`` sized once for the ``longest`` text it shows (module docstring)."""
+    label.setFixedSize(label.fontMetrics().horizontalAdvance(longest) + 8, label.sizeHint().height())
+    return label
 
 
 class TimelineBar(QWidget):
@@ -27,8 +36,7 @@ class TimelineBar(QWidget):
         layout = QHBoxLayout(self)
         layout.setContentsMargins(6, 2, 6, 2)
         layout.setSpacing(6)
-        self.time_label = QLabel("t = 0.000 s")
-        self.time_label.setMinimumWidth(96)
+        self.time_label = _steady(QLabel("t = 0.000 s"), "t = 00000.000 s")
         self.time_label.setToolTip("The simulated time shown")
         self.slider = QSlider(Qt.Orientation.Horizontal)
         self.slider.setRange(0, STEPS)
@@ -37,7 +45,7 @@ class TimelineBar(QWidget):
                                "to run on from there — the plots keep the earlier run, faded, to compare")
         self.slider.sliderMoved.connect(self._moved)
         self.slider.actionTriggered.connect(self._action)
-        self.span_label = QLabel("")
+        self.span_label = _steady(QLabel(""), "00000.00 – 00000.00 s")
         self.span_label.setStyleSheet("color: palette(mid);")
         self.latest_button = QToolButton()
         self.latest_button.setIcon(self.style().standardIcon(QStyle.StandardPixmap.SP_MediaSeekForward))
