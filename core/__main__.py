@@ -7,7 +7,9 @@
                                                run a scene; write DIR/timeseries.npz, DIR/timeseries.csv and
                                                DIR/summary.json, streamed while it runs into a hidden folder
                                                beside DIR that is renamed to DIR when complete (an existing
-                                               DIR is refused unless --force, then exchanged atomically)
+                                               DIR is refused unless --force; --force replaces only an
+                                               earlier output of run holding only its own files, exchanged
+                                               atomically)
     python -m core sweep SPEC --out DIR [--workers N | --dask tcp://HOST:PORT]
                                                run the adaptive-control bench grid of SPEC (JSON or TOML; see
                                                core.bench.sweep) in parallel; write DIR/results.csv, the
@@ -40,6 +42,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .fileio import replace_refusal
 from .output import RunWriter
 from .scene import SceneError, compile_scene, parse_spec, read_spec
 from .scene.io import robot_document
@@ -106,6 +109,10 @@ def _run(args) -> int:
     out = Path(args.out)
     if os.path.lexists(out) and not args.force:
         print(f"{out} exists; choose another --out or replace it with --force", file=sys.stderr)
+        return 2
+    refusal = replace_refusal(out, "run") if args.force else None
+    if refusal:
+        print(f"--force replaces only an earlier output of 'run': {refusal}; choose another --out", file=sys.stderr)
         return 2
     try:
         writer = RunWriter(out, model, record_layout(model, sim.inputs))
@@ -313,7 +320,7 @@ def main(argv: list[str] | None = None) -> int:
     r.add_argument("--integrator", choices=INTEGRATOR_NAMES, default=None)
     r.add_argument("--out", required=True, metavar="DIR")
     r.add_argument("--record-every", type=int, default=1, metavar="N", help="record every N-th step")
-    r.add_argument("--force", action="store_true", help="replace an existing output (atomically)")
+    r.add_argument("--force", action="store_true", help="replace an earlier output of run (atomically); any other folder or file is refused")
     r.add_argument("--max-steps", type=int, default=MAX_STEPS, metavar="N",
                    help=f"refuse runs of more than N steps, duration / dt (default {MAX_STEPS})")
     r.add_argument("--quiet", action="store_true", help="print nothing but errors")

@@ -6,19 +6,26 @@ new one gets 0666 less the umask, as ``open`` would give it.
 Whole directories (a run's output) are staged the same way: :func:`staging_directory` makes a hidden folder
 beside the target, and :func:`publish_directory` renames it into place — atomically exchanged with an existing
 target (Linux ``renameat2(RENAME_EXCHANGE)``), so the path holds either the old complete folder or the new one
-at every instant, even under ``kill -9``.
+at every instant, even under ``kill -9``. Replacing is limited to what is recognisably an earlier output of the
+same command: :func:`mark_output` writes a marker listing the folder's files, and :func:`replace_refusal` says
+why anything else — a folder without the marker, one with files the command did not write, the folder the
+process works in or one above it — would not be replaced.
 """
 from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import json
 import os
 import shutil
 import tempfile
 from pathlib import Path
 
 __all__ = ["atomic_write_bytes", "atomic_write_text", "umask", "new_file_mode", "staging_directory",
-           "publish_directory", "fsync_directory"]
+           "publish_directory", "fsync_directory", "mark_output", "replace_refusal", "OUTPUT_MARKER"]
+
+#: The file that marks a folder as an output of one of limbstudio's commands (``--force`` replaces only these).
+OUTPUT_MARKER = ".limbstudio-output.json"
 
 
 def umask() -> int:
@@ -118,11 +125,56 @@ def _exchange(a: Path, b: Path) -> bool:
     raise OSError(err, os.strerror(err), str(b))
 
 
-def publish_directory(staged: str | os.PathLike, target: str | os.PathLike, replace: bool = False) -> None:
+def mark_output(folder: str | os.PathLike, command: str) -> None:
+    """Mark the staged ``folder`` as ``command``'s output, listing the files in it now (call it last)."""
+    folder = Path(folder)
+    files = sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*") if not p.is_dir())
+    (folder / OUTPUT_MARKER).write_text(json.dumps({"command": command, "files": files}, indent=1) + "\n",
+                                        encoding="utf-8")
+
+
+def _listing(names: list[str], limit: int = 3) -> str:
+    shown = ", ".join(names[:limit])
+    return shown + (f" and {len(names) - limit} more" if len(names) > limit else "")
+
+
+def replace_refusal(target: str | os.PathLike, command: str) -> str | None:
+    """Why replacing the existing ``target`` with a new output of ``command`` is refused, naming what would have
+    been removed; None when ``target`` is absent or an earlier output of ``command`` with only its own files."""
+    target = Path(target)
+    if not os.path.lexists(target):
+        return None
+    if target.is_symlink() or not target.is_dir():
+        return f"{target} is not an output folder of '{command}' (it is a {'link' if target.is_symlink() else 'file'})"
+    here = Path.cwd().resolve()
+    if target.resolve() == here or target.resolve() in here.parents:
+        return f"{target} holds the folder this command runs in ({here})"
+    try:
+        marker = json.loads((target / OUTPUT_MARKER).read_text(encoding="utf-8"))
+        own = set(marker["files"]) if marker.get("command") == command else None
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        own = None
+    found = sorted(p.relative_to(target).as_posix() + ("/" if p.is_dir() else "") for p in target.iterdir()
+                   if p.name != OUTPUT_MARKER)
+    if own is None:
+        if not found:
+            return None                                     # an empty folder: nothing to lose
+        return (f"{target} is not an earlier output of '{command}' (no {OUTPUT_MARKER} of it); replacing it would "
+                f"remove {_listing(found)}")
+    foreign = sorted(p.relative_to(target).as_posix() for p in target.rglob("*")
+                     if p.name != OUTPUT_MARKER and not p.is_dir() and p.relative_to(target).as_posix() not in own)
+    if foreign:
+        return f"{target} holds files that '{command}' did not write: {_listing(foreign)}"
+    return None
+
+
+def publish_directory(staged: str | os.PathLike, target: str | os.PathLike, replace: bool = False,
+                      command: str | None = None) -> None:
     """Move the complete folder ``staged`` to ``target``. A target that exists is an error
-    (``FileExistsError``) unless ``replace``; then the two are exchanged atomically and the old one removed.
-    Where the exchange is not available the old target is first renamed aside (a crash between the two renames
-    leaves it complete under ``.NAME.old-XXXX``)."""
+    (``FileExistsError``) unless ``replace``; then, if :func:`replace_refusal` allows it for ``command`` (else
+    ``PermissionError`` with its reason), the two are exchanged atomically and the old one removed. Where the
+    exchange is not available the old target is first renamed aside (a crash between the two renames leaves it
+    complete under ``.NAME.old-XXXX``)."""
     staged, target = Path(staged), Path(target)
     fsync_directory(staged)
     if not os.path.lexists(target):
@@ -131,6 +183,9 @@ def publish_directory(staged: str | os.PathLike, target: str | os.PathLike, repl
         return
     if not replace:
         raise FileExistsError(17, "the output exists (use --force to replace it)", str(target))
+    refusal = replace_refusal(target, command or "")
+    if refusal:
+        raise PermissionError(1, f"not replaced: {refusal}", str(target))
     if _exchange(staged, target):
         fsync_directory(target.parent)
         _remove(staged)                                   # (now the old output)

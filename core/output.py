@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from .columns import column_units
-from .fileio import publish_directory, staging_directory
+from .fileio import mark_output, publish_directory, staging_directory
 from .model import Model
 
 __all__ = ["write_run", "csv_columns", "RunWriter", "strict_json", "event_arrays"]
@@ -220,8 +220,9 @@ class RunWriter:
         for name in ("timeseries.csv", "timeseries.npz"):
             with open(self.staged / name, "rb+") as f:
                 os.fsync(f.fileno())
+        mark_output(self.staged, "run")
         try:
-            publish_directory(self.staged, self.out, replace=replace)
+            publish_directory(self.staged, self.out, replace=replace, command="run")
         except FileExistsError as exc:
             raise FileExistsError(exc.errno, f"{self.out} exists (use --force to replace it); this run's output "
                                   f"is kept in {self.staged}", str(self.out)) from None

@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 
 import core
+from core.fileio import OUTPUT_MARKER
 from core.output import event_arrays
 from core.__main__ import main as core_main
 from core.scene import SceneError, compile_scene, parse_spec, read_spec
@@ -283,13 +284,45 @@ def test_existing_output_is_refused_before_running_and_replaced_with_force(tmp_p
     out.write_text("precious")
     assert _run(tmp_path, SCENES / "four_bar.json", "--duration", 0.05, "--out", out) == 2
     assert out.read_text() == "precious" and "--force" in capsys.readouterr().err
-    assert _run(tmp_path, SCENES / "four_bar.json", "--duration", 0.05, "--out", out, "--force", "--quiet") == 0
+    assert _run(tmp_path, SCENES / "four_bar.json", "--duration", 0.05, "--out", out, "--force", "--quiet") == 2
+    assert out.read_text() == "precious" and "not an output folder of 'run'" in capsys.readouterr().err
+    out.unlink()
+    assert _run(tmp_path, SCENES / "four_bar.json", "--duration", 0.05, "--out", out, "--quiet") == 0
     assert capsys.readouterr() == ("", "")
-    assert sorted(p.name for p in out.iterdir()) == ["summary.json", "timeseries.csv", "timeseries.npz"]
+    assert sorted(p.name for p in out.iterdir()) == [OUTPUT_MARKER, "summary.json", "timeseries.csv",
+                                                      "timeseries.npz"]
     first = json.loads((out / "summary.json").read_text())
     assert _run(tmp_path, SCENES / "four_bar.json", "--duration", 0.1, "--out", out, "--force", "--quiet") == 0
     assert json.loads((out / "summary.json").read_text())["steps"] == 2 * first["steps"]
     assert [p.name for p in tmp_path.iterdir()] == ["run"]                     # no staging folder left
+
+
+def test_force_replaces_only_an_earlier_output_of_run(tmp_path, capsys, monkeypatch):
+    """Issue 28's first reproducer: ``--out precious --force`` removed thesis.tex and sub/. Now --force replaces
+    only a folder that run wrote, holding nothing else, and never the folder the command runs in."""
+    precious = tmp_path / "precious"
+    (precious / "sub").mkdir(parents=True)
+    (precious / "thesis.tex").write_text("x")
+    assert _run(tmp_path, SCENES / "bouncing_ball.json", "--duration", 0.05, "--out", precious, "--force") == 2
+    err = capsys.readouterr().err
+    assert "thesis.tex" in err and "sub/" in err and "Traceback" not in err
+    assert (precious / "thesis.tex").read_text() == "x" and (precious / "sub").is_dir()
+
+    out = tmp_path / "out"
+    assert _run(tmp_path, SCENES / "bouncing_ball.json", "--duration", 0.05, "--out", out, "--quiet") == 0
+    (out / "notes.txt").write_text("mine")                                   # the user's file in a run's folder
+    assert _run(tmp_path, SCENES / "bouncing_ball.json", "--duration", 0.05, "--out", out, "--force") == 2
+    assert "notes.txt" in capsys.readouterr().err and (out / "notes.txt").read_text() == "mine"
+    (out / "notes.txt").unlink()
+    monkeypatch.chdir(out)                                                   # --out ../out from inside out
+    assert _run(tmp_path, SCENES / "bouncing_ball.json", "--duration", 0.05, "--out", "../out", "--force") == 2
+    assert "runs in" in capsys.readouterr().err and (out / "summary.json").exists()
+    monkeypatch.chdir(tmp_path)
+    empty = tmp_path / "empty"
+    empty.mkdir()                                                            # nothing to lose: replaced
+    assert _run(tmp_path, SCENES / "bouncing_ball.json", "--duration", 0.05, "--out", empty, "--force",
+                "--quiet") == 0
+    assert (empty / "summary.json").exists()
 
 
 def test_endless_runs_are_refused_before_starting(tmp_path, capsys):
@@ -352,7 +385,7 @@ def test_kill_minus_9_leaves_old_or_new_output(tmp_path):
         proc.send_signal(signal.SIGKILL)
         proc.wait()
         names = sorted(p.name for p in out.iterdir())
-        assert names == ["summary.json", "timeseries.csv", "timeseries.npz"], names
+        assert names == [OUTPUT_MARKER, "summary.json", "timeseries.csv", "timeseries.npz"], names
         summary = json.loads((out / "summary.json").read_text())
         data = np.load(out / "timeseries.npz")
         assert len(data["t"]) == summary["records"]
