@@ -21,7 +21,7 @@ from studio.document import edits
 from studio.qt.window import main_window as main_window_module
 from studio.qt.window.event_list import EventTableModel
 from studio.run.events import EventLog
-from studio.qt.window.plotfigure import y_limits
+from studio.qt.window.plotfigure import X_PADDING, y_limits
 
 from test_studio import rgb_array
 from test_studio_window import ARM, window  # noqa: F401  (the window fixture)
@@ -133,7 +133,8 @@ def _ranges_fit_the_run(plots) -> bool:
     rows, (lo, hi) = plots.view()
     inside = rows[(rows[:, 0] >= lo) & (rows[:, 0] <= hi)][:, [col for col, *_ in plots.curves["energy"]]]
     view_x, view_y = plots.plots["energy"].vb.viewRange()
-    return np.allclose(view_y, y_limits(inside, False), rtol=1e-9) and np.allclose(view_x, (lo, hi))
+    margin = X_PADDING * (hi - lo)
+    return np.allclose(view_y, y_limits(inside, False), rtol=1e-9) and np.allclose(view_x, (lo - margin, hi + margin))
 
 
 def _run_to(win, qtbot, t: float) -> None:

@@ -93,6 +93,10 @@ def log_label(x: float) -> str:
     return power if m == 1 else f"{m}·{power}"
 
 
+#: The labels of the powers of ten on a log axis.
+POWER_LABELS = frozenset(log_label(10.0 ** k) for k in range(-30, 31))
+
+
 def eng_label(v: float, spacing: float) -> str:
     """A tick label of a linear axis with ticks ``spacing`` apart: plain between 0.001 and 10 000 (as many
     decimals as the spacing needs), else in engineering notation, ``2.5·10⁻¹⁵``, ``150·10³``."""
@@ -170,13 +174,27 @@ class OpaqueGridAxis(pg.AxisItem):
             return self.logTickStrings(values, scale, spacing)
         return [eng_label(float(v) * scale, float(spacing) * scale) for v in values]
 
+    def boundingRect(self):
+        # With the grid shown pyqtgraph bounds a y axis by the plot's height and leaves out any label that would
+        # stand out of it: those of the ticks at either end, a short log axis's powers of ten (1 and 10 of 1–10).
+        # Half a label's height beyond either end lets them be drawn.
+        rect = super().boundingRect()
+        if self.orientation in ("left", "right"):
+            half = 0.5 * QFontMetricsF(self.style["tickFont"] or QFont()).height()
+            rect = rect.adjusted(0, -half, 0, half)
+        return rect
+
     def generateDrawSpecs(self, p):
         specs = super().generateDrawSpecs(p)
         if specs is None:
             return None
         axis, ticks, text = specs
         kept = []
-        for spec in text:                      # major ticks' labels first (pyqtgraph lists them level by level)
+        # major ticks' labels first (pyqtgraph lists them level by level), and on a log axis powers of ten before
+        # all others (pyqtgraph lists a short log axis's ticks as one level: 0.9, 1, 2, … kept 2, 3, 5, 7 only)
+        if self.logMode:
+            text = sorted(text, key=lambda spec: spec[2] not in POWER_LABELS)
+        for spec in text:
             if not any(spec[0].adjusted(-2, -1, 2, 1).intersects(other[0]) for other in kept):
                 kept.append(spec)
         bg, opaque = self._background, []
