@@ -26,7 +26,7 @@ from .forces import ACTUATOR, force_table, pull_force
 from .formulations import FORMULATIONS, RANK_TOLERANCE
 from .forward import workspace
 from .inputs import Inputs
-from .integrators import CHATTER, CLOCK, EVENT as EVENT_STATUS, MAX_EVENTS_PER_STEP, NOT_FINITE, RUNNING
+from .integrators import BOOKS, CHATTER, CLOCK, EVENT as EVENT_STATUS, MAX_EVENTS_PER_STEP, NOT_FINITE, RUNNING
 from .integrators import advance as advance_kernel
 from .joint_constraints import JOINT_SPACE
 from .layout import (FORMULATION_CODES, INTEGRATOR_CODES, PROJECTION, SETTINGS, VARIANT_CODES, OutputArrays, Outputs,
@@ -109,7 +109,7 @@ class Batch(NamedTuple):
     """What :func:`run` did: the ``state`` after the last good step, the ``steps`` completed, the ``status`` ("ok";
     "event": it stopped at an event for control programs to answer, the step in progress to be finished by the next
     call; "diverged": the next step failed; "chatter": more than :data:`core.integrators.MAX_EVENTS_PER_STEP` event
-    instants in one step), the rows ``recorded`` into the trace, the steps ``since`` the last record, the
+    instants in one step; "books": the next step blew the energy audit, :data:`core.integrators.BOOKS_FACTOR`), the rows ``recorded`` into the trace, the steps ``since`` the last record, the
     ``events`` of the batch (:class:`core.events.Event`), ``t_target``, the end of a step in progress (NaN if
     none), and ``settle``: whether the modes at the state, just after an event, remain to be settled (by the next
     call, after the control programs answered)."""
@@ -363,7 +363,7 @@ def _holds(plan: Plan, state: State) -> bool:
     return at is not None and (at is state or (at.controls is state.controls and _key(at) == _key(state)))
 
 
-_STATUS = {RUNNING: "ok", EVENT_STATUS: "event", NOT_FINITE: "diverged", CHATTER: "chatter"}
+_STATUS = {RUNNING: "ok", EVENT_STATUS: "event", NOT_FINITE: "diverged", CHATTER: "chatter", BOOKS: "books"}
 
 
 def run(model: Model, state: State, plan: Plan, dt: float, t_end: float, max_steps: int, trace=NO_TRACE,

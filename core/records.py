@@ -57,6 +57,17 @@ def split(rows: np.ndarray, columns) -> dict[str, np.ndarray]:
 
 
 @njit
+def audit_error(out, y, nq, nv, K, corrections, energy0):
+    """The energy audit's error E − E(0) − Σ work − corrections (thesis §2.3.2) at the state of ``y`` (the work
+    integrals of its K constraints and 4 sources follow q, q̇), from the full evaluation ``out`` there."""
+    sc = out.scalars[0]
+    work = 0.0
+    for c in range(nq + nv, nq + nv + K + 4):
+        work += y[c]
+    return sc.energy_kinetic + sc.energy_gravity + sc.energy_elastic - energy0 - work - corrections
+
+
+@njit
 def write_record(out, ctl, t, y, nq, nv, corrections, iterations, energy0, active, row):
     """Write one row (module docstring) at time t from the full evaluation ``out`` at the integrated vector
     ``y = [q, q̇, work (K + 4), z]``, the controllers' table ``ctl``, the projection's ``iterations`` that produced
@@ -75,20 +86,17 @@ def write_record(out, ctl, t, y, nq, nv, corrections, iterations, energy0, activ
     o += 5
     w = nq + nv                                               # the work integrals in y
     work_c = 0.0
-    work_all = 0.0
     for c in range(K):
         row[o + c] = y[w + c]
         work_c += y[w + c]
     o += K
     row[o] = work_c
     o += 1
-    work_all = work_c
     for s in range(4):
         row[o + s] = y[w + K + s]
-        work_all += y[w + K + s]
     o += 4
     row[o] = corrections
-    row[o + 1] = total - energy0 - work_all - corrections    # the energy audit's error (thesis §2.3.2)
+    row[o + 1] = audit_error(out, y, nq, nv, K, corrections, energy0)
     m = sc.rows
     row[o + 2] = sc.jacobian_rank
     row[o + 3] = 1.0 if (m > 0 and sc.jacobian_rank < m) else 0.0

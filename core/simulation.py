@@ -28,7 +28,7 @@ from .joint_constraints import JOINT_SPACE
 from .model import Model, State
 from .plan import NO_TRACE, one_step, plan_of, run
 from .records import record_width, split
-from .step import (INTEGRATOR_NAMES, DivergenceError, Inputs, controllers_under, evaluate, failure, record_layout,
+from .step import (FAILED, INTEGRATOR_NAMES, DivergenceError, Inputs, controllers_under, evaluate, failure, record_layout,
                    start_programs, steps, touching_at_start)
 
 __all__ = ["Simulation", "Snapshot", "Records", "DivergenceError", "INTEGRATOR_NAMES"]
@@ -299,7 +299,7 @@ class Simulation:
                 raise DivergenceError(failure(status, state.t, h))
         before, logged, taken = self.state, len(self.events), self.steps_taken
         batch = self._batch(t_end, 1)
-        if batch.status in ("diverged", "chatter") or batch.steps == 0:
+        if batch.status in FAILED or batch.steps == 0:
             failed_at = batch.state.t
             self.state, self.steps_taken = before, taken       # a step that failed did not happen
             del self.events[logged:]
@@ -343,7 +343,7 @@ class Simulation:
                         chunks.append(trace[:batch.recorded].copy())
                     else:
                         sink(split(trace[:batch.recorded], columns))
-                if batch.status in ("diverged", "chatter"):
+                if batch.status in FAILED:
                     so_far = None if sink is not None else split(
                         np.concatenate(chunks) if chunks else np.zeros((0, record_width(columns))), columns)
                     raise DivergenceError(failure(batch.status, batch.state.t, self.dt), so_far)

@@ -44,8 +44,17 @@ def evaluate(model: Model, state: State, inputs: Inputs = NO_INPUTS) -> Data:
         return data(model, plan, state)
 
 
+#: The statuses of a batch that stopped short of a step it could not take.
+FAILED = ("diverged", "chatter", "books")
+
+
 def failure(status: str, t: float, dt: float) -> str:
-    """Why a batch stopped short at time t (its status "diverged" or "chatter")."""
+    """Why a batch stopped short at time t (its status one of :data:`FAILED`)."""
+    if status == "books":
+        from .integrators import BOOKS_FACTOR
+        return (f"the step from t = {t:.6g} s (dt = {dt:g} s) left the energy audit's error above "
+                f"{BOOKS_FACTOR:g} of the scene's energy scale (energy from no source): the integration is blowing up (a step too long for a "
+                f"stiff spring, damper or gain); lower dt or use the cash_karp integrator")
     if status == "chatter":
         from .integrators import MAX_EVENTS_PER_STEP
         return (f"more than {MAX_EVENTS_PER_STEP} contact events inside one step at t = {t:.6g} s (chatter: a "
@@ -62,7 +71,7 @@ def step(model: Model, state: State, inputs: Inputs = NO_INPUTS, dt: float | Non
     evaluated, or its events chatter; ``state`` is never modified (the programs answer on copies)."""
     dt = _dt(model, dt)
     batch = steps(model, state, inputs, dt, np.inf, 1)
-    if batch.status in ("diverged", "chatter") or batch.steps < 1:
+    if batch.status in FAILED or batch.steps < 1:
         raise DivergenceError(failure(batch.status, batch.state.t, dt))
     plan = plan_of(model, inputs)
     with plan.lock:
@@ -79,7 +88,7 @@ def steps(model: Model, state: State, inputs: Inputs = NO_INPUTS, dt: float | No
     handlers, on copies, change their declarations and own constraints) and the next call goes on from there —
     Python runs at events only, never between them. A state whose programs have not started is started first
     (:func:`start_programs`). Records as :func:`advance`; the :class:`~core.plan.Batch` returned sums the calls
-    (its status the last one's: "ok", "diverged" or "chatter")."""
+    (its status the last one's: "ok" or one of :data:`FAILED`)."""
     dt = _dt(model, dt)
     state = model.complete(state)
     programs = bool(model.programs)
@@ -175,7 +184,7 @@ def touching_at_start(model: Model, state: State, inputs: Inputs = NO_INPUTS) ->
     plan = plan_of(model, inputs)
     with plan.lock:
         batch = run(model, state, plan, 1.0, state.t, 0, close_touching=True, check_events=False)
-        if batch.status in ("diverged", "chatter"):
+        if batch.status in FAILED:
             raise DivergenceError(failure(batch.status, batch.state.t, 1.0))
         return batch.state, list(batch.events)
 

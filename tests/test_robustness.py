@@ -549,3 +549,43 @@ def test_the_kernel_cache_counts_as_complete_only_with_warms_stamp_for_these_sou
     assert not core.jit.kernels_cached()
     (tmp_path / core.jit.WARM_STAMP).write_text("not json")
     assert not core.jit.kernels_cached()
+
+
+_DAMPED_MJCF = """<mujoco model="damped">
+  <option timestep="0.002" integrator="RK4"/>
+  <worldbody>
+    <body name="link" pos="0 0 1">
+      <joint name="j" type="hinge" axis="0 1 0" damping="5"/>
+      <geom type="capsule" fromto="0 0 0 0.05 0 0" size="0.01" mass="0.02"/>
+    </body>
+  </worldbody>
+</mujoco>
+"""
+
+
+def test_a_run_whose_energy_books_blow_up_is_diverged_not_complete(tmp_path, capsys):
+    """Issue 28, reproducer 2: a 20 g link 5 cm long with MuJoCo-style joint damping (time constant I/d ≈ 3 µs)
+    under RK4 at 2 ms pumps energy in without bound while every number stays finite (q reached 1e24). Judged by
+    the energy audit, the run stops at the last good step, exit 3, keeping what came before."""
+    scene = tmp_path / "damped.xml"
+    scene.write_text(_DAMPED_MJCF)
+    out = tmp_path / "out"
+    assert _run(tmp_path, scene, "--duration", 1, "--out", out, "--quiet") == 3
+    assert "energy audit" in capsys.readouterr().err
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["status"] == "diverged" and "energy audit" in summary["diverged"]["message"]
+    data = np.load(out / "timeseries.npz")
+    E = np.abs(data["energy_kinetic"]) + np.abs(data["energy_gravity"])
+    scale = max(abs(data["energy_total"][0]), E.max())
+    assert np.all(np.abs(data["energy_error"]) <= 0.5 * scale)               # every kept record's books hold
+    sim = core.Simulation(compile_scene(read_spec(scene), str(scene)))
+    with pytest.raises(core.DivergenceError, match="energy audit"):
+        for _ in range(10):
+            sim.step()
+    assert sim.state.t < 0.01 and abs(sim.state.q[0]) < 10 and abs(sim.energy_error()) <= 0.5 * abs(sim._energy0)
+    # the same link with a step the damper allows runs to the end, its books balanced
+    stable = Path(str(scene).replace("damped", "stable"))
+    stable.write_text(_DAMPED_MJCF.replace('timestep="0.002"', 'timestep="0.000002"'))
+    sim = core.Simulation(compile_scene(read_spec(stable), str(stable)))
+    sim.run(0.01)
+    assert abs(sim.energy_error()) < 1e-6
