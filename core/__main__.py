@@ -122,7 +122,7 @@ def _run(args) -> int:
     diverged = None
     try:
         sim.run(duration, record_every=args.record_every, progress=sys.stderr.isatty() and not args.quiet,
-                sink=writer)
+                sink=writer, max_steps=args.max_steps)
     except DivergenceError as exc:
         diverged = str(exc)
     except BaseException:

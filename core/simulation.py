@@ -307,7 +307,7 @@ class Simulation:
         return self.state
 
     def run(self, duration: float, record_every: int = 1, progress: bool = False,
-            sink=None) -> dict[str, np.ndarray] | None:
+            sink=None, max_steps: int | None = None) -> dict[str, np.ndarray] | None:
         """Step until ``duration`` more seconds of simulated time have passed; returns the recorded time series
         as arrays (:mod:`core.records`: the state it starts from, every ``record_every``-th step and the last;
         per-constraint arrays have one column per constraint, in ``model.constraint_names`` order). Whole
@@ -318,7 +318,10 @@ class Simulation:
         With ``sink`` (a callable), the records are not kept: each chunk of at most a few thousand rows goes to
         ``sink(chunk)`` as soon as it is recorded (the same dict of arrays), so memory stays bounded however long
         the run; ``run`` then returns None, and on divergence every chunk up to the last good state has been
-        handed over before the error is raised."""
+        handed over before the error is raised.
+
+        With ``max_steps``, at most that many steps are taken (adaptive ones counted as taken): a run that has not
+        reached its end by then stops with :class:`DivergenceError` naming the step size it came down to."""
         t_end = self.state.t + duration
         eps = 1e-12 * max(1.0, abs(t_end))
         columns = record_layout(self.model, self.inputs)
@@ -333,10 +336,22 @@ class Simulation:
                        bar_format="{l_bar}{bar}| {n:.2f}/{total:.2f} s [{elapsed}<{remaining}]")
         start = time.perf_counter()
         since, shown, first = 0, self.state.t, True
+        budget = (1 << 62) if max_steps is None else int(max_steps)
+        t0, taken = self.state.t, 0
+
+        def kept():
+            return None if sink is not None else split(
+                np.concatenate(chunks) if chunks else np.zeros((0, record_width(columns))), columns)
         try:
             while first or self.state.t < t_end - eps:
-                batch = self._batch(t_end, 0 if first else 1 << 62, trace, since, first, record_every)
+                if not first and taken >= budget:
+                    raise DivergenceError(
+                        f"the run took its {budget} steps (max_steps) and reached only t = {self.state.t:.6g} s of "
+                        f"{t_end:.6g} s: its steps averaged {(self.state.t - t0) / max(taken, 1):.3g} s against dt = "
+                        f"{self.dt:g} s (an adaptive tolerance too tight to meet?)", kept())
+                batch = self._batch(t_end, 0 if first else budget - taken, trace, since, first, record_every)
                 first = False
+                taken += batch.steps
                 since = batch.since
                 if batch.recorded:
                     if sink is None:
@@ -344,9 +359,7 @@ class Simulation:
                     else:
                         sink(split(trace[:batch.recorded], columns))
                 if batch.status in FAILED:
-                    so_far = None if sink is not None else split(
-                        np.concatenate(chunks) if chunks else np.zeros((0, record_width(columns))), columns)
-                    raise DivergenceError(failure(batch.status, batch.state.t, self.dt), so_far)
+                    raise DivergenceError(failure(batch.status, batch.state.t, self.dt), kept())
                 if bar is not None and self.state.t - shown >= 0.01 * duration:
                     bar.update(self.state.t - shown)
                     shown = self.state.t

@@ -589,3 +589,36 @@ def test_a_run_whose_energy_books_blow_up_is_diverged_not_complete(tmp_path, cap
     sim = core.Simulation(compile_scene(read_spec(stable), str(stable)))
     sim.run(0.01)
     assert abs(sim.energy_error()) < 1e-6
+
+
+def test_adaptive_runs_are_bounded_by_the_steps_they_take(tmp_path, capsys):
+    """Issue 28, reproducer 3: cash_karp with a tolerance no double can meet accepted only 1e-12 s steps and wrote
+    430 MB a minute, because the guard counted duration / dt. Such a tolerance is refused by the validator, and a
+    run whose adaptive steps come out shorter than dt stops at --max-steps steps taken, keeping its records."""
+    spec = json.loads((SCENES / "four_bar.json").read_text())
+    spec.setdefault("simulation", {}).update(integrator="cash_karp", tolerance=1e-30)
+    scene = tmp_path / "tight.json"
+    scene.write_text(json.dumps(spec))
+    assert _run(tmp_path, scene, "--duration", 1, "--out", tmp_path / "a") == 2
+    assert "$.simulation.tolerance" in capsys.readouterr().err and not (tmp_path / "a").exists()
+    spec["simulation"]["tolerance"] = 1e-14                                 # met, with steps below dt = 1 ms
+    scene.write_text(json.dumps(spec))
+    out = tmp_path / "b"
+    assert _run(tmp_path, scene, "--duration", 1, "--max-steps", 1000, "--out", out, "--quiet") == 3
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["status"] == "diverged" and "1000 steps" in summary["diverged"]["message"]
+    assert summary["records"] == 1001 and summary["diverged"]["last_good_t_s"] < 0.9
+
+
+def test_event_isolation_ends_below_the_spacing_of_doubles(tmp_path):
+    """Issue 28, reproducer 4: the ball dropped from 10 m with event_tolerance 1e-15 (below the spacing of doubles
+    at t = 8 s) spun for ever at its bounce. The bisection runs on the step's own offsets: it ends, and every
+    bounce is isolated."""
+    spec = json.loads((SCENES / "bouncing_ball.json").read_text())
+    spec["bodies"][0]["joint"]["q0"][2] = 10.0
+    spec["simulation"]["event_tolerance"] = 1e-15
+    sim = core.Simulation(compile_scene(parse_spec(spec), "ball"))
+    sim.run(9.0)
+    bounces = [e for e in sim.events if e.kind == "bounce"]
+    assert len(bounces) >= 5 and bounces[4].t > 8.0
+    assert sim.state.q[2] > 0.1 - 1e-9

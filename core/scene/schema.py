@@ -490,7 +490,8 @@ class SimulationSettings(Strict):
     multipliers (McClamroch) would amplify errors by 1/σ², so that formulation drops the direction and flags it."""
     dt: Positive = 0.001
     integrator: Literal["rk4", "cash_karp", "semi_implicit_euler"] = "rk4"
-    tolerance: Positive = 1e-8                # error tolerance of the adaptive cash_karp integrator
+    tolerance: Annotated[float, Field(ge=1e-14, le=1.0)] = 1e-8   # cash_karp's error tolerance (1e-14: a few
+    #                                                                 ulps of a unit state; tighter is never met)
     formulation: Literal["dynamic_constraints", "projection", "multipliers"] = "dynamic_constraints"
     rank_tolerance: Annotated[float, Field(gt=0, lt=1)] = 1e-3
     solver: SolverSettings = Field(default_factory=SolverSettings)
