@@ -663,15 +663,15 @@ def test_a_programs_parameters_are_edited_in_the_inspector_and_reach_the_simulat
     win.selection.set(("programs", 0))
     editor = win.inspector.editor("parameters")
     params = dict(win.document.spec.programs[0].parameters)
-    editor.edit.setText(json.dumps({**params, "speed": 0.2}))
-    editor.edit.editingFinished.emit()
+    editor.edit.setPlainText(json.dumps({**params, "speed": 0.2}))
+    editor.edit.finished.emit()                          # (a JSON field is a text area: it commits leaving it)
     assert win.document.spec.programs[0].parameters["speed"] == 0.2
     qtbot.waitUntil(lambda: _latest(win).model.programs[0].parameters["speed"] == 0.2, timeout=20_000)
     win.undo_action.trigger()
     assert win.document.spec.programs[0].parameters["speed"] == params["speed"]
     editor = win.inspector.editor("parameters")
-    editor.edit.setText(json.dumps({**params, "stance_control": "telepathy"}))
-    editor.edit.editingFinished.emit()
+    editor.edit.setPlainText(json.dumps({**params, "stance_control": "telepathy"}))
+    editor.edit.finished.emit()                          # (a JSON field is a text area: it commits leaving it)
     assert "'virtual_leg' or 'contact_force'" in editor.error_label.text()
     assert win.document.spec.programs[0].parameters["stance_control"] == "contact_force"
 
