@@ -6,7 +6,7 @@ without a display:
 
 - :mod:`studio.document` — edits of a scene spec as pure functions, saving, kinds and units;
 - :mod:`studio.run` — messages between the threads, stepping, the timeline, reloads, the plots' samples and
-  history, records for exports, events;
+  history, records for exports, events, the log of notices the Messages dock shows;
 - :mod:`studio.geometry` — poses, camera framing, glyphs and picking as NumPy.
 
 Everything that imports Qt is under :mod:`studio.qt`, in the same rooms: ``window`` (the main window and its

@@ -30,6 +30,7 @@ import time
 from pathlib import Path
 
 from studio import DEFAULT_SCENE
+from studio.run.notices import caught_import_warnings
 
 __all__ = ["main"]
 
@@ -85,6 +86,7 @@ def main(argv=None) -> int:
     from PySide6.QtWidgets import QApplication
 
     from studio.qt.run.kernels import KernelWarmup, WarmProcess, compile_alongside, kernels_needed
+    from studio.run.notices import Severity
     # First run of this version here: compile the kernels in a child process (the GIL-holding compiler must not
     # run in this process), from now on if there are cores enough, else once the scene is read.
     started = time.monotonic()
@@ -122,6 +124,8 @@ def main(argv=None) -> int:
     window = MainWindow(model, path=args.scene, settings=settings,
                         warmup=KernelWarmup(warm) if warm is not None else None)
     window.resize(*args.size)
+    for note in loader.notes:
+        window.status.log.post(note, Severity.WARNING, source="import")
     if args.speed is not None:
         window.controls.set_speed(args.speed)
     if args.select:
@@ -167,6 +171,7 @@ class _SceneLoader:
 
     def __init__(self, path: Path, inertia: str | None = None):
         self.model = self.error = None
+        self.notes: list[str] = []          # what an importer dropped from a robot file (for the Messages dock)
         self._inertia = inertia
         self._thread = threading.Thread(target=self._load, args=(path,), name="limbstudio scene loader",
                                         daemon=True)
@@ -174,7 +179,7 @@ class _SceneLoader:
 
     def _load(self, path: Path) -> None:
         try:
-            model = load_model(path, self._inertia)
+            model, self.notes = caught_import_warnings(load_model, path, self._inertia)
         except Exception as exc:              # noqa: BLE001 — reported before any window appears, never a traceback
             self.error = exc
             return

@@ -10,10 +10,13 @@ document itself keeps only the include, so saving it writes the include, not the
 
 The file is resolved against the document's folder when the document is read and held as an absolute path in
 memory; saving writes it relative to the saved document's folder again (:func:`relative_file`). A robot file
-that changed on disk is read again (the cache is keyed on its path, size and modification time).
+that changed on disk is read again (the cache is keyed on its path, size and modification time). What the
+importer warned about reading it (``URDFWarning``, ``MJCFWarning``: what it dropped) is warned again on every read,
+cached or not, so each opening of the file says it.
 """
 from __future__ import annotations
 
+import warnings
 from functools import lru_cache
 from pathlib import Path
 
@@ -40,16 +43,25 @@ def robot_scene(include: RobotInclude) -> Scene:
         raise SceneError([Problem("robot", f"cannot read the file: {exc}")], str(path)) from None
     key = (str(path), st.st_size, st.st_mtime_ns, include.base, include.inertia,
            tuple(sorted(include.q0.items())), include.base_pose)
-    return _read(key)
+    scene, said = _read(key)
+    for message in said:
+        warnings.warn(message, stacklevel=2)
+    return scene
 
 
 @lru_cache(maxsize=8)
-def _read(key) -> Scene:
+def _read(key) -> tuple[Scene, tuple[Warning, ...]]:
+    """The robot's scene and the warnings its importer gave, in order."""
     file, _, _, base, inertia, q0, base_pose = key
-    if Path(file).suffix.lower() == ".xml":
-        return _mjcf(file, base, dict(q0), base_pose)
-    from .urdf import urdf_to_spec
-    return urdf_to_spec(file, floating_base=base == "floating", inertia=inertia, q0=dict(q0), base_pose=base_pose)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        if Path(file).suffix.lower() == ".xml":
+            scene = _mjcf(file, base, dict(q0), base_pose)
+        else:
+            from .urdf import urdf_to_spec
+            scene = urdf_to_spec(file, floating_base=base == "floating", inertia=inertia, q0=dict(q0),
+                                 base_pose=base_pose)
+    return scene, tuple(w.message for w in caught)
 
 
 def _mjcf(file: str, base: str, q0: dict, base_pose) -> Scene:

@@ -28,7 +28,7 @@ class CommandKind(enum.Enum):
 
     PLAY = "play"
     PAUSE = "pause"
-    STEP = "step"                # pause, then advance exactly one time step
+    STEP = "step"                # value None or n: pause, then advance exactly one (or n) time steps
     RESET = "reset"              # pause, then go back to the initial state
     LOAD = "load"                # value (spec, keep_state[, model]): run a new spec; keep the state when the joints
                                  # are unchanged (model: the spec compiled already, by the GUI's validation)
@@ -41,6 +41,8 @@ class CommandKind(enum.Enum):
     PULL = "pull"                # value (body, point in body frame, world target, stiffness, damping)
     RELEASE = "release"          # let go of the mouse spring
     RESIDUAL_LIMIT = "residual_limit"   # value: pause when a constraint's solve residual exceeds it
+    CALL = "call"                # value (function, future): future gets function(simulation) at a step boundary,
+                                 # after what came before it has been sent (a script's reads: the console's sim)
     QUIT = "quit"                # leave the loop; the thread then finishes
 
 

@@ -13,6 +13,7 @@ from pathlib import Path
 import core
 from PySide6.QtCore import QObject, Signal, Slot
 from PySide6.QtGui import QUndoCommand, QUndoStack
+from studio.document import edits
 from studio.document.jsontext import save_document
 
 __all__ = ["SceneDocument", "SpecCommand", "untitled_spec", "is_robot_file"]
@@ -122,6 +123,20 @@ class SceneDocument(QObject):
             return
         self.undo_stack.push(SpecCommand(self, self._spec, new_spec, text, merge_key, select, select_before,
                                          changes))
+
+    def set_value(self, path: tuple, value, text: str | None = None) -> None:
+        """Set the field at ``path`` (e.g. ``("forces", 0, "stiffness")``) to ``value`` as one undoable step, as
+        the inspector does (:func:`studio.document.edits.set_value`; raises ``core.SceneError`` naming what is
+        wrong, and the document stays as it was)."""
+        path = tuple(path)
+        new = edits.set_value(self._spec, path, value)
+        self.apply(new, text or f"Set {edits.json_path(path)} to {value!r}", changes=((path, value),))
+
+    def undo(self) -> None:
+        self.undo_stack.undo()
+
+    def redo(self) -> None:
+        self.undo_stack.redo()
 
     def _set_spec(self, spec, select, changes=None, text: str = "") -> None:
         self._spec = spec

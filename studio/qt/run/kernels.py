@@ -8,30 +8,38 @@ studio's own process — even on the worker thread — would leave the window un
 scene drawn at t = 0 and editable, and starts the simulation worker when the child has finished; the worker then
 loads the kernels from the cache. If the child fails, the worker compiles them itself.
 
+The cache can also be judged complete wrongly (a numba upgrade, another CPU, a cache copied in): the worker then
+loads the kernels inside :func:`refusing_compiles`, so the first kernel missing from the cache raises
+:class:`KernelsNotCached` instead of compiling in this process (for minutes, with the GUI thread starved of the
+GIL for seconds at a time); the worker then runs the same child process and loads again (:mod:`studio.qt.run.worker`).
+
 - :class:`WarmProcess` (any thread; plain Python, no Qt): the child process. ``python -m studio`` starts it before
   anything else, so that it overlaps reading the scene.
 - :class:`KernelWarmup` (GUI thread): watches a :class:`WarmProcess` on a timer (never blocking) and reports
   ``progress`` once a second and ``finished`` once.
+- :func:`refusing_compiles` (the calling thread): no kernel compiles on it while inside.
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
 from PySide6.QtCore import QObject, QTimer, Signal
 
-__all__ = ["WARM_COMMAND", "WarmProcess", "KernelWarmup", "kernels_needed", "compiling_message",
-           "compile_alongside"]
+__all__ = ["WARM_COMMAND", "WarmProcess", "KernelWarmup", "KernelsNotCached", "kernels_needed", "compiling_message",
+           "compile_alongside", "refusing_compiles"]
 
 #: The command that compiles (or loads) every kernel of the core and exits (core/warmup.py).
 WARM_COMMAND = (sys.executable, "-m", "core", "warm", "--quiet")
 
 #: The folder the child runs in: the one that holds the ``core`` package, so ``-m core`` finds this very copy.
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def kernels_needed() -> bool:
@@ -63,6 +71,38 @@ def compiling_message(seconds: float, hint: bool = True) -> str:
     return f"{text}  The scene can be browsed and edited meanwhile; the simulation starts when they are ready."
 
 
+class KernelsNotCached(Exception):
+    """A kernel this process needs is not in the on-disk cache (raised inside :func:`refusing_compiles`)."""
+
+
+@contextlib.contextmanager
+def refusing_compiles():
+    """Within, a kernel that would compile on the calling thread and be cached raises :class:`KernelsNotCached`
+    instead (numba's ``numba:compile`` event, which comes only after the cache missed); loading from the cache
+    goes on, kernels that are never cached (numba's own small constructors) compile as ever (milliseconds), and
+    other threads compile as usual. Nothing is refused without numba (``LIMBSTUDIO_NO_JIT``)."""
+    if os.environ.get("LIMBSTUDIO_NO_JIT"):
+        yield
+        return
+    from numba.core import caching, event
+
+    caller = threading.get_ident()
+
+    class Refuse(event.Listener):
+        def on_start(self, ev):
+            dispatcher = ev.data.get("dispatcher")
+            cached = not isinstance(getattr(dispatcher, "_cache", None), (caching.NullCache, type(None)))
+            if cached and threading.get_ident() == caller:
+                name = getattr(getattr(dispatcher, "py_func", None), "__qualname__", "a kernel")
+                raise KernelsNotCached(f"{name} is not in the kernel cache")
+
+        def on_end(self, ev):
+            pass
+
+    with event.install_listener("numba:compile", Refuse()):
+        yield
+
+
 class WarmProcess:
     """Any thread (plain Python). The child process that runs ``command`` (default :data:`WARM_COMMAND`), its
     output kept in a temporary file (a pipe nobody reads could fill up and stall it). A command that cannot be
@@ -90,6 +130,17 @@ class WarmProcess:
     @property
     def elapsed(self) -> float:
         return time.monotonic() - self.started
+
+    def failure(self) -> str:
+        """Why the process failed (its exit code and the last line it printed), after it has ended; also printed
+        on stderr with the last lines of its output."""
+        code = self.poll()
+        tail = self.output().splitlines()
+        why = f"exit code {code}" + (f": {tail[-1]}" if tail else "")
+        message = f"compiling the physics kernels in a separate process failed ({why})"
+        print(f"limbstudio: {message}\n  command: {' '.join(self.command)}\n"
+              + "\n".join("  " + line for line in tail[-20:]), file=sys.stderr)
+        return message
 
     def output(self, limit: int = 2000) -> str:
         """The last ``limit`` characters the process printed (or why it could not start)."""
@@ -164,13 +215,7 @@ class KernelWarmup(QObject):
             return
         self._timer.stop()
         self.done, self.ok = True, code == 0
-        if code == 0:
-            message = f"the physics kernels are compiled ({self.process.elapsed:.0f} s)"
-        else:
-            tail = self.process.output().splitlines()
-            why = f"exit code {code}" + (f": {tail[-1]}" if tail else "")
-            message = f"compiling the physics kernels in a separate process failed ({why})"
-            print(f"limbstudio: {message}\n  command: {' '.join(self.process.command)}\n"
-                  + "\n".join("  " + line for line in tail[-20:]), file=sys.stderr)
+        message = f"the physics kernels are compiled ({self.process.elapsed:.0f} s)" if code == 0 else \
+            self.process.failure()
         self.process.close()
         self.finished.emit(self.ok, message)

@@ -3,23 +3,27 @@
 Thread: GUI. :class:`SimulationThread` lives on the GUI thread. It starts a :class:`studio.qt.run.worker.SimulationWorker`
 on a QThread, sends it ordered commands through a ``queue.Queue`` and receives what it emits over queued
 connections: snapshots latest-wins (however many arrive while the GUI is busy, only the newest is delivered, once,
-as ``snapshot_ready``), sample batches and messages every one, in order.
+as ``snapshot_ready``), sample batches and messages every one, in order. :meth:`SimulationThread.call` is the one
+way to wait for the worker (a script in the console reading the state): it blocks the GUI thread until the worker
+has answered, which it does between steps.
 """
 from __future__ import annotations
 
+import concurrent.futures
 import functools
 import math
 import queue
 import sys
 
-from PySide6.QtCore import QObject, QThread, QTimer, Signal, Slot
+from PySide6.QtCore import QCoreApplication, QEvent, QObject, QThread, QTimer, Signal, Slot
 
 from studio.run.messages import Command, CommandKind, Edit, SampleBatch, Snapshot
 from studio.qt.run.worker import SimulationWorker
 
-__all__ = ["SimulationThread", "SWITCH_INTERVAL"]
+__all__ = ["SimulationThread", "SWITCH_INTERVAL", "CALL_TIMEOUT"]
 
 SWITCH_INTERVAL = 0.0005   # s: how long a thread may keep the GIL while another one waits for it
+CALL_TIMEOUT = 60.0        # s: how long call() waits for the worker by default (a frame's batch takes ms)
 
 
 class SimulationThread(QObject):
@@ -28,7 +32,7 @@ class SimulationThread(QObject):
     snapshot_ready = Signal(object)   # the newest Snapshot
     samples_ready = Signal(object)    # every SampleBatch, in order
     error = Signal(str)               # the simulation paused, or a command failed
-    notice = Signal(str)              # an event of the run (a constraint broke …)
+    notice = Signal(str, float)       # an event of the run (a constraint broke …) and its simulated time
     busy = Signal(str)                # what keeps the worker busy for a while (compiling the kernels); "": done
 
     def __init__(self, simulation, parent=None, **worker_options):
@@ -73,8 +77,9 @@ class SimulationThread(QObject):
     def pause(self) -> None:
         self.send(CommandKind.PAUSE)
 
-    def step(self) -> None:
-        self.send(CommandKind.STEP)
+    def step(self, count: int = 1) -> None:
+        """Pause, then advance ``count`` time steps (fewer if the run diverges: it pauses and says why)."""
+        self.send(CommandKind.STEP, None if count == 1 else int(count))
 
     def reset(self) -> None:
         self.send(CommandKind.RESET)
@@ -119,6 +124,26 @@ class SimulationThread(QObject):
     def set_residual_limit(self, limit: float) -> None:
         self.send(CommandKind.RESIDUAL_LIMIT, float(limit))
 
+    def call(self, function, timeout: float = CALL_TIMEOUT):
+        """``function(simulation)`` run on the worker thread after every command sent before it, and its result
+        (its exception is raised here). Waits (GUI thread) up to ``timeout`` s; then what the worker sent until it
+        answered has been delivered (``samples_ready``, ``latest``). Raises RuntimeError when the worker is not
+        ready (the kernels still load or compile: no snapshot yet) or has stopped, and TimeoutError when it does
+        not answer."""
+        if not self._thread.isRunning() or self.latest is None:
+            raise RuntimeError("the simulation is not running: it starts once the physics kernels are ready "
+                               "(View ▸ Messages counts the seconds), and stops when the window closes")
+        future = concurrent.futures.Future()
+        self.send(CommandKind.CALL, (function, future))
+        try:
+            result = future.result(timeout)
+        except concurrent.futures.TimeoutError:
+            raise TimeoutError(f"the simulation did not answer within {timeout:g} s (busy compiling or in a long "
+                               "step); try again") from None
+        QCoreApplication.sendPostedEvents(self, QEvent.Type.MetaCall)    # the worker's signals queued until now
+        self._deliver()
+        return result
+
     def shutdown(self, timeout_ms: int = 5000) -> bool:
         """Stop the worker and wait for its thread to finish; True when it did within ``timeout_ms``."""
         return _stop(self._commands, self._thread, timeout_ms)
@@ -146,9 +171,9 @@ class SimulationThread(QObject):
     def _receive_error(self, message: str) -> None:
         self.error.emit(message)
 
-    @Slot(str)
-    def _receive_notice(self, message: str) -> None:
-        self.notice.emit(message)
+    @Slot(str, float)
+    def _receive_notice(self, message: str, t: float) -> None:
+        self.notice.emit(message, t)
 
     @Slot(str)
     def _receive_busy(self, message: str) -> None:

@@ -45,10 +45,13 @@ silently.
 
 First use: the core's kernels are compiled once per version and machine and cached on disk. The main window has
 them compiled in a separate process before it starts this worker when the cache is cold (:mod:`studio.qt.run.kernels`);
-if that failed, they compile here, on the worker thread, never on the GUI thread (about a minute), and loading them
-from the cache takes about a second. The worker's constructor evaluates nothing: before the first evaluation in
-the process, ``busy`` says the kernels are being prepared; the worker then evaluates the initial state, steps once
-and restores its snapshot (so that Play does not stall later) and clears the message (``busy("")``).
+loading them from the cache takes a few seconds. The worker's constructor evaluates nothing: before the first
+evaluation in the process, ``busy`` says the kernels are being loaded (the GUI counts the seconds); the worker then
+evaluates the initial state, steps once and restores its snapshot (so that Play does not stall later) and clears
+the message (``busy("")``). It loads them refusing to compile any (:func:`~studio.qt.run.kernels.refusing_compiles`):
+when the cache was judged complete wrongly, it runs the separate compile itself (``busy`` says so, the window stays
+live) and loads again. Only if that process fails do they compile here, on the worker thread (minutes, the window
+sluggish), never on the GUI thread.
 """
 from __future__ import annotations
 
@@ -59,6 +62,7 @@ import time
 import numpy as np
 from PySide6.QtCore import QObject, QThread, Signal, Slot
 
+from studio.qt.run.kernels import KernelsNotCached, WarmProcess, refusing_compiles
 from studio.run.events import CONTACT_KINDS
 from studio.run.messages import Command, CommandKind, Marker, SampleBatch, Snapshot, frozen_copy, frozen_records
 from core.drawing import draw_list
@@ -76,6 +80,8 @@ MAX_BATCH = 2000           # steps in one Simulation.run call at most (a frame's
 PREPARING = ("Compiling the physics kernels on the simulation thread (the first run of this version on this "
              "machine: about a minute or two); the scene can be edited meanwhile…")
 LOADING = "Loading the compiled physics kernels…"
+COMPILING = ("Compiling the physics kernels in a separate process (the cache lacked some: about two minutes); the "
+             "scene can be edited meanwhile…")
 
 #: Kinds of simulation (their types: every core.Simulation runs the same compiled pipeline) already evaluated and
 #: stepped in this process: their kernels are compiled (or loaded from the cache) and the next one starts at once.
@@ -92,15 +98,16 @@ class SimulationWorker(QObject):
 
     Signals (emitted on the worker thread; connect them to objects on the GUI thread): ``snapshot``
     (:class:`Snapshot`), ``samples`` (:class:`SampleBatch`), ``error`` (str: the simulation paused),
-    ``notice`` (str: an event such as a broken constraint), ``busy`` (str: what keeps the worker from answering for
-    a while, such as compiling the kernels; "" when it is done), ``finished`` (after QUIT).
+    ``notice`` (str, float: an event such as a broken constraint, and its simulated time), ``busy`` (str: what
+    keeps the worker from answering for a while, such as compiling the kernels; "" when it is done), ``finished``
+    (after QUIT).
 
     The constructor (on the GUI thread) only stores ``simulation``: it is first evaluated in :meth:`run`."""
 
     snapshot = Signal(object)
     samples = Signal(object)
     error = Signal(str)
-    notice = Signal(str)
+    notice = Signal(str, float)
     busy = Signal(str)
     finished = Signal()
 
@@ -157,16 +164,13 @@ class SimulationWorker(QObject):
             self._branch = None
             self._rebase_recording()
         kind = type(sim).__qualname__
-        first = kind not in _PREPARED
-        if first:
-            self.busy.emit(_preparing_message())
-        try:
+        if kind in _PREPARED:
             self._layout = _layout_of(sim)
             self._sample()
-            if first:
-                _warm_up_step(sim)
-        finally:
-            if first:
+        else:
+            try:
+                self._prepare(sim)
+            finally:
                 _PREPARED.add(kind)
                 self.busy.emit("")
         self._batched = self.batches and _runs_batches(sim) and self._layout is not None
@@ -180,6 +184,45 @@ class SimulationWorker(QObject):
         self._last_emit_wall, self._last_emit_t = self._anchor_wall, sim.state.t
         if new_run and self._recording is not None:
             self._take_frames()                 # the first frame of the new run
+
+    def _prepare(self, sim) -> None:
+        """The first evaluation and step of ``sim``'s kind in this process: its kernels load from the cache, or
+        compile in a separate process if they are missing (module docstring)."""
+        message = _preparing_message()
+        self.busy.emit(message)
+        if message == LOADING:
+            try:
+                with refusing_compiles():
+                    self._evaluate(sim)
+                return
+            except KernelsNotCached:
+                self.busy.emit(LOADING if self._compile_in_child() else PREPARING)
+        self._evaluate(sim)
+
+    def _evaluate(self, sim) -> None:
+        self._layout = _layout_of(sim)
+        self._sample()
+        _warm_up_step(sim)
+
+    def _compile_in_child(self) -> bool:
+        """Compile the kernels in a separate process (:class:`~studio.qt.run.kernels.WarmProcess`) and wait for
+        it, saying so; True when it succeeded. A QUIT waiting in the queue (the window closed) ends the process and
+        raises :class:`~studio.qt.run.kernels.KernelsNotCached`, leaving the QUIT to the loop."""
+        self.busy.emit(COMPILING)
+        process = WarmProcess()
+        try:
+            while process.poll() is None:
+                with self._commands.mutex:
+                    quit_asked = any(c.kind is CommandKind.QUIT for c in self._commands.queue)
+                if quit_asked:
+                    raise KernelsNotCached("the window closed before the kernels were compiled")
+                time.sleep(0.2)
+            if process.poll() != 0:
+                self.error.emit(f"{process.failure()}; compiling them on the simulation thread instead")
+                return False
+            return True
+        finally:
+            process.close()
 
     # ---- the loop ------------------------------------------------------------------------------------------
     @Slot()
@@ -251,8 +294,9 @@ class SimulationWorker(QObject):
             self._playing = False
         elif kind is CommandKind.STEP:
             self._playing = False
-            if self._check_finite():
-                self._step_once()
+            for _ in range(1 if value is None else int(value)):
+                if not (self._check_finite() and self._step_once()):
+                    break
         elif kind is CommandKind.RESET:
             self._playing = False
             sim.reset()
@@ -291,6 +335,15 @@ class SimulationWorker(QObject):
             sim.clear_pull()
         elif kind is CommandKind.RESIDUAL_LIMIT:
             self.residual_limit = float(value)
+        elif kind is CommandKind.CALL:
+            function, future = value
+            try:
+                result = function(sim)
+            except BaseException as exc:      # the caller's to see, not the simulation's
+                future.set_exception(exc)
+                return
+            self._emit()                      # what the commands before it changed reaches the GUI first
+            future.set_result(result)
         else:
             raise ValueError(f"unknown command {kind!r}")
 
@@ -603,7 +656,7 @@ class SimulationWorker(QObject):
         for event in events[self._events_seen:]:
             self._events.append(event)
             if event.kind not in CONTACT_KINDS:
-                self.notice.emit(describe_event(event))
+                self.notice.emit(describe_event(event), float(event.t))
         self._events_seen = len(events)
 
     # ---- output --------------------------------------------------------------------------------------------
@@ -713,6 +766,8 @@ def _warm_up_step(sim) -> None:
     try:
         with np.errstate(all="ignore"):
             sim.step()
+    except KernelsNotCached:
+        raise
     except Exception:
         pass
     finally:

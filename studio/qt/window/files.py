@@ -3,7 +3,8 @@ lost; plus the settings file where recent files and the window layout are rememb
 
 Thread: GUI. :class:`FileActions` owns the actions and talks to the :class:`studio.qt.document.document.SceneDocument`;
 errors (a malformed scene, a file that cannot be written) are shown with every problem the validator found, and
-the document is left as it was.
+the document is left as it was. What an importer dropped from a robot file (its warnings) goes out as
+``import_warning``, one each (the Messages dock lists them).
 """
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from core.scene import SceneError
 
 from studio import SCENES_DIR
 from studio.qt.document.document import untitled_spec
+from studio.run.notices import caught_import_warnings
 
 __all__ = ["FileActions", "open_settings", "MAX_RECENT"]
 
@@ -35,10 +37,12 @@ class FileActions(QObject):
     """GUI thread. File actions of one window (``parent_widget`` hosts the dialogs).
 
     ``ask_to_save`` (replaceable, e.g. in tests) returns "save", "discard" or "cancel" for a document with unsaved
-    edits. Signals: ``message(str)`` for the status bar; ``error(str)`` for what must be seen (a dialog)."""
+    edits. Signals: ``message(str)`` for the status bar; ``error(str)`` for what must be seen (a dialog);
+    ``import_warning(str)`` for each thing an importer dropped or approximated."""
 
     message = Signal(str)
     error = Signal(str)
+    import_warning = Signal(str)
 
     def __init__(self, document, settings: QSettings, parent_widget, parent=None):
         super().__init__(parent)
@@ -124,7 +128,7 @@ class FileActions(QObject):
         if ask and not self.may_discard():
             return False
         try:
-            self._document.open(path)
+            _, notes = caught_import_warnings(self._document.open, path)
         except SceneError as exc:
             self.error.emit(str(exc))
             return False
@@ -132,7 +136,10 @@ class FileActions(QObject):
             self.error.emit(f"cannot open {path}: {type(exc).__name__}: {exc}")
             return False
         self.remember(Path(path))
-        self.message.emit(f"opened {path}")
+        for note in notes:
+            self.import_warning.emit(note)
+        self.message.emit(f"opened {path}" + (f" ({len(notes)} import warning{'s' * (len(notes) > 1)}: "
+                                              "see View ▸ Messages)" if notes else ""))
         return True
 
     def save(self) -> bool:

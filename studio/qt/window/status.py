@@ -1,15 +1,21 @@
 """The status bar: simulated time, the real-time factor achieved (and asked for), the cost per step (every scene
 runs on the core's one compiled pipeline, in batches: there is no slower path to report) and the energy audit's
 error; messages (a divergence, a broken constraint, a saved file) on its left, and what keeps the simulation busy
-(the kernels compiling on first use), which stays until it is done.
+(the kernels compiling or loading on first use) with the seconds it has taken, which stays until it is done.
 
-Thread: GUI. :class:`StatusBar` only formats what snapshots and messages say.
+Thread: GUI. :class:`StatusBar` only formats what snapshots and messages say. Every message it is given is also
+posted to its :class:`~studio.run.notices.NoticeLog` (``log``), which the Messages dock lists: notes as
+information, errors as errors, and what keeps the simulation busy as one notice whose seconds count up in place.
 """
 from __future__ import annotations
 
 import math
+import time
 
+from PySide6.QtCore import QTimer
 from PySide6.QtWidgets import QLabel, QStatusBar
+
+from studio.run.notices import NoticeLog, Severity
 
 __all__ = ["StatusBar"]
 
@@ -17,10 +23,12 @@ ERROR_STYLE = "QStatusBar { color: #ff8a75; }"
 
 
 class StatusBar(QStatusBar):
-    """GUI thread. ``time_label``, ``rate_label``, ``cost_label`` and ``energy_label`` are permanent widgets."""
+    """GUI thread. ``time_label``, ``rate_label``, ``cost_label`` and ``energy_label`` are permanent widgets;
+    ``log`` (default: a new one) keeps every message shown."""
 
-    def __init__(self, parent=None):
+    def __init__(self, parent=None, log: NoticeLog | None = None):
         super().__init__(parent)
+        self.log = log if log is not None else NoticeLog()
         self.time_label = self._label("time_label", "t = 0.000 s", "Simulated time")
         self.rate_label = self._label("rate_label", "paused", "Real-time factor achieved (simulated seconds per "
                                       "wall-clock second) and the one asked for")
@@ -31,6 +39,12 @@ class StatusBar(QStatusBar):
         for label in (self.energy_label, self.cost_label, self.rate_label, self.time_label):
             self.addPermanentWidget(label)
         self._busy = ""
+        self._busy_text = ""             # what the busy message says, without the seconds the counter adds
+        self._busy_since: float | None = None
+        self._busy_notice = None
+        self._counter = QTimer(self)
+        self._counter.setInterval(1000)
+        self._counter.timeout.connect(self._count)
         self.messageChanged.connect(self._message_changed)
 
     def _label(self, name: str, text: str, tip: str) -> QLabel:
@@ -58,28 +72,65 @@ class StatusBar(QStatusBar):
             self.setStyleSheet("")
             self.clearMessage()
 
-    def error(self, message: str) -> None:
+    def error(self, message: str, source: str = "studio") -> None:
         """A message that stays until the next one (the simulation paused, a command failed)."""
         self.setStyleSheet(ERROR_STYLE)
         self.showMessage(message)
+        self.log.post(message, Severity.ERROR, source=source)
 
-    def note(self, message: str, timeout_ms: int = 8000) -> None:
+    def note(self, message: str, timeout_ms: int = 8000, severity: Severity = Severity.INFO,
+             source: str = "studio", t: float | None = None) -> None:
+        """A message shown for ``timeout_ms`` ("" clears the bar and is not logged); ``t``: the simulated time it
+        speaks of (None: the latest snapshot's)."""
         self.setStyleSheet("")
         self.showMessage(message, timeout_ms)
+        if message:
+            self.log.post(message, severity, t, source)
 
     @property
     def busy_message(self) -> str:
         return self._busy
 
-    def busy(self, message: str) -> None:
+    def busy(self, message: str, counting: bool = False) -> None:
         """What the worker is busy with (shown until ``busy("")``; a note or an error shown meanwhile hides it
-        only until it times out or is cleared)."""
+        only until it times out or is cleared). With ``counting``, the seconds since this message first came are
+        added and counted up; a message that counts its own seconds (the kernels' compile in a separate process)
+        is given anew each second instead. In the log, each busy message is one notice, revised in place as its
+        seconds count, and ending with how long it took."""
         was, self._busy = self._busy, message
-        if message:
-            self.setStyleSheet("")
-            self.showMessage(message)
-        elif was and self.currentMessage() == was:
-            self.clearMessage()
+        if message != self._busy_text:
+            if counting or not message:
+                self._finish_busy_notice()
+            self._busy_since = time.monotonic()
+        self._busy_text = message
+        if not message:
+            self._busy_since = None
+            if was and self.currentMessage() == was:
+                self.clearMessage()
+            return
+        if counting:
+            self._busy = f"{message} {time.monotonic() - self._busy_since:.0f} s"
+            self._counter.start()
+        else:
+            self._counter.stop()
+        self.setStyleSheet("")
+        self.showMessage(self._busy)
+        if self._busy_notice is None:
+            self._busy_notice = self.log.post(self._busy, source="kernels")
+        else:
+            self._busy_notice = self.log.revise(self._busy_notice, self._busy)
+
+    def _finish_busy_notice(self) -> None:
+        """The busy message's notice is done: one that was counted says how long it took."""
+        if self._busy_notice is not None and self._counter.isActive():
+            self._counter.stop()
+            self.log.revise(self._busy_notice, f"{self._busy_text} done in "
+                                               f"{time.monotonic() - self._busy_since:.0f} s")
+        self._busy_notice = None
+
+    def _count(self) -> None:
+        if self._busy_text:
+            self.busy(self._busy_text, counting=True)
 
     def _message_changed(self, text: str) -> None:
         if not text and self._busy:
