@@ -38,8 +38,9 @@ class NoticeModel(QAbstractTableModel):
         self._rows: list[Notice] = log.notices()
         self._relay = _Relay(self)
         self._relay.posted.connect(self._receive)
-        log.subscribe(self._relay.posted.emit)
-        self.destroyed.connect(lambda *_, emit=self._relay.posted.emit: _forget(log, emit))
+        listener = self._relay.posted.emit
+        log.subscribe(listener)
+        self.destroyed.connect(lambda *_: _forget(log, listener))
 
     def rowCount(self, parent=QModelIndex()) -> int:
         return 0 if parent.isValid() else len(self._rows)
