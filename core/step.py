@@ -52,9 +52,10 @@ def failure(status: str, t: float, dt: float) -> str:
     """Why a batch stopped short at time t (its status one of :data:`FAILED`)."""
     if status == "books":
         from .integrators import BOOKS_FACTOR
-        return (f"the step from t = {t:.6g} s (dt = {dt:g} s) left the energy audit's error above "
-                f"{BOOKS_FACTOR:g} of the scene's energy scale (energy from no source): the integration is blowing up (a step too long for a "
-                f"stiff spring, damper or gain); lower dt or use the cash_karp integrator")
+        return (f"the step from t = {t:.6g} s (dt = {dt:g} s) left the energy audit's error above {BOOKS_FACTOR:g} "
+                f"of the scene's energy scale, energy from no source: the state is diverging (a step too long for a "
+                f"stiff spring, damper or gain, or a constraint force without a bound); lower dt or use the "
+                f"cash_karp integrator")
     if status == "chatter":
         from .integrators import MAX_EVENTS_PER_STEP
         return (f"more than {MAX_EVENTS_PER_STEP} contact events inside one step at t = {t:.6g} s (chatter: a "

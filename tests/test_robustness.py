@@ -622,3 +622,16 @@ def test_event_isolation_ends_below_the_spacing_of_doubles(tmp_path):
     bounces = [e for e in sim.events if e.kind == "bounce"]
     assert len(bounces) >= 5 and bounces[4].t > 8.0
     assert sim.state.q[2] > 0.1 - 1e-9
+
+
+def test_a_program_naming_a_spring_as_its_actuator_is_refused_by_the_validator(tmp_path, capsys):
+    """Issue 28, reproducer 9: the hopper's program given ``"leg_actuator": "air_spring"`` (a joint spring, not
+    an actuator) passed validation and then raised KeyError at run time, losing the records."""
+    spec = json.loads((SCENES / "raibert_hopper.json").read_text())
+    spec["programs"][0]["parameters"]["leg_actuator"] = "air_spring"
+    scene = tmp_path / "hopper.json"
+    scene.write_text(json.dumps(spec))
+    assert _run(tmp_path, scene, "--duration", 0.1, "--out", tmp_path / "o") == 2
+    err = capsys.readouterr().err
+    assert "$.programs[0].parameters.leg_actuator" in err and "hip_motor, leg_motor" in err
+    assert "Traceback" not in err and not (tmp_path / "o").exists()

@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..forces import ACTUATOR
 from . import ControlProgram, Equation, register
 
 
@@ -82,10 +83,10 @@ class RaibertHopper(ControlProgram):
         for key in ("hip", "leg"):
             if p[key] not in joints:
                 problems.append((key, f"no joint {p[key]!r}; joints: {', '.join(sorted(joints))}"))
-        forces = {f.name for f in model.forces}
+        actuators = {f.name for f in model.forces if f.kind == ACTUATOR}
         for key in ("hip_actuator", "leg_actuator"):
-            if p[key] not in forces:
-                problems.append((key, f"no actuator {p[key]!r}"))
+            if p[key] not in actuators:
+                problems.append((key, f"no actuator {p[key]!r} (actuators: {', '.join(sorted(actuators)) or 'none'})"))
         if p["body"] not in model.body_names:
             problems.append(("body", f"no body {p['body']!r}; bodies: {', '.join(model.body_names)}"))
         if p["foot"] not in {c.name for c in model.contacts}:
