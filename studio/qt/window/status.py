@@ -109,7 +109,7 @@ class StatusBar(QStatusBar):
                 self.clearMessage()
             return
         if counting:
-            self._busy = f"{message} {time.monotonic() - self._busy_since:.0f} s"
+            self._busy = self._counted()
             self._counter.start()
         else:
             self._counter.stop()
@@ -120,6 +120,9 @@ class StatusBar(QStatusBar):
         else:
             self._busy_notice = self.log.revise(self._busy_notice, self._busy)
 
+    def _counted(self) -> str:
+        return f"{self._busy_text} {time.monotonic() - self._busy_since:.0f} s"
+
     def _finish_busy_notice(self) -> None:
         """The busy message's notice is done: one that was counted says how long it took."""
         if self._busy_notice is not None and self._counter.isActive():
@@ -129,8 +132,11 @@ class StatusBar(QStatusBar):
         self._busy_notice = None
 
     def _count(self) -> None:
-        if self._busy_text:
-            self.busy(self._busy_text, counting=True)
+        """A second more: the busy message counts it (where it is shown: a note shown over it stays)."""
+        shown, self._busy = self.currentMessage() == self._busy, self._counted()
+        if shown:
+            self.showMessage(self._busy)
+        self._busy_notice = self.log.revise(self._busy_notice, self._busy)
 
     def _message_changed(self, text: str) -> None:
         if not text and self._busy:
