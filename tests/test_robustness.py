@@ -266,8 +266,18 @@ def _run(tmp_path, *args) -> int:
 
 
 def test_a_diverging_run_keeps_its_records(tmp_path, capsys):
+    """A 20 g link on a damper whose time constant (0.1 ms) RK4 at 2 ms cannot follow: its first step is good,
+    the second makes energy from nothing and is refused; the records up to it are written."""
+    spec = {"format_version": 1, "name": "damped", "gravity": [0, 0, -9.81], "simulation": {"dt": 0.002},
+            "bodies": [{"name": "link", "parent": "world", "joint": {"type": "hinge", "axis": [0, 1, 0],
+                                                                        "position": [0, 0, 1]},
+                        "inertial": {"mass": 0.02, "com": [0.025, 0, 0], "inertia": [1e-6, 5e-6, 5e-6, 0, 0, 0]}}],
+            "forces": [{"type": "joint_spring", "name": "damper", "joint": "link", "stiffness": 0.0,
+                        "damping": 0.05}]}
+    scene = tmp_path / "damped.json"
+    scene.write_text(json.dumps(spec))
     out = tmp_path / "diverged"
-    code = _run(tmp_path, SCENES / "nail_cylinder_spring.json", "--duration", 50, "--dt", 0.2, "--out", out)
+    code = _run(tmp_path, scene, "--duration", 1, "--out", out)
     assert code == 3
     summary = json.loads((out / "summary.json").read_text(), parse_constant=lambda c: pytest.fail(c))
     assert summary["status"] == "diverged" and summary["diverged"]["records_kept"] == summary["records"] > 1
@@ -635,3 +645,16 @@ def test_a_program_naming_a_spring_as_its_actuator_is_refused_by_the_validator(t
     err = capsys.readouterr().err
     assert "$.programs[0].parameters.leg_actuator" in err and "hip_motor, leg_motor" in err
     assert "Traceback" not in err and not (tmp_path / "o").exists()
+
+
+@pytest.mark.parametrize("name", ["ground", "ground.0", "ground.corner"])
+def test_a_constraint_named_like_a_contacts_points_is_refused(name):
+    """Issue 28, reproducer 10: a constraint ``ground.0`` beside a contact ``ground`` (whose first point is
+    ``ground.0``) gave two CSV columns one name and lost a summary key."""
+    spec = json.loads((SCENES / "bouncing_ball.json").read_text())
+    spec["constraints"] = [{"type": "nail", "name": name, "body": "ball", "point": [0, 0, 0]}]
+    with pytest.raises(SceneError) as err:
+        parse_spec(spec, "clash")
+    assert "$.constraints[0].name" in str(err.value) and "contacts[0] 'ground'" in str(err.value)
+    spec["constraints"][0]["name"] = "grounded"                              # a name that only starts alike
+    parse_spec(spec, "fine")

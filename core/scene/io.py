@@ -180,6 +180,27 @@ _BODY_FIELDS = {"body": "point", "body_a": "point_a", "body_b": "point_b"}
 _WORLD_ALLOWED = {("point_to_point", "body_b"), ("hinge", "body_b"), ("spring", "body_b")}
 
 
+def _shared_name_problems(raw: dict) -> list[Problem]:
+    """Constraints and contacts share one namespace in the records, the events and summary.json: a contact's
+    points are ``<contact>.<k>``, so a constraint named ``ground`` or ``ground.0`` beside a contact ``ground``
+    would give two columns and two summary keys one name."""
+    constraints, contacts = raw.get("constraints"), raw.get("contacts")
+    if not isinstance(constraints, list) or not isinstance(contacts, list):
+        return []
+    names = {c["name"]: n for n, c in enumerate(contacts) if isinstance(c, dict) and isinstance(c.get("name"), str)}
+    problems = []
+    for n, item in enumerate(constraints):
+        name = item.get("name") if isinstance(item, dict) else None
+        if not isinstance(name, str):
+            continue
+        for head, k in names.items():
+            if name == head or name.startswith(head + "."):
+                problems.append(Problem(f"$.constraints[{n}].name", f"clashes with contacts[{k}] {head!r}, whose "
+                                        f"points are named {head}.0, {head}.1, …; rename one", name, True))
+                break
+    return problems
+
+
 def _entity_problems(raw: dict, bodies: list, index: dict[str, int], joint_index: dict[str, int]) -> list[Problem]:
     """References from constraints, forces and contacts: bodies, their named points and joints must exist; names
     unique."""
@@ -192,6 +213,7 @@ def _entity_problems(raw: dict, bodies: list, index: dict[str, int], joint_index
         kind = joint.get("type") if isinstance(joint, dict) else None
         joint_types[jname] = kind if isinstance(kind, str) else None
     known_bodies = known_joints = None
+    problems += _shared_name_problems(raw)
     for section in ("constraints", "forces", "contacts"):
         items = raw.get(section)
         if not isinstance(items, list):
