@@ -15,6 +15,8 @@ from pathlib import Path
 
 import numpy as np
 
+from .fileio import read_regular_file
+
 __all__ = ["MeshError", "MeshFile", "read_mesh", "MESH_SUFFIXES", "MAX_MESH_BYTES", "MAX_TRIANGLES"]
 
 MESH_SUFFIXES = (".stl", ".obj", ".dae", ".gltf", ".glb", ".ply", ".off")
@@ -77,8 +79,7 @@ def _load(path: Path, kind: str) -> MeshFile:
     import logging
     logging.getLogger("trimesh").setLevel(logging.ERROR)
     try:
-        with open(path, "rb") as f:
-            data = f.read(MAX_MESH_BYTES + 1)
+        data = read_regular_file(path, MAX_MESH_BYTES)
         import io
         resolver = trimesh.resolvers.FilePathResolver(str(path))
         loaded = trimesh.load(io.BytesIO(data), file_type=kind, force="mesh", process=False, resolver=resolver)

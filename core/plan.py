@@ -367,7 +367,7 @@ _STATUS = {RUNNING: "ok", EVENT_STATUS: "event", NOT_FINITE: "diverged", CHATTER
 
 
 def run(model: Model, state: State, plan: Plan, dt: float, t_end: float, max_steps: int, trace=NO_TRACE,
-        energy0: float = 0.0, record_every: int = 1, since: int = 0, record_first: bool = False,
+        energy0: float = math.nan, record_every: int = 1, since: int = 0, record_first: bool = False,
         t_target: float = np.nan, stop_on_events: bool = False, close_touching: bool = False,
         check_events: bool = True, settle: bool = False) -> Batch:
     """One call of the compiled batch (:func:`core.integrators.advance`): up to ``max_steps`` steps of ``dt`` from

@@ -81,7 +81,7 @@ def step(model: Model, state: State, inputs: Inputs = NO_INPUTS, dt: float | Non
 
 
 def steps(model: Model, state: State, inputs: Inputs = NO_INPUTS, dt: float | None = None, t_end: float = np.inf,
-          max_steps: int = 1, trace: np.ndarray | None = None, energy0: float = 0.0, record_every: int = 1,
+          max_steps: int = 1, trace: np.ndarray | None = None, energy0: float = math.nan, record_every: int = 1,
           since: int = 0, record_first: bool = False) -> Batch:
     """Up to ``max_steps`` steps of ``dt`` from ``state``, none past ``t_end``, with their events, as few compiled
     calls as the events allow: without control programs one call (:func:`advance`, again only if its event buffer
@@ -141,7 +141,7 @@ def start_programs(model: Model, state: State, events=()) -> tuple[State, list]:
 
 
 def advance(model: Model, state: State, inputs: Inputs = NO_INPUTS, dt: float | None = None,
-            t_end: float = np.inf, max_steps: int = 1, trace: np.ndarray | None = None, energy0: float = 0.0,
+            t_end: float = np.inf, max_steps: int = 1, trace: np.ndarray | None = None, energy0: float = math.nan,
             record_every: int = 1, since: int = 0, record_first: bool = False, t_target: float = np.nan,
             stop_on_events: bool = False) -> Batch:
     """Up to ``max_steps`` steps of ``dt`` from ``state`` in one compiled call, none past ``t_end`` (the last one
@@ -150,7 +150,9 @@ def advance(model: Model, state: State, inputs: Inputs = NO_INPUTS, dt: float | 
     finished by the next call given that ``t_target``). With a ``trace`` (rows x :func:`core.records.record_width`),
     records are written into its rows: ``state`` itself when ``record_first``, every ``record_every``-th step
     counting ``since`` steps already taken since the last record, and the step that reaches ``t_end``; a full
-    trace ends the batch."""
+    trace ends the batch. ``energy0`` is E(0) of the energy audit (the records' ``energy_error``, and the books
+    that refuse a step making energy from no source, status "books"); NaN, the default, when the run's start is
+    not known: then ``energy_error`` is NaN and the books are not judged."""
     dt = _dt(model, dt)
     state = model.complete(state)
     plan = plan_of(model, inputs)

@@ -270,11 +270,11 @@ def _scene_problems(res: "ResolvedSpec") -> list[Problem]:
 
 def read_sweep_spec(path: str | os.PathLike) -> ResolvedSpec:
     """Read a SPEC file (``.toml``, otherwise JSON) and validate it; paths in it are relative to its folder."""
+    from ..fileio import read_regular_file
     from ..scene.limits import MAX_DOCUMENT_BYTES, check_values, decode_document
     path = Path(path)
     try:
-        with open(path, "rb") as f:
-            data = f.read(MAX_DOCUMENT_BYTES + 1)
+        data = read_regular_file(path, MAX_DOCUMENT_BYTES)
     except (OSError, ValueError) as exc:
         raise SweepSpecError([Problem("$", f"cannot read the file: {getattr(exc, 'strerror', None) or exc}")],
                              str(path)) from None

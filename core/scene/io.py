@@ -17,7 +17,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from ..fileio import atomic_write_text
+from ..fileio import atomic_write_text, read_regular_file
 from . import limits
 from .limits import MAX_DOCUMENT_BYTES, MAX_PROBLEMS, name_list
 from .paths import ROBOT_SECTIONS, ROBOT_SUFFIXES, relative_file, remap_path, resolve_file
@@ -533,12 +533,11 @@ def _sort_key(path: str):
 def read_document(path: str | os.PathLike) -> Any:
     """The decoded JSON value of a scene file, or :class:`SceneError` saying why it cannot be read: missing,
     unreadable, a folder, larger than :data:`~core.scene.limits.MAX_DOCUMENT_BYTES`, not UTF-8, not JSON
-    (:func:`core.scene.limits.decode_document`). Reads at most the limit plus one byte, so a huge file or a
-    device costs no more."""
+    (:func:`core.scene.limits.decode_document`), a pipe or a device. Reads at most the limit plus one byte, so a
+    huge file costs no more, and a pipe is refused before it could block."""
     path = Path(path)
     try:
-        with open(path, "rb") as f:
-            data = f.read(MAX_DOCUMENT_BYTES + 1)
+        data = read_regular_file(path, MAX_DOCUMENT_BYTES)
     except OSError as exc:
         raise SceneError([Problem("$", f"cannot read the file: {exc.strerror or exc}")], str(path)) from None
     except Exception as exc:                             # noqa: BLE001 (e.g. a path with a NUL byte)
