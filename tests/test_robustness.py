@@ -658,3 +658,22 @@ def test_a_constraint_named_like_a_contacts_points_is_refused(name):
     assert "$.constraints[0].name" in str(err.value) and "contacts[0] 'ground'" in str(err.value)
     spec["constraints"][0]["name"] = "grounded"                              # a name that only starts alike
     parse_spec(spec, "fine")
+
+
+def test_a_pipe_or_device_named_as_a_scene_spec_or_mesh_is_refused_without_blocking(tmp_path, capsys):
+    """Issue 28, reproducer 11: a scene or sweep spec that is a FIFO blocked the command for ever."""
+    fifo = tmp_path / "scene.json"
+    os.mkfifo(fifo)
+    start = time.monotonic()
+    assert core_main(["validate", str(fifo)]) == 2
+    assert "not a regular file (a pipe (FIFO))" in capsys.readouterr().out
+    assert _run(tmp_path, fifo, "--duration", 0.1, "--out", tmp_path / "o") == 2
+    assert core_main(["sweep", str(fifo), "--out", str(tmp_path / "s")]) == 2
+    assert capsys.readouterr().err.count("not a regular file") == 2
+    assert core_main(["validate", "/dev/zero"]) == 2 and "(a device)" in capsys.readouterr().out
+    from core.meshfile import MeshError, read_mesh
+    mesh = tmp_path / "part.stl"
+    os.mkfifo(mesh)
+    with pytest.raises(MeshError, match="not a (regular )?file"):
+        read_mesh(mesh)
+    assert time.monotonic() - start < 10 and not (tmp_path / "o").exists()
