@@ -677,3 +677,24 @@ def test_a_pipe_or_device_named_as_a_scene_spec_or_mesh_is_refused_without_block
     with pytest.raises(MeshError, match="not a (regular )?file"):
         read_mesh(mesh)
     assert time.monotonic() - start < 10 and not (tmp_path / "o").exists()
+
+
+def test_contact_points_are_bounded_by_the_validator():
+    """Issue 28, reproducer 5: default contact points come from every box corner, so a small file (400 boxes on
+    one body: 3200 points) took gigabytes; the validator now refuses more than MAX_CONTACT_POINTS, naming the
+    contact, and a scene just under the limit runs."""
+    def boxes(n):
+        shapes = [{"type": "box", "size": [0.1, 0.1, 0.1], "position": [0.12 * (i % 8), 0.12 * (i // 8), 0],
+                   "mass": 0.1} for i in range(n)]
+        return {"format_version": 1, "name": "boxes", "gravity": [0, 0, -9.81],
+                "bodies": [{"name": "b", "parent": "world", "joint": {"type": "free", "q0": [0, 0, 0.2, 1, 0, 0, 0]},
+                            "shapes": shapes}],
+                "contacts": [{"name": "ground", "body": "b", "friction": 0.5}]}
+    with pytest.raises(SceneError) as err:
+        compile_scene(parse_spec(boxes(400), "boxes"), "boxes")
+    assert "$.contacts[0]" in str(err.value) and f"the {limits.MAX_CONTACT_POINTS} a scene may have" in str(err.value)
+    model = compile_scene(parse_spec(boxes(limits.MAX_CONTACT_POINTS // 8), "boxes"), "boxes")
+    assert sum(len(c.points) for c in model.contacts) == limits.MAX_CONTACT_POINTS
+    sim = core.Simulation(model)
+    sim.run(0.3)                                                           # it lands and rests on its corners
+    assert abs(sim.state.q[2] - 0.05) < 1e-3

@@ -23,6 +23,7 @@ from ..forces import ACTUATOR, DRAG, JOINT_SPRING, POINT_FORCE, SPRING, AppliedF
 from ..joint_constraints import JointSpaceConstraint, derivative_problems, joint_space_rows, parse_expression
 from ..kinematics import normalize_configuration
 from ..points import link_kinematics, position_at
+from . import limits
 from .io import Problem, SceneError
 from .placement import shape_pose
 
@@ -186,6 +187,13 @@ def compile_contacts(model, spec) -> tuple[tuple, list, list]:
             points = [(p_LB + R_LB @ r, radius) for r, radius in points]
         else:
             points = [(model.resolve_point(c.body, p)[1], 0.0) for p in c.points]
+        if slot + len(points) > limits.MAX_CONTACT_POINTS:
+            problems.append(Problem(f"$.contacts[{n}]" + (".points" if c.points is not None else ""),
+                                    f"the contacts so far have {slot + len(points)} points (this one "
+                                    f"{len(points)}{', its shapes’ corners' if c.points is None else ''}), more "
+                                    f"than the {limits.MAX_CONTACT_POINTS} a scene may have; list the points it "
+                                    f"should use", len(points)))
+            break
         plane = _contact_plane(c, bodies, gravity, n, problems)
         if plane is None:
             continue
