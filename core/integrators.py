@@ -49,8 +49,8 @@ RUNNING, EVENT, NOT_FINITE, CHATTER, BOOKS = 0, 1, 2, 3, 4
 #: At most this many event instants inside one step; more is chatter the rest speed did not end.
 MAX_EVENTS_PER_STEP = 64
 #: A step is refused as diverged (BOOKS) when it leaves the energy audit's error larger than this fraction of the
-#: scene's energy scale, max(|E(0)|, |T| + |V_g| + |V_e| of the new state): a finite state that no force of the
-#: scene could give. An explicit step too long for a stiff damper makes energy while booking the damper's work
+#: run's energy scale, max(|E(0)|, the largest |T| + |V_g| + |V_e| of the run's states, the new one included): a
+#: finite state that no force of the scene could give. An explicit step too long for a stiff damper makes energy while booking the damper's work
 #: as dissipated (error > T), one too long for a stiff spring makes it from nothing (error → E once E ≫ E(0)).
 #: The shipped scenes stay below 0.02 (README, "Nothing lost"). Not judged: semi-implicit Euler (first order, it
 #: books a step's work at its start: from rest its first step's error is the whole kinetic energy) and a run
@@ -66,7 +66,8 @@ BOOKS_FACTOR = 0.5
 #: ``check_events`` (first handle the events at the state itself: breaks, a rank change), ``instants`` (the event
 #: instants resolved so far inside the step in progress), ``settle`` (the modes at the state are to be settled
 #: first: a batch that stops at an event for the control programs stops before, so that the settling sees the
-#: commands they answer with).
+#: commands they answer with), ``energy_scale`` (the largest |T| + |V_g| + |V_e| the run has been through:
+#: :data:`BOOKS_FACTOR`).
 #: Out: the same after the last good step, ``steps`` completed, ``status`` (RUNNING: the batch ended normally,
 #: EVENT: it stopped after an event, NOT_FINITE: the next step diverged (``out`` is then not valid), CHATTER,
 #: BOOKS: the next step blew the energy audit's books, :data:`BOOKS_FACTOR`; ``out`` is then not valid either),
@@ -81,7 +82,7 @@ CLOCK = np.dtype([
     ("energy0", np.float64), ("record_every", np.int64), ("since", np.int64), ("recorded", np.int64),
     ("record_first", np.bool_), ("t_target", np.float64), ("n_events", np.int64), ("overflow", np.bool_),
     ("stop_on_events", np.bool_), ("close_touching", np.bool_), ("check_events", np.bool_), ("instants", np.int64),
-    ("settle", np.bool_),
+    ("settle", np.bool_), ("energy_scale", np.float64),
 ], align=True)
 
 # Butcher tableaux: nodes c, the lower-triangular A (rows by stage) and the weights of each solution.
@@ -248,11 +249,17 @@ def _settle_step(tree, tab, ws, st, t, y1, active, nq, nv, z0, m, n_groups, scal
 
 
 @njit
-def _books_blown(out, y, nq, nv, K, corrections, energy0):
-    """Whether the state of ``y`` (evaluated in ``out``) leaves the energy audit's error beyond
-    :data:`BOOKS_FACTOR` times the scene's energy scale."""
+def _energy_size(out):
+    """|T| + |V_g| + |V_e| of the state evaluated in ``out``."""
     sc = out.scalars[0]
-    size = max(abs(energy0), abs(sc.energy_kinetic) + abs(sc.energy_gravity) + abs(sc.energy_elastic))
+    return abs(sc.energy_kinetic) + abs(sc.energy_gravity) + abs(sc.energy_elastic)
+
+
+@njit
+def _books_blown(out, y, nq, nv, K, corrections, energy0, energy_scale):
+    """Whether the state of ``y`` (evaluated in ``out``) leaves the energy audit's error beyond
+    :data:`BOOKS_FACTOR` times the run's energy scale (``energy_scale`` so far, |E(0)|, and its own)."""
+    size = max(abs(energy0), energy_scale, _energy_size(out))
     return abs(audit_error(out, y, nq, nv, K, corrections, energy0)) > BOOKS_FACTOR * size + 1e-12
 
 
@@ -356,6 +363,7 @@ def advance(tree, tab, ws, stage, y, active, slip, touched, clock, out, trace, e
         write_record(out, tab.controllers, t, y, nq, nv, ck.corrections, ck.iterations, ck.energy0, active,
                      trace[0])
         ck.recorded = 1
+    ck.energy_scale = max(ck.energy_scale, _energy_size(out))  # (the state's own: out holds its evaluation)
     eps = 1e-12 * max(1.0, abs(ck.t_end))
     h_try = ck.step_size if ck.step_size > 0.0 else ck.dt
     while ck.steps < ck.max_steps:
@@ -398,7 +406,8 @@ def advance(tree, tab, ws, stage, y, active, slip, touched, clock, out, trace, e
                 ck.evaluated = False
                 break
             if st.integrator != SEMI_IMPLICIT_EULER and _books_blown(out, y1, nq, nv, active.shape[0],
-                                                                     ck.corrections + correction, ck.energy0):
+                                                                     ck.corrections + correction, ck.energy0,
+                                                                     ck.energy_scale):
                 ck.status = BOOKS
                 ck.evaluated = False
                 break
@@ -464,6 +473,7 @@ def advance(tree, tab, ws, stage, y, active, slip, touched, clock, out, trace, e
             ck.iterations = iterations
         ck.t_target = np.nan                                  # the step is complete
         ck.steps += 1
+        ck.energy_scale = max(ck.energy_scale, _energy_size(out))
         ck.since += 1
         changed = refresh_slip(tab, ws.kin, out, active, slip)
         if update_tables(tab, ws.kin, active, slip, 0.0) or changed:

@@ -304,7 +304,8 @@ class Model:
                      init.active if state.active is None else state.active, state.corrections, state.step_size,
                      state.rank_deficient, state.projection_iterations,
                      init.slip if state.slip is None else state.slip,
-                     init.touched if state.touched is None else state.touched, state.programs, state.controls)
+                     init.touched if state.touched is None else state.touched, state.programs, state.controls,
+                     state.energy_scale)
 
     def neutral_configuration(self) -> np.ndarray:
         """q with every joint at zero (identity quaternions)."""
@@ -338,6 +339,8 @@ class State:
     - ``programs``: the control programs (:mod:`core.programs`) with their own state, and ``controls``: their
       declarations in force (:class:`core.programs.Declarations`) — values a step never changes: the programs'
       event handlers work on copies.
+    - ``energy_scale``: the largest |T| + |V_g| + |V_e| the run has been through, the energy audit's scale (a
+      step whose audit error passes :data:`core.integrators.BOOKS_FACTOR` of it is refused as diverging).
 
     ``model.initial_state()`` fills every field; a State made with only (t, q, qd) gets the scene's controller
     state, zero work and the scene's enabled constraints when a step first sees it."""
@@ -355,6 +358,7 @@ class State:
     touched: np.ndarray | None = None
     programs: tuple = ()
     controls: object = None
+    energy_scale: float = 0.0
 
     def copy(self) -> "State":
         return State(self.t, self.q.copy(), self.qd.copy(), None if self.z is None else self.z.copy(),
@@ -362,7 +366,8 @@ class State:
                      None if self.active is None else self.active.copy(), self.corrections, self.step_size,
                      self.rank_deficient, self.projection_iterations,
                      None if self.slip is None else self.slip.copy(),
-                     None if self.touched is None else self.touched.copy(), self.programs, self.controls)
+                     None if self.touched is None else self.touched.copy(), self.programs, self.controls,
+                     self.energy_scale)
 
 
 def build_model(*, name, link_names, parent, joint_type, joint_link_names, axis, R_tree, p_tree, inertia,

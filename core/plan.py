@@ -342,12 +342,12 @@ def _modes(state: State) -> tuple:
 
 
 def _unpack(model: Model, y: np.ndarray, state: State, t: float, corrections: float, step_size: float,
-            iterations: int, active, slip, touched, rank_deficient: bool) -> State:
+            iterations: int, active, slip, touched, rank_deficient: bool, energy_scale: float) -> State:
     """The State of the integrated vector y (which it takes over: q, q̇, work and z are views of it)."""
     nq, nv = model.nq, model.nv
     w = nq + nv + len(model.constraints) + 4
     new = State(t, y[:nq], y[nq:nq + nv], y[w:], y[nq + nv:w], active, corrections, step_size, rank_deficient,
-                iterations, slip, touched, state.programs, state.controls)
+                iterations, slip, touched, state.programs, state.controls, energy_scale)
     new.__dict__["_y"] = y
     return new
 
@@ -383,11 +383,11 @@ def run(model: Model, state: State, plan: Plan, dt: float, t_end: float, max_ste
                                         since, record_first, t_target, stop_on_events, close_touching, check_events,
                                         instants, settle, trace)
     (t, _, _, step_size, corrections, _, steps, status, iterations, rank_deficient, evaluated, _, _, since, recorded,
-     _, t_target, n_events, _, _, _, _, _, settle) = c
+     _, t_target, n_events, _, _, _, _, _, settle, energy_scale) = c
     changed = steps > 0 or n_events > 0 or t != state.t or not np.array_equal(active, state.active) \
         or not np.array_equal(slip, state.slip)
     new = state if not changed else _unpack(model, y, state, t, corrections, step_size, iterations, active, slip,
-                                            touched, bool(rank_deficient))
+                                            touched, bool(rank_deficient), energy_scale)
     plan.at_state = new if evaluated and status != NOT_FINITE else None
     events = tuple(decode(model, plan.events[:n_events], plan.formulation, plan.watch_names)) if n_events else ()
     return Batch(new, steps, _STATUS[status], recorded, since, events, t_target, bool(settle))
@@ -403,7 +403,7 @@ def _call(model: Model, state: State, plan: Plan, t_end, dt, max_steps, energy0,
     _CLOCK.pack_into(clock, 0, state.t, t_end, dt, state.step_size, state.corrections, max_steps, 0, 0,
                      state.projection_iterations, state.rank_deficient, plan.at_state is state or _holds(plan, state),
                      energy0, record_every, since, 0, record_first, t_target, 0, False, stop_on_events, close_touching,
-                     check_events, instants, settle)
+                     check_events, instants, settle, state.energy_scale)
     advance_kernel.fast(model.kernel_tree, plan.tables, plan.workspace, plan.stage, y, active, slip, touched, clock,
                         plan.kernel_out, trace, plan.events)
     return _CLOCK.unpack_from(clock), y, active, slip, touched
@@ -421,7 +421,7 @@ def one_step(model: Model, state: State, plan: Plan, dt: float, t_end: float, en
     if c[6] == 0:
         plan.at_state = None
         return state, _STATUS[c[7]], ()
-    new = _unpack(model, y, state, c[0], c[4], c[3], c[8], active, slip, touched, bool(c[9]))
+    new = _unpack(model, y, state, c[0], c[4], c[3], c[8], active, slip, touched, bool(c[9]), c[24])
     plan.at_state = new if c[10] else None
     n_events = c[17]
     events = tuple(decode(model, plan.events[:n_events], plan.formulation, plan.watch_names)) if n_events else ()

@@ -34,7 +34,7 @@ def test_l2_error_is_eq_3_44_over_the_measured_window():
     [adapt, adapt + measure] (eq. 3.29 by the rectangle rule of eq. 3.44)."""
     still = run_trial(trial("uno_kawato", "pd", k=0.0, adapt=0.5, measure=0.5))
     assert still.l2_error == 0.0 and not still.unstable
-    r = run_trial(trial("uno_kawato", "pd", adapt=1.0, measure=1.0, integrator="rk4", dt=0.02, trace_every=0.02))
+    r = run_trial(trial("uno_kawato", "pd", adapt=1.0, measure=1.0, integrator="rk4", dt=0.01, trace_every=0.01))
     t, e = r.traces["t"], r.traces["error"]
     window = (t >= 1.0 - 1e-9) & (t < 2.0 - 1e-9)
     assert r.l2_error == pytest.approx(math.sqrt(np.mean(np.sum(e[window] ** 2, axis=1))), rel=1e-5)

@@ -388,7 +388,7 @@ def test_a_step_that_fails_in_a_scene_with_programs_did_not_happen():
     events) keeps what a scene without them keeps when a step fails: the state before it, and no events or step
     counted from it. The Raibert hopper at a 50 ms step diverges in its first stance."""
     sim = core.Simulation(core.load_scene(ROOT / "scenes" / "raibert_hopper.json"), dt=0.05)
-    with pytest.raises(core.DivergenceError, match="non-finite"):
+    with pytest.raises(core.DivergenceError, match="the state is diverging"):
         for _ in range(400):
             good, logged, taken = sim.state, list(sim.events), sim.steps_taken
             sim.step()

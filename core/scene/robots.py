@@ -107,16 +107,20 @@ def expand(spec: Scene) -> Scene:
 
 def plain_import_warnings(prefix: str) -> None:
     """Show the importers' notes (``URDFWarning``, ``MJCFWarning``) on stderr as one line each,
-    ``<prefix>: warning: <message>``, instead of Python's form with a source line (for the command lines)."""
+    ``<prefix>: warning: <message>``, instead of Python's form with a source line (for the command lines); each
+    note once, however often the file is read (a command may read a robot file more than once)."""
     import sys
     import warnings
     shown = warnings.showwarning
     if getattr(shown, "plain_prefix", None) == prefix:
         return                                           # installed already (a second call in one process)
+    said: set[str] = set()
 
     def show(message, category, filename, lineno, file=None, line=None):
         if category.__name__ in ("URDFWarning", "MJCFWarning"):
-            print(f"{prefix}: warning: {message}", file=sys.stderr if file is None else file)
+            if str(message) not in said:
+                said.add(str(message))
+                print(f"{prefix}: warning: {message}", file=sys.stderr if file is None else file)
         else:
             shown(message, category, filename, lineno, file, line)
     show.plain_prefix = prefix
