@@ -178,3 +178,23 @@ def test_a_cache_judged_complete_wrongly_compiles_in_a_separate_process_with_a_c
     win.play()
     qtbot.waitUntil(lambda: win.sim_thread.latest.playing and win.sim_thread.latest.t > 0.01, timeout=20_000)
     win.close()
+
+
+def test_routine_events_stay_in_the_events_dock_and_a_broken_constraint_is_a_notice(window, qtbot, tmp_path):
+    """The hopper's program logs a watch or a hop a few times a second, its foot touches down and lifts off:
+    those belong in the Events dock, not as warnings flooding the Messages dock; a broken constraint is said."""
+    win = window(SCENES_DIR / "raibert_hopper.json")
+    win.play()
+    qtbot.waitUntil(lambda: win.sim_thread.latest.t > 1.5, timeout=30_000)
+    win.pause()
+    kinds = {mark.kind for mark in win.plots.events.events}
+    assert {"hop", "watch", "touchdown", "lift-off"} <= kinds, kinds            # (they happened: in the dock)
+    texts = [n.text for n in _rows(win)]
+    assert not [t for t in texts if "hop of" in t or "watch of" in t or "touchdown" in t], texts
+    doc = json.loads(ARM.read_text())
+    doc["constraints"][0]["max_deviation"] = 1.0         # the tip starts 1.8 m from its nail: it breaks at once
+    path = tmp_path / "weak.json"
+    path.write_text(json.dumps(doc))
+    win = window(path)
+    win.step_action.trigger()
+    qtbot.waitUntil(lambda: any("broke" in n.text for n in _rows(win)), timeout=20_000)

@@ -19,7 +19,7 @@ import bisect
 
 from core.events import CONTACT_KINDS  # (a point's rows added or removed, an impact)
 
-__all__ = ["EventLog", "KIND_COLOURS", "KIND_ORDER", "CONTACT_KINDS", "CAPACITY", "colour_of"]
+__all__ = ["EventLog", "KIND_COLOURS", "KIND_ORDER", "NOTICE_KINDS", "CONTACT_KINDS", "CAPACITY", "colour_of"]
 
 CAPACITY = 10_000
 
@@ -32,6 +32,9 @@ KIND_COLOURS = {
     "hop": (235, 235, 235), "added": (140, 200, 140), "removed": (210, 140, 140),
 }
 KIND_ORDER = tuple(KIND_COLOURS)
+#: The kinds said in the status bar and the Messages dock as well: a run's turning points. The rest — contacts,
+#: limits, control programs' hops and watches, many a second — are in the Events dock and on the plots.
+NOTICE_KINDS = ("break", "rank_deficient", "full_rank")
 OTHER_COLOUR = (160, 160, 160)
 
 def colour_of(kind: str) -> tuple:

@@ -63,7 +63,7 @@ import numpy as np
 from PySide6.QtCore import QObject, QThread, Signal, Slot
 
 from studio.qt.run.kernels import KernelsNotCached, WarmProcess, refusing_compiles
-from studio.run.events import CONTACT_KINDS
+from studio.run.events import NOTICE_KINDS
 from studio.run.messages import Command, CommandKind, Marker, SampleBatch, Snapshot, frozen_copy, frozen_records
 from core.drawing import draw_list
 from studio.run.reload import apply_edit, apply_settings, reload_simulation, same_structure
@@ -650,12 +650,12 @@ class SimulationWorker(QObject):
 
     def _report_events(self) -> None:
         """The events the run logged since the last look: every one goes to the GUI in the next sample batch
-        (the plots' marks and the event list); the ones that are not contact events (a broken constraint, a rank
-        change) are also said in the status bar."""
+        (the plots' marks and the event list); a broken constraint and a rank change
+        (:data:`~studio.run.events.NOTICE_KINDS`) are also said in the status bar and the Messages dock."""
         events = getattr(self._sim, "events", ())
         for event in events[self._events_seen:]:
             self._events.append(event)
-            if event.kind not in CONTACT_KINDS:
+            if event.kind in NOTICE_KINDS:
                 self.notice.emit(describe_event(event), float(event.t))
         self._events_seen = len(events)
 
