@@ -184,3 +184,40 @@ def test_plots_hold_the_run_of_the_open_document_and_the_earlier_try_is_a_toggle
     assert plots.ghost is not None                         # kept: on again, it is back
     action.trigger()
     qtbot.waitUntil(lambda: _ghost_curves_shown(plots) and _ghost_marks(plots) >= 1)
+
+
+def test_scrolling_a_panel_over_a_combo_box_changes_nothing(qtbot):
+    """Helper's finding in issue 27's walk: a wheel turn over the inspector's combo box, meant to scroll the
+    panel, switched a trajectory type (an undoable edit). A combo box or slider takes the wheel only once
+    focused."""
+    from PySide6.QtCore import QPoint, QPointF, Qt
+    from PySide6.QtGui import QWheelEvent
+    from PySide6.QtWidgets import QApplication, QComboBox, QSlider
+    from studio.qt.window.editors import wheel_only_when_focused
+    for widget in (QComboBox(), QSlider(Qt.Orientation.Horizontal)):
+        qtbot.addWidget(widget)
+        if isinstance(widget, QComboBox):
+            widget.addItems(["a", "b", "c"])
+            widget.setCurrentIndex(1)
+        else:
+            widget.setRange(0, 10)
+            widget.setValue(5)
+        wheel_only_when_focused(widget)
+        widget.show()
+        qtbot.waitExposed(widget)
+
+        def turn():
+            event = QWheelEvent(QPointF(5, 5), QPointF(widget.mapToGlobal(QPoint(5, 5))), QPoint(0, 0),
+                                QPoint(0, -120), Qt.MouseButton.NoButton, Qt.KeyboardModifier.NoModifier,
+                                Qt.ScrollPhase.NoScrollPhase, False)
+            QApplication.sendEvent(widget, event)
+        value = widget.currentIndex if isinstance(widget, QComboBox) else widget.value
+        before = value()
+        widget.clearFocus()
+        turn()
+        assert value() == before                                   # unfocused: the wheel scrolls the panel
+        widget.activateWindow()
+        widget.setFocus()
+        qtbot.waitUntil(widget.hasFocus)
+        turn()
+        assert value() != before                                   # focused: it turns the value

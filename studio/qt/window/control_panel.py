@@ -21,7 +21,7 @@ from PySide6.QtWidgets import (QBoxLayout, QComboBox, QFormLayout, QGroupBox, QH
 from core.scene import SceneError
 
 from studio.document import edits
-from studio.qt.window.editors import editor_for, format_number
+from studio.qt.window.editors import editor_for, format_number, wheel_only_when_focused
 from studio.qt.window.inspector import Inspector
 from studio.qt.document.selection import Selection
 
@@ -78,7 +78,7 @@ class ControlPanel(QWidget):
             buttons.addWidget(b)
         buttons.addStretch(1)
         form.addRow(buttons)
-        self.speed_combo = QComboBox()
+        self.speed_combo = wheel_only_when_focused(QComboBox())
         self.speed_combo.addItems(list(SPEEDS))
         self.speed_combo.setCurrentText("1× (real time)")
         self.speed_combo.setToolTip("Simulated seconds per wall-clock second asked for; a slow scene achieves less "
@@ -139,7 +139,7 @@ class ControlPanel(QWidget):
         layout = QVBoxLayout(box)
         row = QHBoxLayout()
         row.addWidget(QLabel("controller"))
-        self.controller_combo = QComboBox()
+        self.controller_combo = wheel_only_when_focused(QComboBox())
         self.controller_combo.setToolTip("The controller that drives the joints (the others are disabled)")
         self.controller_combo.activated.connect(self._controller_picked)
         row.addWidget(self.controller_combo, 1)
@@ -245,7 +245,7 @@ class ControlPanel(QWidget):
         row = QWidget()
         h = QHBoxLayout(row)
         h.setContentsMargins(0, 0, 0, 0)
-        slider = QSlider(Qt.Orientation.Horizontal)
+        slider = wheel_only_when_focused(QSlider(Qt.Orientation.Horizontal))
         slider.setRange(-SLIDER_STEPS, SLIDER_STEPS)
         value = editor_for("float", {}, "N·m")
         h.addWidget(slider, 1)

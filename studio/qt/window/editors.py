@@ -8,6 +8,7 @@ editor from a schema field's type annotation.
 """
 from __future__ import annotations
 
+import functools
 import json
 import math
 import types
@@ -15,12 +16,12 @@ import typing
 from typing import Annotated, Literal, Union
 
 from pydantic import BaseModel
-from PySide6.QtCore import Signal
+from PySide6.QtCore import QEvent, QObject, Qt, Signal
 from PySide6.QtGui import QColor, QTextOption
 from PySide6.QtWidgets import (QCheckBox, QColorDialog, QComboBox, QHBoxLayout, QLabel, QLineEdit,
                                QPushButton, QSizePolicy, QTextEdit, QVBoxLayout, QWidget)
 
-__all__ = ["FieldEditor", "editor_for", "field_kind", "format_number", "parse_number"]
+__all__ = ["FieldEditor", "editor_for", "field_kind", "format_number", "parse_number", "wheel_only_when_focused"]
 
 ERROR_STYLE = "color: #e0624f;"
 
@@ -310,12 +311,35 @@ class _CheckEditor(FieldEditor):
         self.box.blockSignals(False)
 
 
+class _WheelGuard(QObject):
+    """GUI thread. Passes a wheel turn over an unfocused widget on to its scrolling parent, so that scrolling a
+    panel never changes the combo box or slider that happens to pass under the mouse (an undoable edit)."""
+
+    def eventFilter(self, widget, event) -> bool:
+        if event.type() == QEvent.Type.Wheel and not widget.hasFocus():
+            event.ignore()
+            return True
+        return False
+
+
+@functools.cache
+def _wheel_guard() -> _WheelGuard:
+    return _WheelGuard()
+
+
+def wheel_only_when_focused(widget: QWidget) -> QWidget:
+    """Make ``widget`` (a combo box, a slider) take wheel turns only once clicked or tabbed into."""
+    widget.setFocusPolicy(Qt.FocusPolicy.StrongFocus)
+    widget.installEventFilter(_wheel_guard())
+    return widget
+
+
 class _ChoiceEditor(FieldEditor):
     """GUI thread. One of several values (a Literal), or an editable list of names (bodies, joints)."""
 
     def __init__(self, options, editable=False, unit="", parent=None):
         super().__init__(unit, parent)
-        self.combo = QComboBox()
+        self.combo = wheel_only_when_focused(QComboBox())
         self.combo.setEditable(editable)
         self.combo.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
         self.combo.setMinimumContentsLength(6)          # narrower than its longest entry in a narrow dock
