@@ -194,8 +194,26 @@ def contact_report(model, events) -> list[str]:
     return lines
 
 
+def _out_folder_problem(out: str) -> str | None:
+    """Why ``out`` cannot be the folder a command writes its files into (checked before it runs)."""
+    path = Path(out)
+    if os.path.lexists(path) and not path.is_dir():
+        return f"--out {out} exists and is not a folder; choose another --out"
+    for parent in path.absolute().parents:
+        if os.path.lexists(parent):
+            if not parent.is_dir():
+                return f"--out {out}: {parent} is not a folder"
+            if not os.access(parent, os.W_OK | os.X_OK) and not path.is_dir():
+                return f"--out {out}: cannot write in {parent}"
+            return None
+    return None
+
+
 def _sweep(args) -> int:
     from .bench.sweep import ClusterError, SweepSpecError, check_dask_address, read_sweep_spec, run_sweep
+    if _out_folder_problem(args.out):
+        print(_out_folder_problem(args.out), file=sys.stderr)
+        return 2
     if args.dask is not None and check_dask_address(args.dask):
         print(check_dask_address(args.dask), file=sys.stderr)
         return 2
@@ -221,6 +239,9 @@ def _sweep(args) -> int:
     except ClusterError as exc:
         print(exc, file=sys.stderr)
         return 2
+    except OSError as exc:
+        print(f"cannot write the sweep's output {args.out}: {exc.strerror or exc}", file=sys.stderr)
+        return 2
     if not args.quiet:
         where = f"the Dask cluster at {args.dask}" if args.dask else f"{summary['workers']} local worker(s)"
         failed = f", {summary['failed']} failed" if summary["failed"] else ""
@@ -233,6 +254,9 @@ def _sweep(args) -> int:
 def _compare(args) -> int:
     from .compare import run_formulations, write_comparison
     from .formulations import FORMULATIONS
+    if _out_folder_problem(args.out):
+        print(_out_folder_problem(args.out), file=sys.stderr)
+        return 2
     try:
         model = compile_scene(_read(args.scene, args), args.scene)
     except SceneError as exc:
@@ -258,7 +282,11 @@ def _compare(args) -> int:
         print(f"{args.scene}: {exc}", file=sys.stderr)
         return 2
     out = Path(args.out)
-    rows = write_comparison(out, model, runs, args.reference, duration, args.scene)
+    try:
+        rows = write_comparison(out, model, runs, args.reference, duration, args.scene)
+    except OSError as exc:
+        print(f"cannot write the comparison {out}: {exc.strerror or exc}", file=sys.stderr)
+        return 2
     for r in runs:
         if r.diverged:
             print(f"{args.scene}: {r.formulation} diverged: {r.diverged}", file=sys.stderr)

@@ -698,3 +698,18 @@ def test_contact_points_are_bounded_by_the_validator():
     sim = core.Simulation(model)
     sim.run(0.3)                                                           # it lands and rests on its corners
     assert abs(sim.state.q[2] - 0.05) < 1e-3
+
+
+def test_sweep_and_compare_refuse_an_out_that_is_a_file(tmp_path, capsys):
+    """Issue 28, reproducer 8 (its last part): ``sweep``/``compare --out EXISTING_FILE`` gave tracebacks."""
+    existing = tmp_path / "notes.txt"
+    existing.write_text("mine")
+    spec = tmp_path / "spec.json"
+    spec.write_text(json.dumps({"arms": ["uno_kawato"], "controllers": ["pd"], "adapt": 0.1, "measure": 0.1,
+                                "figures": False}))
+    for out in (existing, existing / "sub"):
+        assert core_main(["sweep", str(spec), "--out", str(out), "--workers", "1"]) == 2
+        assert core_main(["compare", str(SCENES / "four_bar.json"), "--duration", "0.05", "--out", str(out)]) == 2
+        err = capsys.readouterr().err
+        assert err.count("is not a folder") == 2 and "Traceback" not in err
+    assert existing.read_text() == "mine"
