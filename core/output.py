@@ -68,6 +68,10 @@ def csv_columns(model: Model, data: dict[str, np.ndarray]) -> tuple[list[str], n
     return names, np.hstack(cols)
 
 
+#: summary.json lists the newest this many events (timeseries.npz has every one the run kept).
+SUMMARY_EVENTS = 10_000
+
+
 def event_arrays(events) -> dict[str, np.ndarray]:
     """The event log (:class:`core.events.Event`) as arrays, one entry per event (``timeseries.npz``): ``event_t``
     (s), ``event_type``, ``event_what`` (the contact point, joint bound, constraint or program it concerns),
@@ -257,7 +261,8 @@ class RunWriter:
                 "nv": model.nv,
                 "joint_names": model.joint_names,
                 "constraint_names": names,
-                "events": [e.as_dict() for e in getattr(sim, "events", [])],
+                "events": [e.as_dict() for e in getattr(sim, "events", [])[-SUMMARY_EVENTS:]],
+                "events_total": len(getattr(sim, "events", [])) + getattr(sim, "events_dropped", 0),
                 "max_deviation": {c: float(st.max_deviation[i]) if st.ever_active[i] else None
                                   for i, c in enumerate(names)},
                 "final_work_constraints_J": {c: float(last["work_constraints"][i]) for i, c in enumerate(names)}

@@ -58,6 +58,12 @@ class Snapshot:
     steps_taken: int
     wall_time: float
     energy0: float | None
+    events_dropped: int = 0
+
+
+#: The event log keeps the newest this many events (``Simulation.events_dropped`` counts the older ones dropped):
+#: an event is about 2.5 kB, and a chattering or hopping run logs thousands a minute.
+MAX_EVENTS = 100_000
 
 
 class Simulation:
@@ -96,6 +102,7 @@ class Simulation:
             self.state, logged = start_programs(self.model, self.state, events)
             events = list(events) + logged
         self.events: list = list(events)
+        self.events_dropped = 0
         self.steps_taken = 0
         self.wall_time = 0.0
         self._energy0: float | None = None
@@ -103,7 +110,7 @@ class Simulation:
     def snapshot(self) -> Snapshot:
         """Everything that changes while running, as an immutable value."""
         return Snapshot(self.state.copy(), self.inputs, tuple(self.events), self.steps_taken,
-                        self.wall_time, self._energy0)
+                        self.wall_time, self._energy0, self.events_dropped)
 
     def restore(self, snapshot: Snapshot) -> None:
         """Go back to a :meth:`snapshot` of this simulation, or of one whose model has the same structure (the same
@@ -112,6 +119,7 @@ class Simulation:
         self.state = snapshot.state.copy()
         self.inputs = snapshot.inputs
         self.events = list(snapshot.events)
+        self.events_dropped = snapshot.events_dropped
         self.steps_taken = snapshot.steps_taken
         self.wall_time = snapshot.wall_time
         self._energy0 = snapshot.energy0
@@ -265,8 +273,17 @@ class Simulation:
 
     # ---- stepping -----------------------------------------------------------------------------------------
     def _started(self) -> None:
+        """Before a call that steps: E(0) known, the event log trimmed."""
         if self._energy0 is None:
             self._reference_energy()
+        self._trim_events()
+
+    def _trim_events(self) -> None:
+        """Cut the event log to its newest :data:`MAX_EVENTS` (between batches: never inside a step's undo)."""
+        over = len(self.events) - MAX_EVENTS
+        if over > 0:
+            del self.events[:over]
+            self.events_dropped += over
 
     def _batch(self, t_end: float, max_steps: int, trace=NO_TRACE, since: int = 0, record_first: bool = False,
                record_every: int = 1):
@@ -344,6 +361,7 @@ class Simulation:
                 np.concatenate(chunks) if chunks else np.zeros((0, record_width(columns))), columns)
         try:
             while first or self.state.t < t_end - eps:
+                self._trim_events()
                 if not first and taken >= budget:
                     raise DivergenceError(
                         f"the run took its {budget} steps (max_steps) and reached only t = {self.state.t:.6g} s of "

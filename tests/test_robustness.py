@@ -713,3 +713,23 @@ def test_sweep_and_compare_refuse_an_out_that_is_a_file(tmp_path, capsys):
         err = capsys.readouterr().err
         assert err.count("is not a folder") == 2 and "Traceback" not in err
     assert existing.read_text() == "mine"
+
+
+def test_the_event_log_of_a_long_run_is_bounded(monkeypatch):
+    """Issue 28, reproducer 11: ``Simulation.events`` grew without bound (433 MB at 77 639 events). The log keeps
+    the newest MAX_EVENTS, counts the rest, and a snapshot restores both."""
+    import core.simulation
+    monkeypatch.setattr(core.simulation, "MAX_EVENTS", 5)
+    sim = core.Simulation(core.load_scene(SCENES / "raibert_hopper.json"))
+    for _ in range(10):
+        sim.run(0.2)
+        assert len(sim.events) <= 5 + 10                                   # (trimmed at each call's start)
+    assert sim.events_dropped > 0
+    total = len(sim.events) + sim.events_dropped
+    snap = sim.snapshot()
+    sim.run(0.5)
+    assert len(sim.events) + sim.events_dropped > total
+    sim.restore(snap)
+    assert len(sim.events) + sim.events_dropped == total
+    times = [e.t for e in sim.events]
+    assert times == sorted(times) and times[-1] <= sim.state.t             # the newest kept, in order
