@@ -5,6 +5,7 @@ MuJoCo's anchors; bad files are refused with MuJoCo's message."""
 from __future__ import annotations
 
 import os
+import re
 import warnings
 
 import numpy as np
@@ -294,3 +295,25 @@ def test_armature_damping_and_springs_agree_with_mujoco(tmp_path):
         state = model.initial_state()
         state.q[:], state.qd[:] = q, qd
         np.testing.assert_allclose(core.evaluate(model, state).qdd, d.qacc, atol=1e-9 * np.abs(d.qacc).max())
+
+
+@pytest.mark.parametrize("body, what", [
+    ('<replicate count="1000"><replicate count="1000"><body><geom size="0.1"/></body></replicate></replicate>',
+     "once its <replicate> elements are expanded"),
+    ('<flexcomp name="f" type="grid" count="300 300 1" spacing="0.01 0.01 0.01" dim="2"/>',
+     "a flexcomp of 90000 points"),
+    ('<body><geom type="mesh" mesh="m"/></body>', "part.stl is not a regular file"),
+    ('<body><geom size="0.1"/></body>', "cannot read more.xml: not a regular file (a pipe (FIFO))"),
+])
+def test_mjcf_bombs_are_refused_before_mujoco_compiles_them(tmp_path, body, what):
+    """Issue 28, reproducer 6: a 200-byte nested <replicate count="1000"> ran 400 s and 2.1 GB inside MuJoCo's
+    compiler; a flexcomp likewise; an <include> or <mesh> that is a FIFO blocked it. The file's XML is read for
+    them first: refused at once, naming the element."""
+    os.mkfifo(tmp_path / "part.stl")
+    os.mkfifo(tmp_path / "more.xml")
+    extra = ('<asset><mesh name="m" file="part.stl"/></asset>' if "mesh" in body else
+             '<include file="more.xml"/>' if "cannot read more" in what else "")
+    path = tmp_path / "bomb.xml"
+    path.write_text(f"<mujoco>{extra}<worldbody>{body}</worldbody></mujoco>")
+    with pytest.raises(SceneError, match=re.escape(what)):
+        mjcf_to_spec(path)

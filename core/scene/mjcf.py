@@ -34,7 +34,9 @@ with a warning; the world body's geoms (floors) are not drawn.
 if one of them is the world; ``active`` gives ``enabled``); other equality types are skipped with a warning.
 
 Errors — the file cannot be read, MuJoCo's compiler refuses it (its message is passed on), a file over 16 MiB,
-a model over 10 000 bodies — raise :class:`core.scene.SceneError` naming the file.
+a model over 10 000 bodies — raise :class:`core.scene.SceneError` naming the file. Before MuJoCo sees the file
+its XML is read for what would make the compile unbounded: bodies counted with every ``<replicate>`` expanded,
+``<flexcomp>`` sizes, and included and asset files that are pipes, devices or too large (a pipe would block).
 """
 from __future__ import annotations
 
@@ -79,6 +81,9 @@ def _compile(path: Path, source: str):
     if size > MAX_DOCUMENT_BYTES:
         raise SceneError([Problem("mujoco", f"the file has {size} bytes, more than the {MAX_DOCUMENT_BYTES} an MJCF "
                                   "file may have")], source)
+    problems = _bounds_problems(path)
+    if problems:
+        raise SceneError(problems, source)
     try:
         m = mujoco.MjModel.from_xml_path(str(path))
     except Exception as exc:                             # noqa: BLE001 — MuJoCo's compiler says what is wrong
@@ -88,6 +93,105 @@ def _compile(path: Path, source: str):
         raise SceneError([Problem("mujoco", f"{m.nbody - 1} bodies, more than the {MAX_BODIES} a scene may have")],
                          source)
     return mujoco, m
+
+
+#: Files an MJCF model may name (its includes and assets), and at most so many includes deep.
+_FILE_TAGS = {"include": "file", "mesh": "file", "hfield": "file", "texture": "file", "skin": "file"}
+_MAX_INCLUDE_DEPTH = 8
+
+
+def _bounds_problems(path: Path) -> list[Problem]:
+    """What makes an MJCF model too large for MuJoCo's compiler to be handed it, read before it sees the file:
+    more bodies than :data:`MAX_BODIES` once every ``<replicate>`` is expanded, a ``<flexcomp>`` of more
+    points than that, and included or asset files that are not regular files (a pipe would block the compiler)
+    or are larger than a document or a mesh may be. Includes are followed to :data:`_MAX_INCLUDE_DEPTH`."""
+    import xml.etree.ElementTree as ET
+
+    from ..fileio import read_regular_file
+    from ..meshfile import MAX_MESH_BYTES
+    problems: list[Problem] = []
+    bodies = 0
+
+    def parse(file: Path, where: str):
+        try:
+            data = read_regular_file(file, MAX_DOCUMENT_BYTES)
+        except FileNotFoundError:
+            return None                                  # (MuJoCo's compiler names what it cannot find)
+        except (OSError, ValueError) as exc:
+            problems.append(Problem(where, f"cannot read {file.name}: {getattr(exc, 'strerror', None) or exc}"))
+            return None
+        if len(data) > MAX_DOCUMENT_BYTES:
+            problems.append(Problem(where, f"{file.name} is larger than the {MAX_DOCUMENT_BYTES} bytes a file may have"))
+            return None
+        try:
+            return ET.fromstring(data)
+        except (ET.ParseError, ValueError, RecursionError):
+            return None                                  # (not XML: MuJoCo's compiler says why, better)
+
+    def asset_dir(root, kind: str) -> Path:
+        compiler = root.find("compiler") if root is not None else None
+        if compiler is None:
+            return Path()
+        return Path(compiler.get(kind) or compiler.get("assetdir") or "")
+
+    def walk(node, folder: Path, mesh_folder: Path, factor: int, depth: int, where: str) -> None:
+        nonlocal bodies
+        for child in node:
+            tag = child.tag if isinstance(child.tag, str) else ""
+            here = f"{where}/{tag}"
+            k = factor
+            if tag == "replicate":
+                try:
+                    k = factor * max(0, int(child.get("count", "1")))
+                except ValueError:
+                    k = factor
+            elif tag == "body":
+                bodies += factor
+            elif tag == "flexcomp":
+                try:
+                    n = 1
+                    for c in (child.get("count") or "1").split():
+                        n *= max(0, int(c))
+                except ValueError:
+                    n = 0
+                if n * factor > MAX_BODIES:
+                    problems.append(Problem(here, f"a flexcomp of {n * factor} points, more than the {MAX_BODIES} "
+                                            "bodies a scene may have"))
+            attribute = _FILE_TAGS.get(tag)
+            name = child.get(attribute) if attribute else None
+            if name:
+                base = folder if tag == "include" else folder / mesh_folder
+                file = (base / name)
+                if tag == "include":
+                    if depth >= _MAX_INCLUDE_DEPTH:
+                        problems.append(Problem(here, f"includes nested more than {_MAX_INCLUDE_DEPTH} deep"))
+                        continue
+                    sub = parse(file, here)
+                    if sub is not None:
+                        walk(sub, file.parent, mesh_folder, k, depth + 1, here)
+                    continue
+                try:
+                    st = file.stat()
+                except (OSError, ValueError):
+                    pass                                 # (missing: MuJoCo's compiler says so)
+                else:
+                    import stat as _stat
+                    if not _stat.S_ISREG(st.st_mode):
+                        problems.append(Problem(here, f"{name} is not a regular file"))
+                    elif st.st_size > MAX_MESH_BYTES:
+                        problems.append(Problem(here, f"{name} has {st.st_size} bytes, more than the "
+                                                f"{MAX_MESH_BYTES} an asset may have"))
+            if bodies > MAX_BODIES or len(problems) > 20:
+                return
+            walk(child, folder, mesh_folder, k, depth, here)
+
+    root = parse(path, "mujoco")
+    if root is not None:
+        walk(root, path.parent, asset_dir(root, "meshdir"), 1, 0, "mujoco")
+    if bodies > MAX_BODIES:
+        problems.append(Problem("mujoco", f"more than {MAX_BODIES} bodies once its <replicate> elements are "
+                                "expanded, more than a scene may have"))
+    return problems
 
 
 class _Names:
