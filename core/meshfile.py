@@ -71,6 +71,28 @@ def read_mesh(path: str | os.PathLike, file_type: str | None = None) -> MeshFile
     return mesh
 
 
+def _bounded_resolver(trimesh):
+    """trimesh's resolver of a mesh's side files (glTF buffers and images, OBJ materials and textures), reading
+    each through :func:`core.fileio.read_regular_file`: a pipe or device is refused without blocking, and a file
+    over :data:`MAX_MESH_BYTES` is refused instead of read whole."""
+
+    class Bounded(trimesh.resolvers.FilePathResolver):
+        def get(self, name: str):
+            for candidate in (name.strip(), name.strip().lstrip("/"), os.path.split(name)[-1]):
+                try:
+                    file = self.absolute(candidate)
+                except ValueError:
+                    continue
+                if os.path.lexists(file):
+                    data = read_regular_file(file, MAX_MESH_BYTES)
+                    if len(data) > MAX_MESH_BYTES:
+                        raise MeshError(f"its side file {name} is larger than {MAX_MESH_BYTES} bytes")
+                    return data
+            self.absolute(name)                          # (a name that escapes the folder raises here)
+            raise FileNotFoundError(name)
+    return Bounded
+
+
 def _load(path: Path, kind: str) -> MeshFile:
     try:
         import trimesh
@@ -81,7 +103,7 @@ def _load(path: Path, kind: str) -> MeshFile:
     try:
         data = read_regular_file(path, MAX_MESH_BYTES)
         import io
-        resolver = trimesh.resolvers.FilePathResolver(str(path))
+        resolver = _bounded_resolver(trimesh)(str(path))
         loaded = trimesh.load(io.BytesIO(data), file_type=kind, force="mesh", process=False, resolver=resolver)
         vertices = np.asarray(loaded.vertices, dtype=float).reshape(-1, 3)
         faces = np.asarray(loaded.faces, dtype=np.int64).reshape(-1, 3)

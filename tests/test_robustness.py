@@ -733,3 +733,18 @@ def test_the_event_log_of_a_long_run_is_bounded(monkeypatch):
     assert len(sim.events) + sim.events_dropped == total
     times = [e.t for e in sim.events]
     assert times == sorted(times) and times[-1] <= sim.state.t             # the newest kept, in order
+
+
+def test_a_meshs_side_files_are_bounded_and_never_block(tmp_path):
+    """Issue 28, reproducer 7: an OBJ's ``mtllib`` or a glTF's buffer that is a FIFO blocked the importer (and the
+    studio's GUI thread), and side files bypassed the 64 MiB limit. They are read through the same bounded,
+    non-blocking reader as the mesh: the FIFO material is skipped, the mesh still read."""
+    from core.meshfile import read_mesh
+    os.mkfifo(tmp_path / "mat.mtl")
+    (tmp_path / "part.obj").write_text("mtllib mat.mtl\nv 0 0 0\nv 1 0 0\nv 0 1 0\nf 1 2 3\n")
+    done = []
+    worker = __import__("threading").Thread(target=lambda: done.append(read_mesh(tmp_path / "part.obj")),
+                                            daemon=True)
+    worker.start()
+    worker.join(20)
+    assert done and done[0].faces.shape == (1, 3)
