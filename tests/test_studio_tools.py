@@ -234,10 +234,10 @@ def test_a_nail_at_a_links_tip_is_picked_over_the_link(window, qtbot):
     body = view.hit(x, y, handles=False)
     assert body is not None and body[0] == "body" and body[1] == 2       # the link is under it too
     QTest.mouseMove(view, QPoint(round(x) + 2, round(y) - 2))
-    assert view.overlays.hover.visible()                                 # hover marks what a click takes
+    qtbot.waitUntil(view.overlays.hover.visible)                         # hover marks what a click takes
     QTest.mouseClick(view, Qt.MouseButton.LeftButton, Qt.KeyboardModifier.NoModifier, QPoint(round(x) + 2,
                                                                                               round(y) - 2))
-    assert win.selection.path == ("constraints", 0)
+    qtbot.waitUntil(lambda: win.selection.path == ("constraints", 0))
 
 
 def test_f_frames_the_scene_as_it_is_now_and_the_camera_can_follow_a_body(window, qtbot):
