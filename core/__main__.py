@@ -10,7 +10,7 @@
                                                DIR is refused unless --force; --force replaces only an
                                                earlier output of run holding only its own files, exchanged
                                                atomically)
-    python -m core sweep SPEC --out DIR [--workers N | --dask tcp://HOST:PORT]
+    python -m core sweep SPEC --out DIR [--force] [--workers N | --dask tcp://HOST:PORT]
                                                run the adaptive-control bench grid of SPEC (JSON or TOML; see
                                                core.bench.sweep) in parallel; write DIR/results.csv, the
                                                figures (PNG), traces and summary.json
@@ -214,6 +214,13 @@ def _sweep(args) -> int:
     if _out_folder_problem(args.out):
         print(_out_folder_problem(args.out), file=sys.stderr)
         return 2
+    if os.path.lexists(args.out) and not args.force:
+        print(f"{args.out} exists; choose another --out or replace an earlier sweep's with --force", file=sys.stderr)
+        return 2
+    refusal = replace_refusal(args.out, "sweep") if args.force else None
+    if refusal:
+        print(f"--force replaces only an earlier output of 'sweep': {refusal}; choose another --out", file=sys.stderr)
+        return 2
     if args.dask is not None and check_dask_address(args.dask):
         print(check_dask_address(args.dask), file=sys.stderr)
         return 2
@@ -235,7 +242,7 @@ def _sweep(args) -> int:
             return 2
     try:
         summary = run_sweep(res, args.out, workers=args.workers, dask=args.dask,
-                            progress=not args.quiet and sys.stderr.isatty())
+                            progress=not args.quiet and sys.stderr.isatty(), replace=args.force)
     except ClusterError as exc:
         print(exc, file=sys.stderr)
         return 2
@@ -248,6 +255,8 @@ def _sweep(args) -> int:
         print(f"{summary['trials']} trials ({summary['unstable']} unstable{failed}) on {where} in "
               f"{summary['wall_time_s']:.1f} s; wrote {args.out}/results.csv"
               + (f" and {len(summary['figures'])} figure(s)" if summary["figures"] else ""))
+    if summary.get("figures_error"):
+        print(f"the figures could not be drawn: {summary['figures_error']}", file=sys.stderr)
     return 0
 
 
@@ -355,6 +364,7 @@ def main(argv: list[str] | None = None) -> int:
     w = sub.add_parser("sweep", help="run the adaptive-control bench grid of a SPEC file in parallel")
     w.add_argument("spec", metavar="SPEC", help="sweep spec, JSON or TOML (fields: see core.bench.sweep)")
     w.add_argument("--out", required=True, metavar="DIR")
+    w.add_argument("--force", action="store_true", help="replace an earlier sweep's output (atomically)")
     w.add_argument("--workers", type=int, default=None, metavar="N", help="local processes (default: all cores)")
     w.add_argument("--dask", default=None, metavar="ADDRESS",
                    help="run on a Dask cluster, e.g. tcp://scheduler:8786 (needs dask.distributed)")

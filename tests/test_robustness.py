@@ -748,3 +748,39 @@ def test_a_meshs_side_files_are_bounded_and_never_block(tmp_path):
     worker.start()
     worker.join(20)
     assert done and done[0].faces.shape == (1, 3)
+
+
+def _dies_on_m1(trial):
+    """A trial runner whose worker process dies on the m1 trials (as if killed, or out of memory)."""
+    from core.bench.trial import run_trial
+    if trial["controller"] == "m1":
+        os._exit(1)
+    return run_trial(trial)
+
+
+def test_a_sweep_is_staged_and_a_dead_worker_fails_only_its_trials(tmp_path, capsys, monkeypatch):
+    """Issue 28, reproducer 8: a sweep wrote into its folder as it went (kill -9 left it incomplete or mixing two
+    sweeps), and one dead worker marked every trial failed. Now its output is staged and renamed when whole, an
+    existing folder needs --force (and must be an earlier sweep's), and only the trial that kills its worker
+    fails."""
+    import core.bench.sweep as sweep
+    spec = tmp_path / "spec.json"
+    spec.write_text(json.dumps({"arms": ["uno_kawato"], "controllers": ["pd", "m1", "m2"], "adapt": 0.1,
+                                "measure": 0.1, "figures": False}))
+    out = tmp_path / "out"
+    monkeypatch.setattr(sweep, "run_trial", _dies_on_m1)
+    assert core_main(["sweep", str(spec), "--out", str(out), "--workers", "2", "--quiet"]) == 0
+    rows = list(__import__("csv").DictReader((out / "results.csv").open()))
+    status = {r["controller"]: r["status"] for r in rows}
+    assert status["m1"] == "failed" and status["pd"] != "failed" and status["m2"] != "failed", status
+    assert "worker process died" in json.loads((out / "summary.json").read_text())["failed_trials"][0]["reason"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out", "spec.json"]          # nothing left beside it
+    assert (out / OUTPUT_MARKER).exists()
+    assert core_main(["sweep", str(spec), "--out", str(out), "--workers", "1", "--quiet"]) == 2
+    assert "--force" in capsys.readouterr().err
+    monkeypatch.undo()
+    assert core_main(["sweep", str(spec), "--out", str(out), "--workers", "1", "--quiet", "--force"]) == 0
+    assert all(r["status"] != "failed" for r in __import__("csv").DictReader((out / "results.csv").open()))
+    (out / "mine.txt").write_text("x")
+    assert core_main(["sweep", str(spec), "--out", str(out), "--workers", "1", "--quiet", "--force"]) == 2
+    assert "mine.txt" in capsys.readouterr().err

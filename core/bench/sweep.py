@@ -59,7 +59,8 @@ from typing import Annotated, Any, Literal, Union
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from ..fileio import atomic_write_bytes, atomic_write_text
+from ..fileio import (atomic_write_bytes, atomic_write_text, mark_output, publish_directory, replace_refusal,
+                      staging_directory)
 from ..scene.io import Problem
 from .trial import (DEFAULT_GAINS, TRAJECTORIES, Trial, TrialResult, adaptive, build_model, controller_key,
                     failed_result, parse_controller, run_trial, trial_id)
@@ -445,27 +446,63 @@ def _dask_results(client, trials: list[dict]):
 
 
 def _local_results(workers: int, trials: list[dict]):
+    """Each trial's result, from ``workers`` processes. A worker that dies (killed, out of memory) breaks the
+    pool and every trial in it: those are run again, then one per process, so only the trial that kills its
+    process is failed."""
     if workers <= 1:
         for t in trials:
             yield run_trial(t)
         return
     from concurrent.futures import ProcessPoolExecutor, as_completed
-    with ProcessPoolExecutor(max_workers=workers) as ex:
-        futures = {ex.submit(run_trial, t): t for t in trials}
-        for fut in as_completed(futures):
-            try:
-                yield fut.result()
-            except Exception as exc:          # noqa: BLE001 — e.g. a worker process killed: that trial failed
-                yield failed_result(futures[fut], exc)
+    from concurrent.futures.process import BrokenProcessPool
+    pending, alone = list(trials), False
+    while pending:
+        batch, pending = (pending[:1], pending[1:]) if alone else (pending, [])
+        broken = []
+        with ProcessPoolExecutor(max_workers=1 if alone else workers) as ex:
+            futures = {ex.submit(run_trial, t): t for t in batch}
+            for fut in as_completed(futures):
+                try:
+                    yield fut.result()
+                except BrokenProcessPool:
+                    broken.append(futures[fut])
+                except Exception as exc:      # noqa: BLE001 — that trial failed
+                    yield failed_result(futures[fut], exc)
+        if alone:
+            for t in broken:
+                yield failed_result(t, RuntimeError("its worker process died (killed, or out of memory)"))
+        elif broken:
+            pending, alone = broken, True
 
 
 def run_sweep(res: ResolvedSpec, out: str | os.PathLike, workers: int | None = None, dask: str | None = None,
-              progress: bool = True) -> dict:
-    """Run every trial, write ``results.csv``, the traces and the figures into ``out``; return a summary."""
-    from dataclasses import asdict
-    client = connect_dask(dask) if dask else None            # (before anything is written)
+              progress: bool = True, replace: bool = False) -> dict:
+    """Run every trial, write ``results.csv``, the traces and the figures into ``out``; return a summary. The
+    files are written into a hidden folder beside ``out``, renamed to ``out`` when complete (as ``core run``):
+    ``out`` holds one whole sweep or none, also under ``kill -9``. An existing ``out`` is ``FileExistsError``
+    unless ``replace``, and then only an earlier sweep's output is replaced (``PermissionError`` otherwise)."""
     out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
+    if os.path.lexists(out):
+        if not replace:
+            raise FileExistsError(17, "the output exists (use --force to replace an earlier sweep's)", str(out))
+        refusal = replace_refusal(out, "sweep")
+        if refusal:
+            raise PermissionError(1, f"not replaced: {refusal}", str(out))
+    client = connect_dask(dask) if dask else None            # (before anything is written)
+    staged = staging_directory(out)
+    try:
+        summary = _run_into(res, staged, workers, dask, client, progress)
+        mark_output(staged, "sweep")
+        publish_directory(staged, out, replace=replace, command="sweep")
+    except BaseException:
+        import shutil
+        shutil.rmtree(staged, ignore_errors=True)
+        raise
+    return summary
+
+
+def _run_into(res: ResolvedSpec, out: Path, workers, dask, client, progress: bool) -> dict:
+    from dataclasses import asdict
     if res.spec.traces:
         (out / "traces").mkdir(exist_ok=True)
     trials = [asdict(t) for t in make_trials(res)]
@@ -493,10 +530,13 @@ def run_sweep(res: ResolvedSpec, out: str | os.PathLike, workers: int | None = N
         bar.close()
     wall = time.perf_counter() - start
     rows = write_results(out, results)
-    figures = []
+    figures, figures_error = [], None
     if res.spec.figures:
         from .figures import draw_figures
-        figures = draw_figures(out, rows, res)
+        try:
+            figures = draw_figures(out, rows, res)
+        except Exception as exc:                                  # noqa: BLE001 — the results stand without them
+            figures_error = f"{type(exc).__name__}: {exc}"[:300]
     summary = {
         "spec": res.source, "trials": len(results), "unstable": sum(r.unstable for r in results),
         "wall_time_s": wall, "cpu_time_s": sum(r.wall_time for r in results),
@@ -504,7 +544,7 @@ def run_sweep(res: ResolvedSpec, out: str | os.PathLike, workers: int | None = N
         "failed": sum(r.failed for r in results),
         "unstable_trials": [{"trial": trial_id(r.trial), "reason": r.reason} for r in results if r.unstable],
         "failed_trials": [{"trial": trial_id(r.trial), "reason": r.reason} for r in results if r.failed],
-        "figures": [p.name for p in figures],
+        "figures": [p.name for p in figures], "figures_error": figures_error,
         "spec_resolved": json.loads(res.spec.model_dump_json()),
     }
     atomic_write_text(out / "summary.json", json.dumps(summary, indent=2) + "\n")
