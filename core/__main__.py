@@ -30,7 +30,8 @@ for unphysical link inertias, default refuse); a scene document includes one wit
 
 Exit codes: 0 success, 2 invalid input (a bad scene or argument, an existing output without --force, a run
 longer than --max-steps), 3 the simulation diverged (run: the records up to the last good state are written and
-summary.json says so; compare: every formulation diverged, one that diverges is a result, reported in the table).
+summary.json says so; compare: every formulation diverged, one that diverges is a result, reported in the table),
+130 interrupted (Ctrl-C: the output is left as it was, nothing half written).
 """
 from __future__ import annotations
 
@@ -394,8 +395,12 @@ def main(argv: list[str] | None = None) -> int:
         if not kernels_cached():
             print("compiling the physics kernels (the first run of this version on this machine: about a minute; "
                   "later runs load them from the cache)", file=sys.stderr)
-    return {"validate": _validate, "run": _run, "sweep": _sweep, "compare": _compare,
-            "warm": _warm, "parameters": _parameters}[args.command](args)
+    try:
+        return {"validate": _validate, "run": _run, "sweep": _sweep, "compare": _compare,
+                "warm": _warm, "parameters": _parameters}[args.command](args)
+    except KeyboardInterrupt:         # Ctrl-C: what was being written is removed (run, sweep), the output left as it was
+        print(f"python -m core {args.command}: interrupted; nothing was written", file=sys.stderr)
+        return 130
 
 
 if __name__ == "__main__":

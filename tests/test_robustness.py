@@ -784,3 +784,21 @@ def test_a_sweep_is_staged_and_a_dead_worker_fails_only_its_trials(tmp_path, cap
     (out / "mine.txt").write_text("x")
     assert core_main(["sweep", str(spec), "--out", str(out), "--workers", "1", "--quiet", "--force"]) == 2
     assert "mine.txt" in capsys.readouterr().err
+
+
+def test_ctrl_c_stops_a_run_within_a_second_and_leaves_nothing_half_written(tmp_path):
+    """Issue 28: Ctrl-C gave a traceback. A run stops within a second of SIGINT, says so, exits 130, and leaves the
+    earlier output as it was with no partial folder beside it."""
+    out = tmp_path / "out"
+    cmd = [sys.executable, "-m", "core", "run", str(SCENES / "chain20_nailed.json"), "--out", str(out), "--quiet"]
+    subprocess.run(cmd + ["--duration", "0.1"], check=True, cwd=ROOT, timeout=120)
+    before = (out / "summary.json").read_text()
+    proc = subprocess.Popen(cmd + ["--duration", "100", "--force"], cwd=ROOT, stderr=subprocess.PIPE, text=True)
+    time.sleep(2.0)
+    sent = time.monotonic()
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=30)
+    assert time.monotonic() - sent < 1.5 and proc.returncode == 130, err
+    assert "interrupted" in err and "Traceback" not in err
+    assert (out / "summary.json").read_text() == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]
