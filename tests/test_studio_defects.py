@@ -221,3 +221,25 @@ def test_scrolling_a_panel_over_a_combo_box_changes_nothing(qtbot):
         qtbot.waitUntil(widget.hasFocus)
         turn()
         assert value() != before                                   # focused: it turns the value
+
+
+def test_json_nested_past_the_stack_is_a_message_in_the_inspector(qtbot):
+    """Issue 28, item 12: a program's parameters typed as ``[[[[…`` nested 100 000 deep raised RecursionError in
+    the inspector (the studio survived, with a traceback); now the field says why and the document is unchanged."""
+    import shiboken6
+    import core
+    from studio.qt.document.document import SceneDocument
+    from studio.qt.document.selection import Selection
+    from studio.qt.window.inspector import Inspector
+    doc = SceneDocument(core.read_spec(SCENES_DIR / "raibert_hopper.json"))
+    selection = Selection()
+    inspector = Inspector(doc, selection)
+    qtbot.addWidget(inspector)
+    selection.set(("programs", 0))
+    editor = inspector.editor("parameters")
+    before = dict(doc.spec.programs[0].parameters)
+    editor.edit.setPlainText("[" * 100_000 + "]" * 100_000)
+    editor.edit.finished.emit()
+    assert "nested too deeply" in editor.error_label.text()
+    assert doc.spec.programs[0].parameters == before and not doc.undo_stack.canUndo()
+    shiboken6.delete(doc)

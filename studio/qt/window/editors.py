@@ -418,6 +418,8 @@ def _parse_json(text: str):
         return json.loads(text) if text.strip() else None
     except json.JSONDecodeError as exc:
         raise ValueError(f"not valid JSON: {exc.msg}") from None
+    except RecursionError:                               # ([[[[… nested past Python's stack)
+        raise ValueError("not valid JSON here: nested too deeply") from None
 
 
 def _show_json(value) -> str:
