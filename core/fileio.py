@@ -118,13 +118,35 @@ def fsync_directory(path: str | os.PathLike) -> None:
 
 
 def staging_directory(target: str | os.PathLike) -> Path:
-    """A new, empty hidden folder beside ``target`` (``.NAME.partial-XXXX``, mode 0777 less the umask) to write
-    into before :func:`publish_directory`. Creates ``target``'s parent folders."""
+    """A new, empty hidden folder beside ``target`` (``.NAME.partial-PID-XXXX``, mode 0777 less the umask) to
+    write into before :func:`publish_directory`. Creates ``target``'s parent folders, and removes the staging
+    folders of ``target`` that processes no longer running left behind (killed runs)."""
     target = Path(target)
     target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.partial-", dir=target.parent))
+    _remove_abandoned(target)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.partial-{os.getpid()}-", dir=target.parent))
     os.chmod(tmp, 0o777 & ~umask())
     return tmp
+
+
+def _remove_abandoned(target: Path) -> None:
+    """Remove ``target``'s staging folders whose process (the PID in their name) is gone; never raises."""
+    import re
+    prefix = f".{target.name}.partial-"
+    try:
+        entries = list(target.parent.iterdir())
+    except OSError:
+        return
+    for entry in entries:
+        match = re.fullmatch(r"(\d+)-\w+", entry.name[len(prefix):]) if entry.name.startswith(prefix) else None
+        if match is None or entry.is_symlink() or not entry.is_dir():
+            continue
+        try:
+            os.kill(int(match.group(1)), 0)
+        except ProcessLookupError:
+            shutil.rmtree(entry, ignore_errors=True)
+        except (PermissionError, OverflowError, ValueError):
+            pass                                         # (alive under another user, or not a PID)
 
 
 _RENAME_EXCHANGE = 2

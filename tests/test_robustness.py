@@ -802,3 +802,18 @@ def test_ctrl_c_stops_a_run_within_a_second_and_leaves_nothing_half_written(tmp_
     assert "interrupted" in err and "Traceback" not in err
     assert (out / "summary.json").read_text() == before
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]
+
+
+def test_the_staging_folders_of_killed_runs_are_cleaned_by_the_next_run(tmp_path):
+    """Issue 28, item 12: a killed run left its hidden ``.out.partial-…`` folder behind for ever. The folder names
+    its process; the next run into the same output removes those whose process is gone, never a live one's."""
+    dead = tmp_path / ".out.partial-999999999-abcd"
+    live = tmp_path / f".out.partial-{os.getpid()}-efgh"
+    other = tmp_path / ".other.partial-999999999-ijkl"
+    for folder in (dead, live, other):
+        folder.mkdir()
+        (folder / "timeseries.csv").write_text("half")
+    assert _run(tmp_path, SCENES / "bouncing_ball.json", "--duration", 0.05, "--out", tmp_path / "out",
+                "--quiet") == 0
+    assert not dead.exists() and live.exists() and other.exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([live.name, other.name, "out"])
