@@ -68,6 +68,15 @@ def csv_columns(model: Model, data: dict[str, np.ndarray]) -> tuple[list[str], n
     return names, np.hstack(cols)
 
 
+def _identity(path: Path):
+    """(device, inode, modification time) of what ``path`` names, None if nothing."""
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino, st.st_mtime_ns
+
+
 #: summary.json lists the newest this many events (timeseries.npz has every one the run kept).
 SUMMARY_EVENTS = 10_000
 
@@ -159,6 +168,7 @@ class RunWriter:
         self.columns = [(name, tuple(shape)) for name, shape in columns]
         self.stats = _Stats(len(model.constraints))
         self.csv_names, _ = csv_columns(model, {name: np.zeros((1,) + shape) for name, shape in self.columns})
+        self._found = _identity(self.out)               # what is at the output now (another run may replace it)
         self.staged = staging_directory(self.out)
         self._raw = {}
         try:
@@ -225,6 +235,9 @@ class RunWriter:
             with open(self.staged / name, "rb+") as f:
                 os.fsync(f.fileno())
         mark_output(self.staged, "run")
+        if _identity(self.out) != self._found:
+            raise FileExistsError(17, f"{self.out} was written by another run while this one ran; this run's "
+                                  f"output is kept in {self.staged}", str(self.out))
         try:
             publish_directory(self.staged, self.out, replace=replace, command="run")
         except FileExistsError as exc:

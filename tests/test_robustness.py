@@ -817,3 +817,22 @@ def test_the_staging_folders_of_killed_runs_are_cleaned_by_the_next_run(tmp_path
                 "--quiet") == 0
     assert not dead.exists() and live.exists() and other.exists()
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted([live.name, other.name, "out"])
+
+
+def test_a_run_that_another_run_overtook_does_not_overwrite_it_silently(tmp_path):
+    """Issue 28, item 12: two ``run --force`` into one folder at once: the one that finished last replaced the other
+    without a word. Now a run whose output another run replaced while it ran keeps its own output aside and says
+    so."""
+    from core.output import RunWriter
+    from core.step import record_layout
+    out = tmp_path / "out"
+    assert _run(tmp_path, SCENES / "bouncing_ball.json", "--duration", 0.05, "--out", out, "--quiet") == 0
+    sim = core.Simulation(core.load_scene(SCENES / "bouncing_ball.json"))
+    slow = RunWriter(out, sim.model, record_layout(sim.model, sim.inputs))            # the first run starts …
+    sim.run(0.05, sink=slow)
+    assert _run(tmp_path, SCENES / "bouncing_ball.json", "--duration", 0.1, "--out", out, "--force",
+                "--quiet") == 0                                                   # … a second one finishes
+    theirs = (out / "summary.json").read_text()
+    with pytest.raises(FileExistsError, match="written by another run while this one ran"):
+        slow.finish(sim, replace=True)
+    assert (out / "summary.json").read_text() == theirs and (slow.staged / "summary.json").exists()
