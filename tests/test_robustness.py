@@ -836,3 +836,20 @@ def test_a_run_that_another_run_overtook_does_not_overwrite_it_silently(tmp_path
     with pytest.raises(FileExistsError, match="written by another run while this one ran"):
         slow.finish(sim, replace=True)
     assert (out / "summary.json").read_text() == theirs and (slow.staged / "summary.json").exists()
+
+
+def test_sweep_grids_and_trial_lengths_are_bounded_by_the_spec_check(tmp_path, capsys):
+    """Issue 28, reproducer 11: sweep grids and ``adapt`` had no bounds. The grid's trials (η counted for the
+    adaptive controllers only) and a trial's simulated seconds are checked with the spec, before any trial."""
+    spec = tmp_path / "spec.json"
+    etas = [0.01 * (i + 1) for i in range(256)]
+    k = [0.1 * (i + 1) for i in range(20)]
+    spec.write_text(json.dumps({"arms": ["uno_kawato", "slotine_li"], "controllers": ["pd", "m1"], "k": k,
+                                "eta": etas}))
+    assert core_main(["sweep", str(spec), "--out", str(tmp_path / "o")]) == 2
+    assert "the grid has 10280 trials" in capsys.readouterr().err               # 2 × 20 × (1 + 256)
+    spec.write_text(json.dumps({"adapt": 1e9}))
+    assert core_main(["sweep", str(spec), "--out", str(tmp_path / "o")]) == 2
+    assert "$.adapt" in capsys.readouterr().err and not (tmp_path / "o").exists()
+    from core.bench.sweep import parse_sweep_spec
+    parse_sweep_spec({"arms": ["uno_kawato"], "controllers": ["pd", "m1"], "k": k, "eta": etas}, "fine")  # 5140

@@ -57,7 +57,7 @@ from pathlib import Path
 from typing import Annotated, Any, Literal, Union
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from ..fileio import (atomic_write_bytes, atomic_write_text, mark_output, publish_directory, replace_refusal,
                       staging_directory)
@@ -86,6 +86,18 @@ class ArmEntry(_Strict):
     idsl_gamma: Any = None
 
 
+def _adaptive_label(label: str) -> bool:
+    try:
+        return adaptive(label)
+    except Exception:                                   # noqa: BLE001 — a bad label is reported on its own
+        return True
+
+
+#: A sweep's bounds, checked with its spec: trials in the grid, and simulated seconds per trial.
+MAX_TRIALS = 10_000
+MAX_TRIAL_SECONDS = 3600.0
+
+
 class SweepSpec(_Strict):
     """A sweep grid (see the module docstring for every field)."""
     arms: list[Union[str, ArmEntry]] = Field(default_factory=lambda: ["slotine_li", "uno_kawato"], min_length=1)
@@ -100,14 +112,26 @@ class SweepSpec(_Strict):
     pd_gains: list[tuple[Annotated[float, Field(gt=0)], Annotated[float, Field(gt=0)]]] = Field(
         default_factory=list)
     sigma: Annotated[float, Field(gt=0)] = 0.5
-    adapt: Annotated[float, Field(ge=0)] = 30.0
-    measure: Annotated[float, Field(gt=0)] = 10.0
-    dt: Annotated[float, Field(gt=0, le=0.1)] = 0.01
+    adapt: Annotated[float, Field(ge=0, le=MAX_TRIAL_SECONDS)] = 30.0
+    measure: Annotated[float, Field(gt=0, le=MAX_TRIAL_SECONDS)] = 10.0
+    dt: Annotated[float, Field(ge=1e-6, le=0.1)] = 0.01
     integrator: Literal["rk4", "cash_karp", "semi_implicit_euler"] = "cash_karp"
-    tolerance: Annotated[float, Field(gt=0)] = 1e-6
+    tolerance: Annotated[float, Field(ge=1e-14, le=1.0)] = 1e-6
     unstable_error: Annotated[float, Field(gt=0)] = 30.0
     traces: bool = True
     figures: bool = True
+
+    @model_validator(mode="after")
+    def _bounded(self):
+        labels = sum(len(self.eta) if _adaptive_label(c) else 1 for c in self.controllers)
+        cells = len(self.arms) * len(self.trajectories) * len(self.k) * labels * len(self.gravity) * len(self.gains)
+        if cells > MAX_TRIALS:
+            raise ValueError(f"the grid has {cells} trials (arms × trajectories × k × controllers, each adaptive one "
+                             f"× eta, × gravity × gains), more than the {MAX_TRIALS} a sweep may run; split it")
+        if self.adapt + self.measure > MAX_TRIAL_SECONDS:
+            raise ValueError(f"adapt + measure is {self.adapt + self.measure:g} s, more than the "
+                             f"{MAX_TRIAL_SECONDS:g} s a trial may last")
+        return self
 
 
 class SweepSpecError(ValueError):
