@@ -43,7 +43,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .fileio import replace_refusal
+from .fileio import NotReplaced
 from .output import RunWriter
 from .scene import SceneError, compile_scene, parse_spec, read_spec
 from .scene.io import robot_document
@@ -108,17 +108,10 @@ def _run(args) -> int:
               + (f", or allow it with --max-steps {math.ceil(steps)}" if steps < 1e15 else ""), file=sys.stderr)
         return 2
     out = Path(args.out)
-    if os.path.lexists(out) and not args.force:
-        print(f"{out} exists; choose another --out or replace it with --force", file=sys.stderr)
-        return 2
-    refusal = replace_refusal(out, "run") if args.force else None
-    if refusal:
-        print(f"--force replaces only an earlier output of 'run': {refusal}; choose another --out", file=sys.stderr)
-        return 2
     try:
-        writer = RunWriter(out, model, record_layout(model, sim.inputs))
+        writer = RunWriter(out, model, record_layout(model, sim.inputs), replace=args.force)
     except OSError as exc:
-        print(f"cannot write the output {out}: {exc.strerror or exc}", file=sys.stderr)
+        print(_output_error(exc, out, "run"), file=sys.stderr)
         return 2
     diverged = None
     try:
@@ -130,9 +123,9 @@ def _run(args) -> int:
         writer.abort()
         raise
     try:
-        summary = writer.finish(sim, scene_path=args.scene, diverged=diverged, replace=args.force)
+        summary = writer.finish(sim, scene_path=args.scene, diverged=diverged)
     except OSError as exc:
-        writer.abort() if not isinstance(exc, FileExistsError) else None
+        writer.abort() if not isinstance(exc, (FileExistsError, NotReplaced)) else None
         print(f"cannot write the output {out}: {exc.strerror or exc}", file=sys.stderr)
         return 2
     if not args.quiet:
@@ -195,6 +188,15 @@ def contact_report(model, events) -> list[str]:
     return lines
 
 
+def _output_error(exc: OSError, out, command: str) -> str:
+    """What to say when ``command``'s output ``out`` cannot be written (:func:`core.fileio.check_replaceable`)."""
+    if isinstance(exc, FileExistsError):
+        return f"{out} exists; choose another --out or replace an earlier {command}'s output with --force"
+    if isinstance(exc, NotReplaced):
+        return f"--force replaces only an earlier output of '{command}': {exc.strerror}; choose another --out"
+    return f"cannot write the output {out}: {exc.strerror or exc}"
+
+
 def _out_folder_problem(out: str) -> str | None:
     """Why ``out`` cannot be the folder a command writes its files into (checked before it runs)."""
     path = Path(out)
@@ -212,15 +214,8 @@ def _out_folder_problem(out: str) -> str | None:
 
 def _sweep(args) -> int:
     from .bench.sweep import ClusterError, SweepSpecError, check_dask_address, read_sweep_spec, run_sweep
-    if _out_folder_problem(args.out):
-        print(_out_folder_problem(args.out), file=sys.stderr)
-        return 2
-    if os.path.lexists(args.out) and not args.force:
-        print(f"{args.out} exists; choose another --out or replace an earlier sweep's with --force", file=sys.stderr)
-        return 2
-    refusal = replace_refusal(args.out, "sweep") if args.force else None
-    if refusal:
-        print(f"--force replaces only an earlier output of 'sweep': {refusal}; choose another --out", file=sys.stderr)
+    if problem := _out_folder_problem(args.out):
+        print(problem, file=sys.stderr)
         return 2
     if args.dask is not None and check_dask_address(args.dask):
         print(check_dask_address(args.dask), file=sys.stderr)
@@ -248,7 +243,7 @@ def _sweep(args) -> int:
         print(exc, file=sys.stderr)
         return 2
     except OSError as exc:
-        print(f"cannot write the sweep's output {args.out}: {exc.strerror or exc}", file=sys.stderr)
+        print(_output_error(exc, args.out, "sweep"), file=sys.stderr)
         return 2
     if not args.quiet:
         where = f"the Dask cluster at {args.dask}" if args.dask else f"{summary['workers']} local worker(s)"
@@ -264,8 +259,8 @@ def _sweep(args) -> int:
 def _compare(args) -> int:
     from .compare import run_formulations, write_comparison
     from .formulations import FORMULATIONS
-    if _out_folder_problem(args.out):
-        print(_out_folder_problem(args.out), file=sys.stderr)
+    if problem := _out_folder_problem(args.out):
+        print(problem, file=sys.stderr)
         return 2
     try:
         model = compile_scene(_read(args.scene, args), args.scene)

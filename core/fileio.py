@@ -22,7 +22,7 @@ import tempfile
 from pathlib import Path
 
 __all__ = ["read_regular_file", "atomic_write_bytes", "atomic_write_text", "umask", "new_file_mode", "staging_directory",
-           "publish_directory", "fsync_directory", "mark_output", "replace_refusal", "OUTPUT_MARKER"]
+           "publish_directory", "fsync_directory", "mark_output", "replace_refusal", "check_replaceable", "NotReplaced", "OUTPUT_MARKER"]
 
 #: The file that marks a folder as an output of one of limbstudio's commands (``--force`` replaces only these).
 OUTPUT_MARKER = ".limbstudio-output.json"
@@ -212,11 +212,27 @@ def replace_refusal(target: str | os.PathLike, command: str) -> str | None:
     return None
 
 
+class NotReplaced(PermissionError):
+    """An existing output that ``--force`` may not replace; ``strerror`` says why (:func:`replace_refusal`)."""
+
+
+def check_replaceable(target: str | os.PathLike, command: str, replace: bool) -> None:
+    """Nothing if ``command`` may write its output to ``target``: absent, or (with ``replace``) an earlier output
+    of ``command`` that :func:`replace_refusal` allows. Else ``FileExistsError`` (it exists, no ``replace``) or
+    :class:`NotReplaced` whose ``strerror`` is the refusal's reason."""
+    if not os.path.lexists(target):
+        return
+    if not replace:
+        raise FileExistsError(17, "the output exists (use --force to replace it)", str(target))
+    refusal = replace_refusal(target, command)
+    if refusal:
+        raise NotReplaced(1, refusal, str(target))
+
+
 def publish_directory(staged: str | os.PathLike, target: str | os.PathLike, replace: bool = False,
                       command: str | None = None) -> None:
-    """Move the complete folder ``staged`` to ``target``. A target that exists is an error
-    (``FileExistsError``) unless ``replace``; then, if :func:`replace_refusal` allows it for ``command`` (else
-    ``PermissionError`` with its reason), the two are exchanged atomically and the old one removed. Where the
+    """Move the complete folder ``staged`` to ``target``. A target that exists must be replaceable
+    (:func:`check_replaceable`); then the two are exchanged atomically and the old one removed. Where the
     exchange is not available the old target is first renamed aside (a crash between the two renames leaves it
     complete under ``.NAME.old-XXXX``)."""
     staged, target = Path(staged), Path(target)
@@ -225,11 +241,7 @@ def publish_directory(staged: str | os.PathLike, target: str | os.PathLike, repl
         os.rename(staged, target)                       # (an empty folder made meanwhile is replaced, POSIX)
         fsync_directory(target.parent)
         return
-    if not replace:
-        raise FileExistsError(17, "the output exists (use --force to replace it)", str(target))
-    refusal = replace_refusal(target, command or "")
-    if refusal:
-        raise PermissionError(1, f"not replaced: {refusal}", str(target))
+    check_replaceable(target, command or "", replace)
     if _exchange(staged, target):
         fsync_directory(target.parent)
         _remove(staged)                                   # (now the old output)

@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from .columns import column_units
-from .fileio import mark_output, publish_directory, staging_directory
+from .fileio import check_replaceable, mark_output, publish_directory, staging_directory
 from .model import Model
 
 __all__ = ["write_run", "csv_columns", "RunWriter", "strict_json", "event_arrays"]
@@ -99,10 +99,10 @@ def write_run(out: Path, model: Model, sim, data: dict[str, np.ndarray], scene_p
               replace: bool = True) -> dict:
     """Write the three result files of a run whose records are in memory (``data``) into ``out``, replacing an
     existing output when ``replace``; return the summary (:class:`RunWriter` does the writing)."""
-    writer = RunWriter(out, model, list((k, np.asarray(v).shape[1:]) for k, v in data.items()))
+    writer = RunWriter(out, model, list((k, np.asarray(v).shape[1:]) for k, v in data.items()), replace)
     try:
         writer(data)
-        return writer.finish(sim, scene_path=scene_path, replace=replace)
+        return writer.finish(sim, scene_path=scene_path)
     except BaseException:
         writer.abort()
         raise
@@ -160,10 +160,15 @@ class RunWriter:
 
     Call it with each chunk of records (a dict of arrays with rows first, :func:`core.records.split`), then
     :meth:`finish` (writes the NPZ and ``summary.json``, renames the folder into place) or :meth:`abort`
-    (removes the staging folder). ``columns``: ``[(name, shape of one record)]`` in record order."""
+    (removes the staging folder). ``columns``: ``[(name, shape of one record)]`` in record order. An existing
+    ``out`` is refused at once, before anything runs (:func:`core.fileio.check_replaceable`: ``FileExistsError``
+    without ``replace``, :class:`~core.fileio.NotReplaced` if it is not an earlier run's output), and again when
+    publishing."""
 
-    def __init__(self, out: str | os.PathLike, model: Model, columns):
+    def __init__(self, out: str | os.PathLike, model: Model, columns, replace: bool = False):
+        check_replaceable(out, "run", replace)
         self.out = Path(out)
+        self.replace = replace
         self.model = model
         self.columns = [(name, tuple(shape)) for name, shape in columns]
         self.stats = _Stats(len(model.constraints))
@@ -216,10 +221,10 @@ class RunWriter:
                     shutil.copyfileobj(src, member, 1 << 20)
                 raw.unlink()
 
-    def finish(self, sim, scene_path: str | None = None, diverged: str | None = None, replace: bool = False) -> dict:
+    def finish(self, sim, scene_path: str | None = None, diverged: str | None = None) -> dict:
         """Complete the files, write ``summary.json`` and rename the staging folder to the output (an existing
-        output is replaced only with ``replace``; else ``FileExistsError``, the staging folder kept and named in
-        it). ``diverged``: the divergence message, if the run stopped on one. Returns the summary."""
+        output only if replaceable, as at the start; else ``FileExistsError`` or ``NotReplaced``, the staging
+        folder kept and named in it). ``diverged``: the divergence message, if the run stopped on one. Returns the summary."""
         self._close()
         self._write_npz(getattr(sim, "events", ()))
         summary = self._summary(sim, scene_path, diverged)
@@ -239,7 +244,7 @@ class RunWriter:
             raise FileExistsError(17, f"{self.out} was written by another run while this one ran; this run's "
                                   f"output is kept in {self.staged}", str(self.out))
         try:
-            publish_directory(self.staged, self.out, replace=replace, command="run")
+            publish_directory(self.staged, self.out, replace=self.replace, command="run")
         except FileExistsError as exc:
             raise FileExistsError(exc.errno, f"{self.out} exists (use --force to replace it); this run's output "
                                   f"is kept in {self.staged}", str(self.out)) from None

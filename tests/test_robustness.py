@@ -828,13 +828,13 @@ def test_a_run_that_another_run_overtook_does_not_overwrite_it_silently(tmp_path
     out = tmp_path / "out"
     assert _run(tmp_path, SCENES / "bouncing_ball.json", "--duration", 0.05, "--out", out, "--quiet") == 0
     sim = core.Simulation(core.load_scene(SCENES / "bouncing_ball.json"))
-    slow = RunWriter(out, sim.model, record_layout(sim.model, sim.inputs))            # the first run starts …
+    slow = RunWriter(out, sim.model, record_layout(sim.model, sim.inputs), replace=True)  # a first run starts …
     sim.run(0.05, sink=slow)
     assert _run(tmp_path, SCENES / "bouncing_ball.json", "--duration", 0.1, "--out", out, "--force",
                 "--quiet") == 0                                                   # … a second one finishes
     theirs = (out / "summary.json").read_text()
     with pytest.raises(FileExistsError, match="written by another run while this one ran"):
-        slow.finish(sim, replace=True)
+        slow.finish(sim)
     assert (out / "summary.json").read_text() == theirs and (slow.staged / "summary.json").exists()
 
 

@@ -59,7 +59,7 @@ from typing import Annotated, Any, Literal, Union
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from ..fileio import (atomic_write_bytes, atomic_write_text, mark_output, publish_directory, replace_refusal,
+from ..fileio import (atomic_write_bytes, atomic_write_text, check_replaceable, mark_output, publish_directory,
                       staging_directory)
 from ..scene.io import Problem
 from .trial import (DEFAULT_GAINS, TRAJECTORIES, Trial, TrialResult, adaptive, build_model, controller_key,
@@ -503,15 +503,10 @@ def run_sweep(res: ResolvedSpec, out: str | os.PathLike, workers: int | None = N
               progress: bool = True, replace: bool = False) -> dict:
     """Run every trial, write ``results.csv``, the traces and the figures into ``out``; return a summary. The
     files are written into a hidden folder beside ``out``, renamed to ``out`` when complete (as ``core run``):
-    ``out`` holds one whole sweep or none, also under ``kill -9``. An existing ``out`` is ``FileExistsError``
-    unless ``replace``, and then only an earlier sweep's output is replaced (``PermissionError`` otherwise)."""
+    ``out`` holds one whole sweep or none, also under ``kill -9``. An existing ``out`` is refused before any trial
+    unless it is an earlier sweep's output and ``replace`` (:func:`core.fileio.check_replaceable`)."""
     out = Path(out)
-    if os.path.lexists(out):
-        if not replace:
-            raise FileExistsError(17, "the output exists (use --force to replace an earlier sweep's)", str(out))
-        refusal = replace_refusal(out, "sweep")
-        if refusal:
-            raise PermissionError(1, f"not replaced: {refusal}", str(out))
+    check_replaceable(out, "sweep", replace)
     client = connect_dask(dask) if dask else None            # (before anything is written)
     staged = staging_directory(out)
     try:
