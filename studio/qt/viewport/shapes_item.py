@@ -7,9 +7,9 @@ Thread: GUI (a pyqtgraph ``GLGraphicsItem``; its ``paint`` runs in the viewport'
 llvmpipe); it takes one here, whatever the number of shapes up to :data:`MAX_SHAPES` per item (the viewport
 makes as many items as it needs).
 
-Lighting as :data:`studio.qt.viewport.viewport.LIT`: Lambert shading from a key and a fill light fixed to the camera, an
-ambient term and a small Blinn highlight; colour from the shape's rgba, brightened by a per-shape ``tint`` (the
-shape under the mouse).
+Lighting (:data:`LIT_FRAGMENT`, shared with the overlays): Lambert shading from a key and a fill light fixed to
+the camera, an ambient term and a small Blinn highlight; colour from the shape's rgba, brightened by a per-shape
+``tint`` (the shape under the mouse).
 """
 from __future__ import annotations
 
@@ -19,9 +19,29 @@ from pyqtgraph.opengl import shaders
 from pyqtgraph.opengl.GLGraphicsItem import GLGraphicsItem
 from PySide6 import QtGui, QtOpenGL
 
-__all__ = ["ShapesItem", "MAX_SHAPES", "SHAPES_SHADER"]
+__all__ = ["ShapesItem", "MAX_SHAPES", "SHAPES_SHADER", "LIT_FRAGMENT"]
 
 MAX_SHAPES = 64       # poses per item: 64 × 16 uniform floats fit the 1024 every OpenGL 2.1 driver offers
+
+#: The lit fragment shader of every mesh the viewport draws (shapes and overlays): Lambert shading from a key and
+#: a fill light fixed to the camera (eye coordinates: x right, y up, z towards the viewer), an ambient term and a
+#: small Blinn highlight on the interpolated colour.
+LIT_FRAGMENT = """
+        #ifdef GL_ES
+        precision mediump float;
+        #endif
+        varying vec4 v_color;
+        varying vec3 v_normal;
+        void main() {
+            vec3 n = normalize(v_normal);
+            vec3 key = normalize(vec3(0.35, 0.6, 0.75));
+            vec3 fill = normalize(vec3(-0.7, -0.2, 0.45));
+            float diffuse = 0.72 * max(dot(n, key), 0.0) + 0.22 * max(dot(n, fill), 0.0);
+            float specular = 0.25 * pow(max(dot(n, normalize(key + vec3(0.0, 0.0, 1.0))), 0.0), 40.0);
+            vec3 rgb = v_color.rgb * (0.3 + diffuse) + vec3(specular);
+            gl_FragColor = vec4(min(rgb, vec3(1.0)), v_color.a);
+        }
+"""
 
 SHAPES_SHADER = shaders.ShaderProgram("limbstudio-shapes", [
     shaders.VertexShader(f"""
@@ -44,22 +64,7 @@ SHAPES_SHADER = shaders.ShaderProgram("limbstudio-shapes", [
             gl_Position = u_mvp * vec4(p, 1.0);
         }}
     """),
-    shaders.FragmentShader("""
-        #ifdef GL_ES
-        precision mediump float;
-        #endif
-        varying vec4 v_color;
-        varying vec3 v_normal;
-        void main() {
-            vec3 n = normalize(v_normal);
-            vec3 key = normalize(vec3(0.35, 0.6, 0.75));
-            vec3 fill = normalize(vec3(-0.7, -0.2, 0.45));
-            float diffuse = 0.72 * max(dot(n, key), 0.0) + 0.22 * max(dot(n, fill), 0.0);
-            float specular = 0.25 * pow(max(dot(n, normalize(key + vec3(0.0, 0.0, 1.0))), 0.0), 40.0);
-            vec3 rgb = v_color.rgb * (0.3 + diffuse) + vec3(specular);
-            gl_FragColor = vec4(min(rgb, vec3(1.0)), v_color.a);
-        }
-    """),
+    shaders.FragmentShader(LIT_FRAGMENT),
 ])
 
 

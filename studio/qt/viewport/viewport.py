@@ -45,7 +45,7 @@ from studio.qt.viewport.meshes import shape_half_extents, shape_mesh, vertex_nor
 from studio.qt.viewport.overlays import Overlays
 from studio.geometry.picking import hit_sphere, pick_shape, ray_plane, ray_through
 from core.drawing import shape_poses
-from studio.qt.viewport.shapes_item import MAX_SHAPES, ShapesItem
+from studio.qt.viewport.shapes_item import LIT_FRAGMENT, MAX_SHAPES, ShapesItem
 
 __all__ = ["Viewport", "BACKGROUND", "LIT", "HANDLE_PX", "ORBIT_DEG_PER_PX"]
 
@@ -62,8 +62,8 @@ LABEL_STYLE = ("QLabel { color: #d8dbe0; background: rgba(30, 32, 36, 170); bord
 REC_STYLE = ("QLabel { color: #ffffff; background: rgba(190, 30, 30, 200); border-radius: 3px; "
              "padding: 3px 8px; font-weight: bold; }")
 
-# Lambert shading from a key and a fill light fixed to the camera (eye coordinates: x right, y up, z towards the
-# viewer), an ambient term and a small Blinn specular highlight; colour from the mesh (the overlays' rgba).
+# The overlays' meshes, lit as the shapes are (:data:`~studio.qt.viewport.shapes_item.LIT_FRAGMENT`); colour from
+# the mesh (the overlays' rgba).
 LIT = shaders.ShaderProgram("limbstudio-lit", [
     shaders.VertexShader("""
         uniform mat4 u_mvp;
@@ -79,22 +79,7 @@ LIT = shaders.ShaderProgram("limbstudio-lit", [
             gl_Position = u_mvp * a_position;
         }
     """),
-    shaders.FragmentShader("""
-        #ifdef GL_ES
-        precision mediump float;
-        #endif
-        varying vec4 v_color;
-        varying vec3 v_normal;
-        void main() {
-            vec3 n = normalize(v_normal);
-            vec3 key = normalize(vec3(0.35, 0.6, 0.75));
-            vec3 fill = normalize(vec3(-0.7, -0.2, 0.45));
-            float diffuse = 0.72 * max(dot(n, key), 0.0) + 0.22 * max(dot(n, fill), 0.0);
-            float specular = 0.25 * pow(max(dot(n, normalize(key + vec3(0.0, 0.0, 1.0))), 0.0), 40.0);
-            vec3 rgb = v_color.rgb * (0.3 + diffuse) + vec3(specular);
-            gl_FragColor = vec4(min(rgb, vec3(1.0)), v_color.a);
-        }
-    """),
+    shaders.FragmentShader(LIT_FRAGMENT),
 ])
 
 
