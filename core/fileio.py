@@ -19,9 +19,10 @@ import json
 import os
 import shutil
 import tempfile
+from contextlib import contextmanager
 from pathlib import Path
 
-__all__ = ["read_regular_file", "atomic_write_bytes", "atomic_write_text", "umask", "new_file_mode", "staging_directory",
+__all__ = ["read_regular_file", "atomic_writer", "atomic_write_bytes", "atomic_write_text", "umask", "new_file_mode", "staging_directory",
            "publish_directory", "fsync_directory", "mark_output", "replace_refusal", "check_replaceable", "NotReplaced", "OUTPUT_MARKER"]
 
 #: The file that marks a folder as an output of one of limbstudio's commands (``--force`` replaces only these).
@@ -73,11 +74,12 @@ def _written_path(path: Path) -> Path:
     return Path(os.path.realpath(path)) if path.is_symlink() else path
 
 
-def atomic_write_bytes(path: str | os.PathLike, data: bytes, mode: int | None = None) -> Path:
-    """Write ``data`` to ``path`` atomically. The file keeps its mode if it exists; a new file gets ``mode``, or
-    0666 less the umask. A symbolic link is followed: its target is written and the link kept. Returns ``path``."""
-    path = Path(path)
-    target = _written_path(path)
+@contextmanager
+def atomic_writer(path: str | os.PathLike, mode: int | None = None):
+    """A binary file to write ``path``'s new content into (streamed, any size): it replaces ``path`` atomically
+    when the block ends, or is removed if the block raises. The file keeps its mode if it exists; a new one gets
+    ``mode``, or 0666 less the umask. A symbolic link is followed: its target is written and the link kept."""
+    target = _written_path(Path(path))
     try:
         mode = os.stat(target).st_mode & 0o7777
     except OSError:
@@ -85,7 +87,7 @@ def atomic_write_bytes(path: str | os.PathLike, data: bytes, mode: int | None = 
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
     try:
         with os.fdopen(fd, "wb") as f:
-            f.write(data)
+            yield f
             f.flush()
             os.fchmod(f.fileno(), mode)
             os.fsync(f.fileno())
@@ -96,7 +98,13 @@ def atomic_write_bytes(path: str | os.PathLike, data: bytes, mode: int | None = 
         except OSError:
             pass
         raise
-    return path
+
+
+def atomic_write_bytes(path: str | os.PathLike, data: bytes, mode: int | None = None) -> Path:
+    """Write ``data`` to ``path`` atomically (:func:`atomic_writer`). Returns ``path``."""
+    with atomic_writer(path, mode) as f:
+        f.write(data)
+    return Path(path)
 
 
 def atomic_write_text(path: str | os.PathLike, text: str, mode: int | None = None) -> Path:

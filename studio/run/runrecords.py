@@ -19,14 +19,15 @@ says from which time it starts (:attr:`RunRecords.dropped_until`).
 """
 from __future__ import annotations
 
+import io
 import os
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
 from core.columns import column_units, header
+from core.fileio import atomic_writer
 
 __all__ = ["RunRecords", "Segment", "LIMIT_BYTES"]
 
@@ -164,20 +165,9 @@ class RunRecords:
 
 def _write_atomically(target: Path, cells: list[str], table: np.ndarray) -> None:
     target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as f:
-            f.write(",".join(cells) + "\n")
-            np.savetxt(f, table, delimiter=",", fmt="%.17g")
-            f.flush()
-            os.fsync(f.fileno())
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)
-        os.replace(tmp, target)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+    with atomic_writer(target) as f:
+        text = io.TextIOWrapper(f, encoding="utf-8", newline="\n")
+        text.write(",".join(cells) + "\n")
+        np.savetxt(text, table, delimiter=",", fmt="%.17g")
+        text.flush()
+        text.detach()                                    # (the binary file is atomic_writer's to close)
