@@ -33,8 +33,8 @@ SHIPPED = sorted(SCENES_DIR.glob("*.json"))
 
 def _drive(model, speed=float("inf"), **options):
     """A worker on the test's thread, its signals collected."""
-    from PySide6.QtCore import QCoreApplication
-    QCoreApplication.instance() or QCoreApplication([])
+    from PySide6.QtWidgets import QApplication          # (a bare QCoreApplication made here would be the one the
+    QApplication.instance() or QApplication([])          # later GUI tests get: their GL context then segfaults)
     w = SimulationWorker(core.Simulation(model), queue.Queue(), speed=speed, **options)
     w.sent, w.snaps = [], []
     w.samples.connect(w.sent.append)
