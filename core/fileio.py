@@ -22,26 +22,33 @@ import tempfile
 from contextlib import contextmanager
 from pathlib import Path
 
-__all__ = ["read_regular_file", "atomic_writer", "atomic_write_bytes", "atomic_write_text", "umask", "new_file_mode", "staging_directory",
+__all__ = ["not_a_file", "read_regular_file", "atomic_writer", "atomic_write_bytes", "atomic_write_text", "umask", "new_file_mode", "staging_directory",
            "publish_directory", "fsync_directory", "mark_output", "replace_refusal", "check_replaceable", "NotReplaced", "OUTPUT_MARKER"]
 
 #: The file that marks a folder as an output of one of limbstudio's commands (``--force`` replaces only these).
 OUTPUT_MARKER = ".limbstudio-output.json"
 
 
+def not_a_file(mode: int) -> str | None:
+    """What a path of ``st_mode`` ``mode`` is if not a regular file ("a pipe (FIFO)", "a device" …), else None."""
+    import stat
+    if stat.S_ISREG(mode):
+        return None
+    return ("a folder" if stat.S_ISDIR(mode) else "a pipe (FIFO)" if stat.S_ISFIFO(mode) else
+            "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else "a socket" if stat.S_ISSOCK(mode)
+            else "not a file")
+
+
 def read_regular_file(path: str | os.PathLike, limit: int) -> bytes:
     """At most ``limit`` + 1 bytes of the regular file ``path`` (one more than the limit tells a caller it is
     too large). A FIFO, a device, a socket or a folder raises ``OSError`` ("not a regular file …") without
     blocking: the file is opened non-blocking and looked at before anything is read."""
-    import stat
     fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
     try:
         mode = os.fstat(fd).st_mode
-        if not stat.S_ISREG(mode):
-            what = ("a folder" if stat.S_ISDIR(mode) else "a pipe (FIFO)" if stat.S_ISFIFO(mode) else
-                    "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else "a socket" if stat.S_ISSOCK(mode)
-                    else "not a file")
-            raise OSError(21 if stat.S_ISDIR(mode) else 22, f"not a regular file ({what})", str(path))
+        what = not_a_file(mode)
+        if what is not None:
+            raise OSError(21 if what == "a folder" else 22, f"not a regular file ({what})", str(path))
         os.set_blocking(fd, True)
         with os.fdopen(fd, "rb", closefd=True) as f:
             fd = -1

@@ -107,7 +107,7 @@ def _bounds_problems(path: Path) -> list[Problem]:
     or are larger than a document or a mesh may be. Includes are followed to :data:`_MAX_INCLUDE_DEPTH`."""
     import xml.etree.ElementTree as ET
 
-    from ..fileio import read_regular_file
+    from ..fileio import not_a_file, read_regular_file
     from ..meshfile import MAX_MESH_BYTES
     problems: list[Problem] = []
     bodies = 0
@@ -175,9 +175,8 @@ def _bounds_problems(path: Path) -> list[Problem]:
                 except (OSError, ValueError):
                     pass                                 # (missing: MuJoCo's compiler says so)
                 else:
-                    import stat as _stat
-                    if not _stat.S_ISREG(st.st_mode):
-                        problems.append(Problem(here, f"{name} is not a regular file"))
+                    if not_a_file(st.st_mode):
+                        problems.append(Problem(here, f"{name} is not a regular file ({not_a_file(st.st_mode)})"))
                     elif st.st_size > MAX_MESH_BYTES:
                         problems.append(Problem(here, f"{name} has {st.st_size} bytes, more than the "
                                                 f"{MAX_MESH_BYTES} an asset may have"))

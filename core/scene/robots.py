@@ -25,7 +25,7 @@ from .io import Problem, SceneError
 from .paths import ROBOT_SECTIONS, ROBOT_SUFFIXES, relative_file, remap_path, resolve_file
 from .schema import RobotInclude, Scene
 
-__all__ = ["ROBOT_SUFFIXES", "robot_scene", "expand", "resolve_file", "relative_file", "remap_path",
+__all__ = ["ROBOT_SUFFIXES", "IMPORT_WARNINGS", "robot_scene", "expand", "resolve_file", "relative_file", "remap_path",
            "plain_import_warnings"]
 
 def robot_scene(include: RobotInclude) -> Scene:
@@ -105,6 +105,11 @@ def expand(spec: Scene) -> Scene:
     return Scene.model_validate(data)
 
 
+#: The warning classes of the robot importers (``URDFWarning``, ``MJCFWarning``), by name: each says what an
+#: import dropped or approximated.
+IMPORT_WARNINGS = ("URDFWarning", "MJCFWarning")
+
+
 def plain_import_warnings(prefix: str) -> None:
     """Show the importers' notes (``URDFWarning``, ``MJCFWarning``) on stderr as one line each,
     ``<prefix>: warning: <message>``, instead of Python's form with a source line (for the command lines); each
@@ -117,7 +122,7 @@ def plain_import_warnings(prefix: str) -> None:
     said: set[str] = set()
 
     def show(message, category, filename, lineno, file=None, line=None):
-        if category.__name__ in ("URDFWarning", "MJCFWarning"):
+        if category.__name__ in IMPORT_WARNINGS:
             if str(message) not in said:
                 said.add(str(message))
                 print(f"{prefix}: warning: {message}", file=sys.stderr if file is None else file)

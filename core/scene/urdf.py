@@ -79,6 +79,7 @@ from typing import Any
 
 import numpy as np
 
+from ..fileio import read_regular_file
 from ..inertia import inertia_problem, nearest_physical_inertia
 from ..meshfile import MeshError, read_mesh
 from .io import Problem, SceneError, parse_spec
@@ -386,10 +387,7 @@ def urdf_to_spec(path: str | Path, floating_base: bool = False, inertia: str = "
     path = Path(path)
     source = str(path)
     try:
-        if path.exists() and not path.is_file():         # a folder, a device or a pipe (reading one could block)
-            raise SceneError([Problem("robot", "not a regular file")], source)
-        with open(path, "rb") as f:
-            text = f.read(MAX_DOCUMENT_BYTES + 1)
+        text = read_regular_file(path, MAX_DOCUMENT_BYTES)   # (a folder, device or pipe: refused, never blocks)
     except OSError as exc:
         raise SceneError([Problem("robot", f"cannot read the file: {exc.strerror or exc}")], source) from None
     except ValueError as exc:                            # e.g. a NUL byte in the name

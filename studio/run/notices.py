@@ -18,11 +18,10 @@ from collections import deque
 from dataclasses import dataclass, replace
 from typing import Callable
 
-__all__ = ["Severity", "Notice", "NoticeLog", "IMPORT_WARNINGS", "caught_import_warnings"]
+from core.scene.robots import IMPORT_WARNINGS
 
-#: The warning classes of the robot importers (``core.scene.urdf.URDFWarning``, ``core.scene.mjcf.MJCFWarning``):
-#: each says what an import dropped or approximated.
-IMPORT_WARNINGS = ("URDFWarning", "MJCFWarning")
+__all__ = ["Severity", "Notice", "NoticeLog", "caught_import_warnings"]
+
 
 
 class Severity(enum.IntEnum):
