@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import copy
 import json
+import math
 import os
 import signal
 import subprocess
@@ -632,6 +633,14 @@ def test_event_isolation_ends_below_the_spacing_of_doubles(tmp_path):
     bounces = [e for e in sim.events if e.kind == "bounce"]
     assert len(bounces) >= 5 and bounces[4].t > 8.0
     assert sim.state.q[2] > 0.1 - 1e-9
+    # and isolated where the analytic bounces are: the fall of 9.9 m, then flights of 2 v_k / g with v_k = e^k v_1
+    g, e = 9.81, 0.8
+    v = math.sqrt(2 * g * 9.9)
+    expected = [v / g]
+    for _ in range(4):
+        v *= e
+        expected.append(expected[-1] + 2 * v / g)
+    np.testing.assert_allclose([b.t for b in bounces[:5]], expected, rtol=0, atol=1e-9)
 
 
 def test_a_program_naming_a_spring_as_its_actuator_is_refused_by_the_validator(tmp_path, capsys):
