@@ -213,7 +213,7 @@ class _SceneLoader:
         def say():
             nonlocal shown
             text = SPLASH_MESSAGE if compiling_since is None else \
-                compiling_message(time.monotonic() - compiling_since, hint=False).replace(" (", "\n(", 1)
+                compiling_message(time.monotonic() - compiling_since).replace(" (", "\n(", 1)
             if text != shown:
                 shown = text
                 splash.showMessage(f"limbstudio\n\n{text}",

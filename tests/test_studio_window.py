@@ -587,7 +587,7 @@ def test_a_cold_cache_compiles_in_a_separate_process_while_the_window_stays_live
     try:
         assert win.kernels is not None and win.kernels.running
         assert not win.sim_thread.thread.isRunning() and _latest(win) is None      # the worker waits for them
-        qtbot.waitUntil(lambda: "— 1 s…" in win.status.currentMessage())           # counting the seconds
+        qtbot.waitUntil(lambda: win.status.currentMessage().endswith("… 1 s"))      # counting the seconds
         message = win.status.currentMessage()
         assert message.startswith("Compiling the physics kernels for this machine (first run of this version")
         assert win.status.rate_label.text() == "waiting for the kernels"

@@ -62,13 +62,11 @@ def compile_alongside() -> bool:
     return cores >= 4
 
 
-def compiling_message(seconds: float, hint: bool = True) -> str:
-    """What the status bar (with ``hint``) and the splash say while the kernels compile."""
-    text = (f"Compiling the physics kernels for this machine (first run of this version, about two minutes) — "
-            f"{seconds:.0f} s…")
-    if not hint:
-        return text
-    return f"{text}  The scene can be browsed and edited meanwhile; the simulation starts when they are ready."
+def compiling_message(seconds: float | None = None) -> str:
+    """What the splash (with the ``seconds`` so far) and the status bar (which counts the seconds itself) say
+    while the kernels compile."""
+    text = "Compiling the physics kernels for this machine (first run of this version, about two minutes)…"
+    return text if seconds is None else f"{text[:-1]} — {seconds:.0f} s…"
 
 
 class KernelsNotCached(Exception):
@@ -169,8 +167,8 @@ class WarmProcess:
 
 class KernelWarmup(QObject):
     """GUI thread. Watches a :class:`WarmProcess` (started by :meth:`start` unless one is given) every
-    ``interval_ms`` without blocking. Signals: ``progress`` (str, :func:`compiling_message`, when the whole
-    seconds change), ``finished`` (ok: bool, message: str; once)."""
+    ``interval_ms`` without blocking. Signals: ``progress`` (str, :func:`compiling_message`, once it runs: the
+    status bar counts the seconds), ``finished`` (ok: bool, message: str; once)."""
 
     progress = Signal(str)
     finished = Signal(bool, str)
@@ -182,7 +180,7 @@ class KernelWarmup(QObject):
         self._timer = QTimer(self)
         self._timer.setInterval(interval_ms)
         self._timer.timeout.connect(self._poll)
-        self._shown = -1
+        self._shown = False
         self.done = False
         self.ok: bool | None = None
 
@@ -207,11 +205,10 @@ class KernelWarmup(QObject):
 
     def _poll(self) -> None:
         code = self.process.poll()
-        seconds = int(self.process.elapsed)
         if code is None:
-            if seconds != self._shown:
-                self._shown = seconds
-                self.progress.emit(compiling_message(seconds))
+            if not self._shown:
+                self._shown = True
+                self.progress.emit(compiling_message())
             return
         self._timer.stop()
         self.done, self.ok = True, code == 0

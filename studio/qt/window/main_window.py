@@ -661,7 +661,7 @@ class MainWindow(QMainWindow):
     def _worker_busy(self, message: str) -> None:
         if message and self._kernels_failed:
             message = f"{self._kernels_failed}; {message[0].lower()}{message[1:]}"
-        self.status.busy(message, counting=True)
+        self.status.busy(message)
 
     @Slot(object)
     def _show_snapshot(self, snap: Snapshot) -> None:

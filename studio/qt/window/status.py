@@ -91,28 +91,22 @@ class StatusBar(QStatusBar):
     def busy_message(self) -> str:
         return self._busy
 
-    def busy(self, message: str, counting: bool = False) -> None:
-        """What the worker is busy with (shown until ``busy("")``; a note or an error shown meanwhile hides it
-        only until it times out or is cleared). With ``counting``, the seconds since this message first came are
-        added and counted up; a message that counts its own seconds (the kernels' compile in a separate process)
-        is given anew each second instead. In the log, each busy message is one notice, revised in place as its
-        seconds count, and ending with how long it took."""
-        was, self._busy = self._busy, message
+    def busy(self, message: str) -> None:
+        """What the worker is busy with, shown with the seconds since it came, counted up, until ``busy("")`` (a
+        note or an error shown meanwhile hides it only until it times out or is cleared). In the log, each busy
+        message is one notice, revised in place as its seconds count, and ending with how long it took."""
+        was = self._busy
         if message != self._busy_text:
-            if counting or not message:
-                self._finish_busy_notice()
+            self._finish_busy_notice()
             self._busy_since = time.monotonic()
         self._busy_text = message
         if not message:
-            self._busy_since = None
+            self._busy, self._busy_since = "", None
             if was and self.currentMessage() == was:
                 self.clearMessage()
             return
-        if counting:
-            self._busy = self._counted()
-            self._counter.start()
-        else:
-            self._counter.stop()
+        self._busy = self._counted()
+        self._counter.start()
         self.setStyleSheet("")
         self.showMessage(self._busy)
         if self._busy_notice is None:
@@ -124,9 +118,9 @@ class StatusBar(QStatusBar):
         return f"{self._busy_text} {time.monotonic() - self._busy_since:.0f} s"
 
     def _finish_busy_notice(self) -> None:
-        """The busy message's notice is done: one that was counted says how long it took."""
-        if self._busy_notice is not None and self._counter.isActive():
-            self._counter.stop()
+        """The busy message's notice is done: it says how long it took."""
+        self._counter.stop()
+        if self._busy_notice is not None:
             self.log.revise(self._busy_notice, f"{self._busy_text} done in "
                                                f"{time.monotonic() - self._busy_since:.0f} s")
         self._busy_notice = None
