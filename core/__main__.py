@@ -1,8 +1,10 @@
 """Headless command line of the core.
 
     python -m core validate FILE... [--inertia refuse|repair]
-                                               check scene documents and robot files (.urdf); prints every
-                                               problem; exit 2 if any
+                                               check scene documents and robot files (.urdf, .xml); prints
+                                               every problem; exit 2 if any; warns of joints too stiff or too
+                                               damped for the integrator at the scene's dt, naming the dt
+                                               they need (core.scene.stiffness; run warns likewise)
     python -m core run SCENE --duration T [--dt DT] [--integrator NAME] --out DIR [--force] [--max-steps N]
                                                run a scene; write DIR/timeseries.npz, DIR/timeseries.csv and
                                                DIR/summary.json, streamed while it runs into a hidden folder
@@ -74,7 +76,16 @@ def _validate(args) -> int:
                 print(f"  and {exc.omitted} more problem(s)")
             continue
         print(f"{name}: ok ({model.n_links} bodies)")
+        for line in _stiffness_advice(model):
+            print(f"  warning: {line}")
     return 2 if bad else 0
+
+
+def _stiffness_advice(model, dt=None, integrator=None) -> list[str]:
+    """What :mod:`core.scene.stiffness` says of the model's joints at its (or the given) time step."""
+    from .scene.stiffness import advice, stiff_joints
+    integrator = integrator or model.settings.get("integrator", "rk4")
+    return advice(stiff_joints(model, dt, integrator), integrator)
 
 
 MAX_STEPS = 10_000_000
@@ -94,6 +105,8 @@ def _run(args) -> int:
     except ValueError as exc:
         print(f"{args.scene}: {exc}", file=sys.stderr)
         return 2
+    for line in _stiffness_advice(model, sim.dt, sim.integrator):
+        print(f"{args.scene}: warning: {line}", file=sys.stderr)
     duration = args.duration if args.duration is not None else model.settings.get("duration", 10.0)
     if not (np.isfinite(duration) and duration > 0):
         print(f"--duration must be a positive number of seconds, got {duration}", file=sys.stderr)
@@ -276,6 +289,8 @@ def _compare(args) -> int:
     if args.reference not in FORMULATIONS:
         print(f"--reference must be one of {', '.join(FORMULATIONS)}, got {args.reference!r}", file=sys.stderr)
         return 2
+    for line in _stiffness_advice(model, args.dt if args.dt and args.dt > 0 else None, args.integrator):
+        print(f"{args.scene}: warning: {line}", file=sys.stderr)
     duration = args.duration if args.duration is not None else model.settings.get("duration", 10.0)
     if not duration > 0 or (args.dt is not None and not args.dt > 0) or args.record_every < 1:
         print("--duration and --dt must be positive and --record-every at least 1", file=sys.stderr)

@@ -27,13 +27,17 @@ __all__ = ["AppliedForce", "pull_force", "force_table", "forces_kernel", "FORCE"
            "SPRING", "JOINT_SPRING", "DRAG", "ACTUATOR", "POINT_FORCE", "PULL"]
 
 #: One force element of the compiled step. ``link_b = -1`` is the world (``r_b`` then a world point; for the
-#: pull, the target). ``dof``/``qdof``: a joint's entry in q̇ and q. ``command``: an actuator's current value.
+#: pull, the target). ``dof``/``qdof``: a joint's entry in q̇ and q. ``command``: an actuator's current value u;
+#: an actuator's force is ``clip(gain · clip(u, command_lo, command_hi) + bias · (1, q, q̇), force_lo,
+#: force_hi)``, and ``limit`` is its symmetric bound (what the control equations clip their commands at).
 FORCE = np.dtype([
     ("kind", np.int64), ("link_a", np.int64), ("link_b", np.int64), ("dof", np.int64), ("qdof", np.int64),
     ("r_a", np.float64, (3,)), ("r_b", np.float64, (3,)),
     ("stiffness", np.float64), ("damping", np.float64), ("rest", np.float64),
     ("linear", np.float64), ("quadratic", np.float64), ("command", np.float64), ("limit", np.float64),
     ("force", np.float64, (3,)), ("start", np.float64), ("stop", np.float64),
+    ("gain", np.float64), ("bias", np.float64, (3,)), ("command_lo", np.float64), ("command_hi", np.float64),
+    ("force_lo", np.float64), ("force_hi", np.float64),
 ], align=True)
 
 
@@ -59,6 +63,10 @@ class AppliedForce:
     force: np.ndarray | None = None
     start: float = 0.0
     stop: float = np.inf
+    gain: float = 1.0
+    bias: tuple = (0.0, 0.0, 0.0)
+    command_range: tuple = (-np.inf, np.inf)
+    force_range: tuple | None = None          # an actuator's [lower, upper] force; None: ±limit
 
 
 def pull_force(link: int, r, target, stiffness: float, damping: float) -> AppliedForce:
@@ -84,6 +92,9 @@ def force_table(elements, actuator_values: dict | None = None) -> np.ndarray:
         if e.force is not None:
             row["force"] = e.force
         row["start"], row["stop"] = e.start, e.stop
+        row["gain"], row["bias"] = e.gain, e.bias
+        row["command_lo"], row["command_hi"] = e.command_range
+        row["force_lo"], row["force_hi"] = (-e.limit, e.limit) if e.force_range is None else e.force_range
     return table
 
 
@@ -143,9 +154,12 @@ def forces_kernel(parent, S, v_start, nv_j, R_WL, p_WL, v, q, qd, t, forces, tau
                 f[a] = s * va[a]
             add_point_force(parent, S, v_start, nv_j, R_WL, p_WL, ka, xa, f, tau)
             power[DRAG_POWER] += s * speed * speed
-        elif kind == ACTUATOR:                                # τ = clip(u, ±limit)
+        elif kind == ACTUATOR:                                # τ = clip(gain clip(u) + b0 + b1 q + b2 q̇)
             u = el.command if not programs or np.isnan(extra[e]) else extra[e]
-            u = min(max(u, -el.limit), el.limit)
+            u = min(max(u, el.command_lo), el.command_hi)
+            b = el.bias
+            u = el.gain * u + b[0] + b[1] * q[el.qdof] + b[2] * qd[dof]
+            u = min(max(u, el.force_lo), el.force_hi)
             tau[dof] += u
             power[ACTUATORS] += u * qd[dof]
         elif kind == POINT_FORCE:

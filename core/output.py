@@ -305,5 +305,9 @@ def _robot_record(model) -> dict | None:
         return None
     from .scene.robots import robot_scene
     include = spec.robot
-    return {"file": include.file, "base": include.base, "inertia_policy": include.inertia,
-            "q0": dict(include.q0), "import": robot_scene(include).description}
+    robot = robot_scene(include)
+    floating = [b.name for b in robot.bodies if b.parent == "world" and b.joint.type == "free"]
+    # (an MJCF model's joints are its own: its base is floating where a root body has a free joint)
+    base = include.base if Path(include.file).suffix.lower() != ".xml" else "floating" if floating else "fixed"
+    return {"file": include.file, "base": base, "floating_bodies": floating, "inertia_policy": include.inertia,
+            "q0": dict(include.q0), "import": robot.description}

@@ -317,3 +317,341 @@ def test_mjcf_bombs_are_refused_before_mujoco_compiles_them(tmp_path, body, what
     path.write_text(f"<mujoco>{extra}<worldbody>{body}</worldbody></mujoco>")
     with pytest.raises(SceneError, match=re.escape(what)):
         mjcf_to_spec(path)
+
+
+DRIVEN = """
+<mujoco model="driven">
+  <compiler angle="radian"/>
+  <option gravity="0.2 0.1 -9.81" timestep="0.002"/>
+  <worldbody>
+    <body name="upper" pos="0 0 1">
+      <joint name="shoulder" type="hinge" axis="0 1 0" range="-1 1.5" ref="0.2" damping="0.3" armature="0.01"/>
+      <geom type="capsule" fromto="0 0 0 0.3 0 0" size="0.04"/>
+      <body name="fore" pos="0.3 0 0" gravcomp="0.7">
+        <joint name="elbow" type="hinge" axis="0 0.3 1" range="-2 2" actuatorfrcrange="-4 5"/>
+        <geom type="box" size="0.1 0.05 0.05" pos="0.1 0 0"/>
+        <body name="slide" pos="0.2 0 0" gravcomp="1">
+          <joint name="reach" type="slide" axis="1 0 0" range="-0.1 0.2" ref="0.05"/>
+          <geom type="sphere" size="0.05" pos="0 0.02 0"/>
+          <body name="hand" pos="0.1 0 0">
+            <joint name="wrist" type="hinge" axis="1 0 0"/>
+            <geom type="sphere" size="0.04" pos="0 0.05 0"/>
+          </body>
+        </body>
+      </body>
+    </body>
+  </worldbody>
+  <tendon>
+    <fixed name="single" stiffness="3" damping="0.2" springlength="0.1"><joint joint="wrist" coef="2"/></fixed>
+  </tendon>
+  <actuator>
+    <motor name="m1" joint="shoulder" gear="2" ctrlrange="-1 1" forcerange="-1.5 1"/>
+    <position name="p2" joint="elbow" kp="20" kv="1.5" gear="1.5" ctrlrange="-1 1"/>
+    <velocity name="v3" joint="reach" kv="4"/>
+    <general name="g4" joint="wrist" gainprm="3" biastype="affine" biasprm="0.1 -2 -0.3" gear="-1.2"
+             forcerange="-2 2" forcelimited="true"/>
+    <position name="p5" joint="reach" kp="50" ctrlrange="-0.5 0.5"/>
+  </actuator>
+</mujoco>
+"""
+
+
+def _qacc_pairs(model, m, rng, n=6, ctrl_scale=1.5):
+    """(ours, MuJoCo's) accelerations at random states inside the joint ranges and random controls (some
+    outside their ctrlrange): MuJoCo's with its constraints off (the limits are not touched)."""
+    from core.inputs import NO_INPUTS
+    m.opt.disableflags |= mujoco.mjtDisableBit.mjDSBL_CONSTRAINT
+    d = mujoco.MjData(m)
+    names = [mujoco.mj_id2name(m, mujoco.mjtObj.mjOBJ_ACTUATOR, a) for a in range(m.nu)]
+    for _ in range(n):
+        lo = np.where(m.jnt_limited, m.jnt_range[:, 0], -1.0) - m.qpos0
+        hi = np.where(m.jnt_limited, m.jnt_range[:, 1], 1.0) - m.qpos0
+        q = rng.uniform(0.9 * lo, 0.9 * hi)
+        qd, ctrl = rng.normal(size=m.nv), rng.uniform(-ctrl_scale, ctrl_scale, m.nu)
+        d.qpos[:], d.qvel[:], d.ctrl[:] = q + m.qpos0, qd, ctrl
+        mujoco.mj_forward(m, d)
+        state = model.initial_state()
+        state.q[:], state.qd[:] = q, qd
+        inputs = NO_INPUTS.with_(actuators=dict(zip(names, map(float, ctrl))))
+        yield core.evaluate(model, state, inputs).qdd, d.qacc.copy()
+
+
+def test_actuators_gravcomp_and_tendon_springs_agree_with_mujoco(tmp_path):
+    """Issue 24: motor (gear, ctrlrange, an asymmetric forcerange), position (kp, kv), velocity and general
+    (affine bias, negative gear) actuators with joint transmissions, a joint's actuatorfrcrange, gravcomp on two
+    bodies and a one-joint fixed tendon's spring, with refs: the same ctrl in the same state gives MuJoCo's qacc
+    (mj_forward) to round-off."""
+    path = tmp_path / "driven.xml"
+    path.write_text(DRIVEN)
+    model = core.load_scene(path)
+    m = mujoco.MjModel.from_xml_path(str(path))
+    spec = mjcf_to_spec(path)
+    acts = {f.name: f for f in spec.forces if f.type == "actuator"}
+    assert list(acts) == ["m1", "p2", "v3", "g4", "p5"]
+    assert acts["m1"].force_range == (-3.0, 2.0) and acts["m1"].command_range == (-1.0, 1.0)
+    assert acts["p2"].force_range == (-4.0, 5.0)            # the joint's actuatorfrcrange
+    assert acts["g4"].limit == pytest.approx(2.4)
+    assert {f.name for f in spec.forces if f.type == "point_force"} == {"fore_gravcomp", "slide_gravcomp"}
+    rng = np.random.default_rng(11)
+    for ours, theirs in _qacc_pairs(model, m, rng):
+        np.testing.assert_allclose(ours, theirs, atol=1e-10 * np.abs(theirs).max())
+    # without the actuators, gravcomp and the tendon spring the accelerations differ: they are what is compared
+    bare = core.compile_scene(spec.model_copy(update={"forces": [f for f in spec.forces
+                                                                 if f.type == "joint_spring" and
+                                                                 f.name.endswith("_passive")]}))
+    state = bare.initial_state()
+    assert np.abs(core.evaluate(bare, state).qdd - core.evaluate(model, state).qdd).max() > 1.0
+
+
+def test_joint_ranges_become_limits_in_the_scenes_coordinates(tmp_path):
+    """A hinge's or slide's range is its limits, moved by ref (q = qpos − qpos0), and the joint stops there: a
+    limp arm falls onto its shoulder's lower bound instead of swinging through it."""
+    path = tmp_path / "driven.xml"
+    path.write_text(DRIVEN)
+    model = core.load_scene(path)
+    spec = mjcf_to_spec(path)
+    joints = {b.joint.name: b.joint for b in spec.bodies}
+    assert joints["shoulder"].limits == pytest.approx((-1.2, 1.3))
+    assert joints["reach"].limits == pytest.approx((-0.15, 0.15))
+    assert joints["wrist"].limits is None
+    sim = core.Simulation(core.compile_scene(spec.model_copy(update={"forces": []})), dt=1e-3)
+    sim.run(1.5)
+    q = sim.state.q[sim.model.q_slice("shoulder")][0]
+    assert -1.2 - 1e-6 <= q <= 1.3 + 1e-6
+    assert any(e.kind.startswith("limit") for e in sim.events)
+
+
+SERVO = """
+<mujoco model="servo">
+  <compiler angle="radian"/>
+  <option timestep="0.001" integrator="RK4"/>
+  <worldbody>
+    <body name="upper" pos="0 0 1">
+      <joint name="shoulder" type="hinge" axis="0 1 0" ref="0.3" damping="0.05"/>
+      <geom type="capsule" fromto="0 0 0 0.3 0 0" size="0.04"/>
+      <body name="fore" pos="0.3 0 0">
+        <joint name="elbow" type="hinge" axis="0 1 0" armature="0.002"/>
+        <geom type="capsule" fromto="0 0 0 0.25 0 0" size="0.03"/>
+        <body name="tip" pos="0.25 0 0">
+          <joint name="reach" type="slide" axis="1 0 0"/>
+          <geom type="sphere" size="0.04"/>
+        </body>
+      </body>
+    </body>
+  </worldbody>
+  <actuator>
+    <position name="lift" joint="shoulder" kp="60" kv="2" ctrlrange="-2 2"/>
+    <position name="bend" joint="elbow" kp="25" kv="0.5" gear="2" forcerange="-12 12"/>
+    <general name="push" joint="reach" gainprm="40" biastype="affine" biasprm="1 -40 -4"/>
+  </actuator>
+</mujoco>
+"""
+
+
+def test_position_actuators_drive_the_arm_as_in_mujoco(tmp_path):
+    """Driven by its file's own actuators (position servos with gear, a force range, a ref, and a general
+    servo), the arm follows MuJoCo's trajectory: 1 s of both at the file's dt with RK4 (MuJoCo's constraints off:
+    nothing here touches a limit), the same controls, within 1e-7 rad at every recorded step."""
+    path = tmp_path / "servo.xml"
+    path.write_text(SERVO)
+    model = core.load_scene(path)
+    m = mujoco.MjModel.from_xml_path(str(path))
+    m.opt.disableflags |= mujoco.mjtDisableBit.mjDSBL_CONSTRAINT
+    d = mujoco.MjData(m)
+    ctrl = {"lift": 0.9, "bend": -0.4, "push": 0.05}
+    d.ctrl[:] = list(ctrl.values())
+    theirs = []
+    for _ in range(1000):
+        mujoco.mj_step(m, d)
+        theirs.append(d.qpos - m.qpos0)
+    sim = core.Simulation(model, dt=m.opt.timestep)
+    for name, u in ctrl.items():
+        sim.set_actuator(name, u)
+    ours = sim.run(1.0)["q"]
+    np.testing.assert_allclose(ours[-1000:], np.array(theirs), atol=1e-7)
+    assert abs(theirs[-1][0] - (0.9 - 0.3)) < 0.1                # (it did move: toward its target, qpos = ctrl)
+
+
+COUPLED = """
+<mujoco model="coupled">
+  <compiler angle="radian"/>
+  <worldbody>
+    <body name="a" pos="0 0 1">
+      <joint name="ja" type="hinge" axis="0 1 0" ref="0.1"/>
+      <geom type="capsule" fromto="0 0 0 0.3 0 0" size="0.04"/>
+      <body name="b" pos="0.3 0 0">
+        <joint name="jb" type="hinge" axis="0 1 0"/>
+        <geom type="capsule" fromto="0 0 0 0.3 0 0" size="0.04"/>
+        <body name="c" pos="0.3 0 0">
+          <joint name="jc" type="slide" axis="1 0 0" ref="0.02"/>
+          <geom type="sphere" size="0.05"/>
+        </body>
+      </body>
+    </body>
+  </worldbody>
+  <tendon>
+    <fixed name="sum"><joint joint="ja" coef="1"/><joint joint="jb" coef="0.5"/></fixed>
+    <fixed name="other"><joint joint="jc" coef="2"/></fixed>
+    <fixed name="spring" stiffness="4"><joint joint="ja" coef="1"/><joint joint="jb" coef="-1"/></fixed>
+    <spatial name="rope" limited="true" range="0 1"><site site="s1"/><site site="s2"/></spatial>
+  </tendon>
+  <equality>
+    <joint name="follow" joint1="jb" joint2="ja" polycoef="0.05 -0.8 0.3 0 0"/>
+    <tendon name="tie" tendon1="other" tendon2="sum" polycoef="0 0.1 0 0 0"/>
+  </equality>
+  <actuator><motor name="pull" tendon="sum"/></actuator>
+</mujoco>
+"""
+
+
+def test_joint_and_fixed_tendon_couplings_are_joint_space_constraints(tmp_path):
+    """Joint equalities and equalities between fixed tendons become joint-space constraints in the scene's
+    coordinates (q = qpos − qpos0): at states on MuJoCo's relation the constraint's residual is zero (MuJoCo's
+    efc_pos of the equality); tendon springs over several joints, spatial tendons and a tendon actuator are named
+    in the warning."""
+    text = COUPLED.replace('<body name="c" pos="0.3 0 0">',
+                           '<site name="s1"/><body name="c" pos="0.3 0 0"><site name="s2"/>')
+    path = tmp_path / "coupled.xml"
+    path.write_text(text)
+    with pytest.warns(MJCFWarning) as said:
+        spec = mjcf_to_spec(path)
+    text = " ".join(str(w.message) for w in said)
+    assert "pull (tendon transmission)" in text
+    assert "spring (stiffness)" in text and "rope (limits, spatial)" in text
+    cons = {c.name: c for c in spec.constraints}
+    assert set(cons) == {"follow", "tie"}
+    from core.joint_constraints import parse_expression
+    m = mujoco.MjModel.from_xml_path(str(path))
+    d = mujoco.MjData(m)
+    rng = np.random.default_rng(5)
+    for _ in range(5):
+        d.qpos[:] = m.qpos0 + rng.uniform(-0.5, 0.5, m.nq)
+        mujoco.mj_forward(m, d)
+        q = dict(zip(["ja", "jb", "jc"], d.qpos - m.qpos0))
+        residual = {}
+        for e, name in enumerate(["follow", "tie"]):
+            rows = [i for i in range(d.nefc) if d.efc_type[i] == mujoco.mjtConstraint.mjCNSTR_EQUALITY
+                    and d.efc_id[i] == e]
+            residual[name] = d.efc_pos[rows[0]]
+            value = float(parse_expression(cons[name].expression).evaluate(q))
+            assert value == pytest.approx(residual[name], abs=1e-12)
+
+
+NAMESAKES = """
+<mujoco model="namesakes">
+  <compiler angle="radian"/>
+  <worldbody>
+    <body name="thorax" pos="0 0 1">
+      <freejoint name="free"/>
+      <geom type="box" size="0.1 0.05 0.05"/>
+      <body name="abdomen" pos="0.1 0 0">
+        <joint name="abdomen" type="hinge" axis="0 1 0"/>
+        <geom type="capsule" fromto="0 0 0 0.2 0 0" size="0.03"/>
+        <body name="tail" pos="0.2 0 0">
+          <joint name="abdomen_2" type="hinge" axis="0 0 1"/>
+          <geom type="capsule" fromto="0 0 0 0.2 0 0" size="0.02"/>
+          <body name="wing" pos="0.1 0 0"><geom type="sphere" size="0.02"/></body>
+        </body>
+      </body>
+      <body name="leg" pos="0 0 -0.1">
+        <joint name="wing" type="hinge" axis="1 0 0"/>
+        <joint name="leg" type="slide" axis="0 0 1"/>
+        <geom type="capsule" fromto="0 0 0 0 0 -0.2" size="0.02"/>
+      </body>
+    </body>
+  </worldbody>
+</mujoco>
+"""
+
+
+def test_a_joint_keeps_its_name_when_a_body_has_it(tmp_path):
+    """Issue 24: flybody's ``abdomen`` joint (in body ``abdomen``) became ``abdomen_2``, the name of another joint.
+    Bodies and joints are separate namespaces: every joint keeps its MuJoCo name (a body welded without joints,
+    ``wing``, does not take the joint ``wing``'s name either), no warning of renaming, and the dynamics agree
+    with MuJoCo's joint by joint."""
+    path = tmp_path / "namesakes.xml"
+    path.write_text(NAMESAKES)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", MJCFWarning)
+        model = core.load_scene(path)
+    assert model.joint_names == ["free", "abdomen", "abdomen_2", "wing", "leg"]
+    assert {"abdomen", "tail", "wing", "leg"} <= set(model.body_names)
+    m = mujoco.MjModel.from_xml_path(str(path))
+    for j in range(m.njnt):
+        name = mujoco.mj_id2name(m, mujoco.mjtObj.mjOBJ_JOINT, j)
+        assert model.qd_slice(name).start == m.jnt_dofadr[j]
+    d = mujoco.MjData(m)
+    rng = np.random.default_rng(2)
+    q = np.array(model.q0, dtype=float)
+    q[7:] = rng.uniform(-1, 1, 4)
+    qd = rng.normal(size=model.nv)
+    qpos, qvel, T, Tdot_qd = _maps(model, m, q, qd)
+    d.qpos[:], d.qvel[:] = qpos, qvel
+    mujoco.mj_forward(m, d)
+    qdd = core.forward_dynamics(model, q, qd, np.zeros(model.nv))
+    np.testing.assert_allclose(T @ qdd + Tdot_qd, d.qacc, atol=1e-9 * np.abs(d.qacc).max())
+
+
+def test_the_summary_says_a_floating_mjcf_robot_is_floating(files, tmp_path):
+    """summary.json said "base": "fixed" for every MJCF robot (the include's default); an MJCF model's base is
+    what its root bodies' joints are."""
+    import json
+
+    from core.__main__ import main
+    path, _, _ = files
+    out = tmp_path / "run"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", MJCFWarning)
+        assert main(["run", str(path), "--duration", "0.004", "--out", str(out), "--quiet"]) == 0
+    robot = json.loads((out / "summary.json").read_text())["robot"]
+    assert robot["base"] == "floating" and robot["floating_bodies"] == ["torso"]
+    fixed = tmp_path / "fixed.xml"
+    fixed.write_text(DRIVEN)
+    assert main(["run", str(fixed), "--duration", "0.004", "--out", str(tmp_path / "r2"), "--quiet"]) == 0
+    robot = json.loads((tmp_path / "r2" / "summary.json").read_text())["robot"]
+    assert robot["base"] == "fixed" and robot["floating_bodies"] == []
+
+
+STIFF = """
+<mujoco model="stiff">
+  <option timestep="0.01"/>
+  <worldbody>
+    <body name="a" pos="0 0 1">
+      <joint name="soft" type="hinge" axis="0 1 0" damping="0.01"/>
+      <geom type="capsule" fromto="0 0 0 0.3 0 0" size="0.04" mass="1"/>
+      <body name="b" pos="0.3 0 0">
+        <joint name="stiff" type="hinge" axis="0 1 0" damping="5" armature="0.001"/>
+        <geom type="sphere" size="0.02" mass="0.01"/>
+      </body>
+    </body>
+  </worldbody>
+</mujoco>
+"""
+
+
+def test_validate_and_run_name_a_joint_damped_beyond_rk4s_bound(tmp_path, capsys):
+    """A joint's damping over its effective inertia (armature included) times dt beyond RK4's bound (2.785):
+    validate says which joint, its λ·dt and the dt it needs, and that dt is the stable one — the run at the file's
+    dt diverges, at the advised dt it does not; the run warns too."""
+    from core.__main__ import main
+    from core.scene.stiffness import RK4_REAL_BOUND, stiff_joints
+    path = tmp_path / "stiff.xml"
+    path.write_text(STIFF)
+    model = core.load_scene(path)
+    (s,) = stiff_joints(model)
+    H_inv = np.linalg.inv(core.mass_matrix(model, model.q0))
+    assert s.joint == "stiff" and s.inertia == pytest.approx(1 / H_inv[1, 1])
+    assert s.rate_dt == pytest.approx(5 * H_inv[1, 1] * 0.01) and s.rate_dt > RK4_REAL_BOUND
+    assert s.needed_dt == pytest.approx(RK4_REAL_BOUND / (5 * H_inv[1, 1]), rel=1e-4)
+    assert main(["validate", str(path)]) == 0
+    said = capsys.readouterr().out
+    assert "joint 'stiff' is too stiff for RK4 at dt = 0.01 s" in said and f"λ·dt = {s.rate_dt:.3g}" in said
+    assert f"dt ≤ {s.needed_dt:.3g} s" in said and "'soft'" not in said
+    with pytest.raises(core.DivergenceError):
+        core.Simulation(model).run(0.5)
+    sim = core.Simulation(model, dt=0.95 * s.needed_dt)
+    sim.run(0.5)
+    assert np.isfinite(sim.state.qd).all() and np.abs(sim.state.qd).max() < 20
+    assert stiff_joints(model, dt=0.95 * s.needed_dt) == []
+    assert main(["run", str(path), "--duration", "0.02", "--out", str(tmp_path / "r"), "--quiet"]) == 3
+    assert "joint 'stiff' is too stiff" in capsys.readouterr().err

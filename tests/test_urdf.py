@@ -32,7 +32,8 @@ RTOL = 1e-9
 
 def load(path, floating_base=False):
     with warnings.catch_warnings():
-        warnings.simplefilter("error")          # the shipped robots import without any warning
+        warnings.simplefilter("error")          # the shipped robots import without any warning…
+        warnings.filterwarnings("ignore", ".*Coulomb joint friction", URDFWarning)   # …but lsa7's friction
         return core.load_urdf(path, floating_base=floating_base)
 
 
@@ -545,3 +546,76 @@ def test_hostile_mesh_files_are_boxes_with_a_warning(tmp_path, name, data):
     assert any(name in str(w.message) for w in record)
     s, = m.shapes
     assert s.kind == "box" and s.size == {"size": (0.05, 0.05, 0.05)}
+
+
+def _panda_like(tmp_path, extra_joint="", q_limits=(-3.07, -0.07)):
+    """Two links on revolute joints, the second with a Panda-like range that excludes 0 (joint4's)."""
+    lower, upper = q_limits
+    arm = ('<link name="{0}"><inertial><origin xyz="0.15 0 0"/><mass value="{1}"/><inertia ixx="0.01" ixy="0" '
+           'ixz="0" iyy="0.01" iyz="0" izz="0.01"/></inertial></link>')
+    return write(tmp_path, link("base") + arm.format("l1", 2.0) + arm.format("l2", 1.5) +
+                 '<joint name="j1" type="revolute"><parent link="base"/><child link="l1"/><axis xyz="0 1 0"/>'
+                 '<limit lower="-2.9" upper="2.9" effort="87" velocity="2.2"/>'
+                 '<dynamics damping="0.5" friction="0.1"/></joint>'
+                 '<joint name="j2" type="revolute"><parent link="l1"/><child link="l2"/><axis xyz="0 1 0"/>'
+                 f'<origin xyz="0.3 0 0"/><limit lower="{lower}" upper="{upper}" effort="12" velocity="2.6"/>'
+                 f'{extra_joint}</joint>')
+
+
+def test_limits_efforts_and_damping_are_imported(tmp_path):
+    """Issue 24: <limit lower upper> is the joint's range (a start outside it, here the default 0, is moved to
+    the nearest bound with a warning), effort a <joint>_motor actuator with that limit, <dynamics damping> a
+    <joint>_passive damper; friction is named as not imported. A continuous joint has no range."""
+    path = _panda_like(tmp_path)
+    with pytest.warns(URDFWarning) as said:
+        spec = urdf_to_spec(path)
+    text = " ".join(str(w.message) for w in said)
+    assert "joint(s) j2 (0 → -0.07)" in text and "friction" in text and "(joints: j1)" in text
+    joints = {b.joint.name: b.joint for b in spec.bodies}
+    assert joints["j1"].limits == (-2.9, 2.9) and joints["j2"].limits == (-3.07, -0.07)
+    assert joints["j2"].q0 == -0.07
+    forces = {f.name: f for f in spec.forces}
+    assert set(forces) == {"j1_motor", "j1_passive", "j2_motor"}
+    assert forces["j1_motor"].limit == 87 and forces["j2_motor"].limit == 12 and forces["j2_motor"].joint == "j2"
+    assert forces["j1_passive"].damping == 0.5 and forces["j1_passive"].stiffness == 0
+    # a given q0 outside the range is the user's: refused at the joint's element
+    with pytest.raises(SceneError, match="outside the limits") as info:
+        urdf_to_spec(path, q0={"j2": 0.5})
+    assert info.value.problems[0].path.startswith("robot/joint[@name='j2']")
+    cont = write(tmp_path, link("a") + link("b") + joint("spin", "a", "b", "continuous"), "cont.urdf")
+    spin = urdf_to_spec(cont).bodies[1]
+    assert spin.joint.limits is None
+    assert [f.name for f in urdf_to_spec(cont).forces] == ["spin_motor"]
+
+
+def test_a_limp_joint_stops_at_its_limit(tmp_path):
+    """Before issue 24 a limp Panda joint fell through its range to about 1500 rad in a run; now the limit rows
+    hold it: 3 s under gravity with the motors commanded 0, every joint within its range, and a limit reached."""
+    path = _panda_like(tmp_path)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", URDFWarning)
+        model = core.load_urdf(path)
+    sim = core.Simulation(model, dt=1e-3)
+    sim.run(3.0)
+    q = sim.state.q
+    assert -2.9 - 1e-6 <= q[model.q_slice("j1")][0] <= 2.9 + 1e-6
+    assert -3.07 - 1e-6 <= q[model.q_slice("j2")][0] <= -0.07 + 1e-6
+    assert any(e.kind in ("limit", "limit-bounce") for e in sim.events)
+
+
+def test_a_controller_is_clipped_at_the_joint_effort(tmp_path):
+    """A PD controller without torque_limit on a URDF robot drives each joint no harder than its <limit effort>
+    (the motor's strength); a torque_limit given in the scene is the scene's."""
+    path = _panda_like(tmp_path)
+    doc = tmp_path / "scene.json"
+    pd = ('{"type": "pd", "name": "hold", "kp": 1e4, "kd": 10, "trajectory": {"type": "set_point", '
+          '"q": [1.0, -1.0]}%s}')
+    for extra, limits in (("", [87.0, 12.0]), (', "torque_limit": 500', [500.0, 500.0])):
+        doc.write_text('{"format_version": 1, "name": "s", "robot": {"file": "robot.urdf"}, '
+                       '"controllers": [%s]}' % (pd % extra))
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", URDFWarning)
+            model = core.load_scene(doc)
+        np.testing.assert_allclose(model.controllers[0].torque_limit, limits)
+        data = core.evaluate(model, model.initial_state())
+        np.testing.assert_allclose(np.abs(data.tau_control), limits)

@@ -457,6 +457,11 @@ class Controls:
         those new are logged as added, those no longer given as removed (``<program>.<equation>``)."""
         actuators = self._actuators(actuators)
         m = self.model
+        for a in actuators:
+            f = next(f for f in m.forces if f.name == a and f.kind == ACTUATOR)
+            if f.gain != 1.0 or any(f.bias) or np.isfinite(f.command_range).any() or f.force_range is not None:
+                self._fail(f"actuator {a!r} has a gain, a bias or a command or force range (an MJCF actuator): "
+                           "control equations solve for the commands of plain actuators (force = command, ±limit)")
         contacts = {c.name for c in m.contacts}
         quantities = dict(self.declarations.quantities)
         new = []

@@ -81,6 +81,25 @@ def _slotine_li_problems(model: Model, c, here: str, problems: list, extra: dict
                                             f"eigenvalue is {lowest:.6g}", c.gamma, True))
 
 
+#: The torque limit of a controlled joint that has no actuator with a limit (unlimited: as_gain wants a number).
+UNLIMITED = 1e300
+
+
+def _clipped_at_actuators(model: Model, c, dofs: list[int]):
+    """Spec ``c`` (which gives no ``torque_limit``) with the torque limit of each of its joints set to the
+    strength of the joint's actuator — the ``limit`` of the scene's ``actuator`` on it (a URDF joint's
+    ``<limit effort>``, :mod:`core.scene.urdf`), the smallest if it has several — so a controller drives the
+    joint no harder than its motor can; ``c`` itself if none of its joints has an actuator with a limit."""
+    from ..forces import ACTUATOR
+    strength: dict[int, float] = {}
+    for f in model.forces:
+        if f.kind == ACTUATOR and np.isfinite(f.limit):
+            strength[f.dof] = min(strength.get(f.dof, np.inf), float(f.limit))
+    if not any(d in strength for d in dofs):
+        return c
+    return c.model_copy(update={"torque_limit": [strength.get(d, UNLIMITED) for d in dofs]})
+
+
 def compile_controllers(model: Model, specs, source: str = "<scene>") -> tuple:
     """Controller objects for ``specs`` (the scene's ``controllers`` list); raises :class:`SceneError` listing
     every problem."""
@@ -141,6 +160,8 @@ def compile_controllers(model: Model, specs, source: str = "<scene>") -> tuple:
                                             c.actuated, True))
         if len(problems) > before:
             continue
+        if c.torque_limit is None:
+            c = _clipped_at_actuators(model, c, dofs)
         try:
             out.append(build_controller(model, c, dofs, qidx, from_spec(traj), **extra))
         except ValueError as exc:

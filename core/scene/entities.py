@@ -135,8 +135,13 @@ def compile_forces(model, specs) -> tuple[AppliedForce, ...]:
             la, ra = _end(model, f.body, f.point)
             out.append(AppliedForce(f.name, DRAG, la, ra, linear=f.linear, quadratic=f.quadratic))
         elif f.type == "actuator":
-            out.append(AppliedForce(f.name, ACTUATOR, dof=model.qd_slice(f.joint).start, torque=f.torque,
-                                    limit=f.limit if f.limit is not None else np.inf))
+            lo, hi = f.force_range if f.force_range is not None else (-np.inf, np.inf)
+            limit = f.limit if f.limit is not None else hi if f.force_range is not None and lo == -hi else np.inf
+            out.append(AppliedForce(f.name, ACTUATOR, dof=model.qd_slice(f.joint).start,
+                                    qdof=model.q_slice(f.joint).start, torque=f.torque, limit=limit,
+                                    gain=f.gain, bias=tuple(f.bias),
+                                    command_range=tuple(f.command_range or (-np.inf, np.inf)),
+                                    force_range=None if f.force_range is None else tuple(f.force_range)))
         elif f.type == "point_force":
             la, ra = _end(model, f.body, f.point)
             out.append(AppliedForce(f.name, POINT_FORCE, la, ra, force=np.array(f.force, dtype=float),
@@ -278,9 +283,10 @@ def compile_limits(model, spec) -> tuple[tuple, list]:
         qi, vi = model.q_slice(name).start, model.qd_slice(name).start
         link = model.joint_link_names.index(name)
         rows = []
+        var = name if name.isidentifier() else "q"     # (the row's own variable: a name such as joint_8.0 is none)
         for side, value in zip(("lower", "upper"), j.limits):
             rows.append(len(model.constraints) + len(constraints))
-            constraints.append(JointSpaceConstraint(f"{name}.{side}", name, parse_expression(name), (name,),
+            constraints.append(JointSpaceConstraint(f"{name}.{side}", name, parse_expression(var), (var,),
                                                     np.array([qi]), np.array([vi]), (link,), float(value), 20.0,
                                                     np.inf, np.inf, enabled=False))
         limits.append(JointLimit(name, qi, vi, tuple(rows), tuple(float(x) for x in j.limits),

@@ -6,22 +6,46 @@ file (includes, defaults, ``<compiler>`` settings, mesh inertias and all) and re
 MuJoCo computes is what is simulated:
 
 **Bodies and joints.** Every body but the world becomes a body of the same name (unnamed ones ``body<id>``;
-characters a scene name cannot hold become ``_``), under its parent. A body without joints is welded to its
-parent (``fixed``); a ``free`` joint is a ``free`` joint whose initial pose is the body's; ``hinge``, ``slide``
+characters a scene name cannot hold become ``_``), under its parent; every joint keeps its own name (unnamed
+ones ``<body>_joint<k>``): bodies and joints are separate namespaces, as in MuJoCo, so a joint named like a body
+(flybody's ``abdomen``) is not renamed, and a joint renamed anyway (a name a scene cannot hold, or two MuJoCo
+names that became one) is named in a :class:`MJCFWarning`. A body without joints is welded to its
+parent (``fixed``, its joint named after the body unless a joint has that name); a ``free`` joint is a ``free``
+joint whose initial pose is the body's; ``hinge``, ``slide``
 and ``ball`` joints are hinges, sliders and balls. MuJoCo rotates a body about each joint's anchor (``pos``) in
 turn; here each joint's frame is at its anchor, so a body with joints has its frame at its last joint's anchor
 (the body frame moved by that offset, axes unchanged), and a body with several joints gets a massless body per
 extra joint (``<body>__<joint>``). Coordinates: a hinge or slide is MuJoCo's ``qpos − qpos0`` (they differ only
 where the MJCF sets ``ref``); a ball's quaternion and a free joint's position and quaternion are MuJoCo's; a free
 joint's velocity is ``[ω; v]`` in body coordinates (MuJoCo: v in world coordinates first, then ω in body
-coordinates), a ball's ω in the child frame as in MuJoCo.
+coordinates), a ball's ω in the child frame as in MuJoCo. A limited hinge's or slide's ``range`` is the
+joint's ``limits``, in those coordinates (``range − ref``; a ref outside the range starts the joint at the
+nearest bound, with a warning); a ball joint's cone limit is not imported (warned).
 
 **Mass properties** are the compiled ones: ``body_mass``, ``body_ipos`` and the principal inertia
 ``body_inertia`` turned by ``body_iquat``. A hinge's or slide's ``armature`` is the joint's ``armature`` (added to
 the joint-space inertia's diagonal, as MuJoCo does); its ``damping`` and ``stiffness`` become a ``joint_spring``
 force named ``<joint>_passive`` with ``rest`` = ``springref`` − ``ref`` (τ = −k (q − rest) − c q̇, MuJoCo's passive
-force). ``frictionloss``, and the armature, damping and stiffness of ball and free joints, are not imported (a
-:class:`MJCFWarning` names the joints that have them), nor are tendons, actuators, sensors and contacts.
+force). A body's ``gravcomp`` becomes the ``point_force`` ``<body>_gravcomp``, −gravcomp·m·g at its centre of
+mass (MuJoCo's ``qfrc_gravcomp``). ``frictionloss``, the armature, damping and stiffness of ball and free
+joints, and MuJoCo 4's polynomial stiffness and damping are not imported (a :class:`MJCFWarning` names the
+joints that have them), nor are sensors and contacts; the medium's fluid forces (``density``, ``viscosity``)
+are named in a warning.
+
+**Actuators** with a joint transmission on a hinge or slide become ``actuator`` forces of the actuator's name
+(unnamed ones ``<joint>_actuator``) that give MuJoCo's force for the same ctrl in the same state: the affine
+actuator ``τ = clip(gain · clip(u, command_range) + b0 + b1 q + b2 q̇, force range)`` of
+:class:`core.scene.schema.Actuator`, with MuJoCo's gear, ctrlrange, forcerange, the joint's actuatorfrcrange
+and the ref offset folded in (:func:`_actuators`): ``motor`` (gain gear), ``position`` (kp, kv:
+τ = gear kp (ctrl − gear qpos) − gear² kv q̇), ``velocity`` (kv) and ``general`` with a fixed gain and an
+affine bias; commands start at 0, as ``ctrl``. MuJoCo 4's actuator armature and damping join the joint's.
+Actuators with activation dynamics (``dyntype``, a position actuator's ``timeconst``), a state-dependent
+(``damper``) or muscle gain or bias, a delay, or another transmission (tendon, site, body, slider-crank), or on
+a ball or free joint, are not imported, each named in a warning.
+
+**Tendons.** A fixed tendon over one joint with stiffness or damping is that joint's spring
+(``<tendon>_spring``); the springs, dampers, limits and friction of other tendons, and every spatial tendon's,
+are named in a warning.
 
 **Geoms** are drawn (they carry no mass here: the compiled inertia does): ``sphere``, ``capsule``,
 ``cylinder`` and ``box`` become those shapes in the geom's ``rgba``; a ``mesh`` geom becomes a ``mesh`` shape drawn from
@@ -31,7 +55,11 @@ the file is used only if its vertices, moved the same way, span MuJoCo's), else 
 with a warning; the world body's geoms (floors) are not drawn.
 
 **Equalities.** ``connect`` becomes a ``point_to_point`` constraint between the two bodies' anchors (to the world
-if one of them is the world; ``active`` gives ``enabled``); other equality types are skipped with a warning.
+if one of them is the world; ``active`` gives ``enabled``); a ``joint`` equality between hinges or slides, and
+a ``tendon`` equality between fixed tendons, becomes a ``joint_space`` constraint of MuJoCo's polynomial
+relation in the scene's coordinates (``y − (c0 + c1 x + … + c4 x⁴)``, a tendon being Σ coef·q; the joints'
+names must be identifiers); other equalities (weld, distance, flex, spatial tendons) are skipped with a
+warning. Equalities are rigid here (MuJoCo's solref and solimp softness is not imported).
 
 Errors — the file cannot be read, MuJoCo's compiler refuses it (its message is passed on), a file over 16 MiB,
 a model over 10 000 bodies — raise :class:`core.scene.SceneError` naming the file. Before MuJoCo sees the file
@@ -194,10 +222,11 @@ def _bounds_problems(path: Path) -> list[Problem]:
 
 
 class _Names:
-    """Scene names for MuJoCo's (possibly empty or unusual) names, unique."""
+    """Scene names for MuJoCo's (possibly empty or unusual) names, unique within one namespace (bodies, joints,
+    forces and constraints each have their own)."""
 
-    def __init__(self):
-        self.used: set[str] = {"world"}
+    def __init__(self, reserved=()):
+        self.used: set[str] = set(reserved)
 
     def __call__(self, name: str, fallback: str) -> str:
         name = re.sub(r"[^A-Za-z0-9_\-./:]", "_", name or "") or fallback
@@ -223,16 +252,19 @@ def mjcf_to_spec(path: str | Path) -> Scene:
     source = str(path)
     mujoco, m = _compile(path, source)
     obj = mujoco.mjtObj
-    names = _Names()
+    notes = _Notes()
+    bnames, fnames = _Names(reserved={"world"}), _Names()
+    jname = _joint_names(mujoco, m, notes)
     body_name = {0: "world"}
     shift = {0: np.zeros(3)}                             # MuJoCo body frame → our link frame: minus this offset
     bodies: list[dict] = []
-    forces: list[dict] = []                              # the joints' springs and dampers
-    passive = []                                         # joints with passive terms not imported
+    forces: list[dict] = []                              # springs and dampers, gravity compensation
+    actuators = _actuators(mujoco, m, jname, fnames, notes)   # (names first: they are what a user drives)
     FREE, BALL, HINGE = (int(mujoco.mjtJoint.mjJNT_FREE), int(mujoco.mjtJoint.mjJNT_BALL),
                          int(mujoco.mjtJoint.mjJNT_HINGE))            # (any other: slide)
+    gravity = np.array(m.opt.gravity, dtype=float)
     for b in range(1, m.nbody):
-        name = names(mujoco.mj_id2name(m, obj.mjOBJ_BODY, b) or "", f"body{b}")
+        name = bnames(mujoco.mj_id2name(m, obj.mjOBJ_BODY, b) or "", f"body{b}")
         body_name[b] = name
         parent = int(m.body_parentid[b])
         # the MuJoCo body frame in our parent link's frame
@@ -243,18 +275,19 @@ def mjcf_to_spec(path: str | Path) -> Scene:
         anchor = np.zeros(3)
         for k, j in enumerate(joints):
             jt = int(m.jnt_type[j])
-            jname = names(mujoco.mj_id2name(m, obj.mjOBJ_JOINT, j) or "", f"{name}_joint{k}")
             d, nd = int(m.jnt_dofadr[j]), {FREE: 6, BALL: 3}.get(jt, 1)
             if m.dof_frictionloss[d:d + nd].any() or (nd > 1 and (m.dof_armature[d:d + nd].any()
                                                                   or m.dof_damping[d:d + nd].any()
                                                                   or m.jnt_stiffness[j])):
-                passive.append(jname)
+                notes.passive.append(jname[j])
+            if _nonlinear_passive(m, j, d, nd):
+                notes.nonlinear.append(jname[j])
             if jt == FREE:
                 q0 = [*map(float, m.body_pos[b]), *quat] if parent == 0 else None
                 if q0 is None:
                     raise SceneError([Problem(f"mujoco/body[@name='{name}']", "a free joint on a body that is not a "
                                               "child of the world")], source)
-                chain.append({"type": "free", "name": jname, "q0": q0})
+                chain.append({"type": "free", "name": jname[j], "q0": q0})
                 continue
             a = np.array(m.jnt_pos[j], dtype=float)
             if k == 0:
@@ -263,38 +296,53 @@ def mjcf_to_spec(path: str | Path) -> Scene:
             else:
                 position, orientation = (a - anchor).tolist(), [1.0, 0.0, 0.0, 0.0]
             anchor = a
-            joint = {"name": jname, "position": position, "orientation": orientation}
+            joint = {"name": jname[j], "position": position, "orientation": orientation}
             if jt == BALL:
                 joint.update(type="ball")
+                if m.jnt_limited[j]:
+                    notes.ball_limits.append(jname[j])
             else:
+                qa = int(m.jnt_qposadr[j])
                 joint.update(type="hinge" if jt == HINGE else "slider", axis=[float(x) for x in m.jnt_axis[j]],
-                             armature=float(m.dof_armature[d]))
-                if m.dof_damping[d] or m.jnt_stiffness[j]:      # τ = −k (qpos − qpos_spring) − c q̇, q = qpos − qpos0
-                    qa = int(m.jnt_qposadr[j])
-                    forces.append({"type": "joint_spring", "name": f"{jname}_passive", "joint": jname,
-                                   "stiffness": float(m.jnt_stiffness[j]), "damping": float(m.dof_damping[d]),
+                             armature=float(m.dof_armature[d]) + actuators.armature.get(j, 0.0))
+                if m.jnt_limited[j]:                     # q = qpos − qpos0: the range moves by qpos0 (ref)
+                    lo, hi = (float(x - m.qpos0[qa]) for x in m.jnt_range[j])
+                    if lo < hi:
+                        joint["limits"] = [lo, hi]
+                        if not lo <= 0.0 <= hi:          # (ref outside the range: start at its nearest bound)
+                            joint["q0"] = min(max(0.0, lo), hi)
+                            notes.clamped.append(jname[j])
+                damping = float(m.dof_damping[d]) + actuators.damping.get(j, 0.0)
+                if damping or m.jnt_stiffness[j]:        # τ = −k (qpos − qpos_spring) − c q̇, q = qpos − qpos0
+                    forces.append({"type": "joint_spring", "name": fnames(f"{jname[j]}_passive", "passive"),
+                                   "joint": jname[j], "stiffness": float(m.jnt_stiffness[j]), "damping": damping,
                                    "rest": float(m.qpos_spring[qa] - m.qpos0[qa])})
             chain.append(joint)
         if not chain:
-            chain = [{"type": "fixed", "name": name, "position": p.tolist(), "orientation": quat}]
+            chain = [{"type": "fixed", "name": jname.fixed(name), "position": p.tolist(), "orientation": quat}]
         shift[b] = anchor
         R_i = quat_to_rotation(np.array(m.body_iquat[b], dtype=float))
         inertia = R_i @ np.diag(np.array(m.body_inertia[b], dtype=float)) @ R_i.T
-        inertial = {"mass": float(m.body_mass[b]), "com": (np.array(m.body_ipos[b]) - anchor).tolist(),
-                    "inertia": _six(0.5 * (inertia + inertia.T))}
+        com = np.array(m.body_ipos[b]) - anchor
+        inertial = {"mass": float(m.body_mass[b]), "com": com.tolist(), "inertia": _six(0.5 * (inertia + inertia.T))}
         parent_name = body_name[parent]
         for k, joint in enumerate(chain[:-1]):           # massless links carrying the extra joints
-            link = names(f"{name}__{joint['name']}", f"{name}__joint{k}")
+            link = bnames(f"{name}__{joint['name']}", f"{name}__joint{k}")
             bodies.append({"name": link, "parent": parent_name, "joint": joint, "inertial": {"mass": 0.0}})
             parent_name = link
         bodies.append({"name": name, "parent": parent_name, "joint": chain[-1], "inertial": inertial,
                        "shapes": _shapes(mujoco, m, b, anchor, name, source)})
-    if passive:
-        warnings.warn(f"{source}: joint friction loss, and armature, damping and springs of ball and free joints, "
-                      "are not imported "
-                      f"(joints: {', '.join(passive[:20])}{' …' if len(passive) > 20 else ''})", MJCFWarning,
-                      stacklevel=2)
-    constraints = _equalities(mujoco, m, body_name, shift, names, source)
+        gravcomp = float(m.body_gravcomp[b])
+        if gravcomp and m.body_mass[b] > 0 and gravity.any():   # MuJoCo's qfrc_gravcomp: −gc m g at the com
+            forces.append({"type": "point_force", "name": fnames(f"{name}_gravcomp", "gravcomp"), "body": name,
+                           "point": com.tolist(), "force": (-gravcomp * float(m.body_mass[b]) * gravity).tolist()})
+    constraints = _equalities(mujoco, m, body_name, shift, jname, source, notes)
+    forces.extend(_tendon_springs(mujoco, m, jname, fnames, notes))
+    if m.opt.density > 0 or m.opt.viscosity > 0:
+        notes.fluid = (f"the medium's fluid forces (density {m.opt.density:g} kg/m³, viscosity "
+                       f"{m.opt.viscosity:g} Pa·s"
+                       + (", and the ellipsoid fluid model of geoms" if m.geom_fluid[:, 0].any() else "") + ")")
+    notes.warn(source)
     if len(bodies) > MAX_BODIES:
         raise SceneError([Problem("mujoco", f"{len(bodies)} bodies (with one per extra joint), more than the "
                                   f"{MAX_BODIES} a scene may have")], source)
@@ -302,8 +350,236 @@ def mjcf_to_spec(path: str | Path) -> Scene:
     raw = {"format_version": 1, "name": model_name if re.match(r"[A-Za-z_]", model_name) else "_" + model_name,
            "description": f"Imported from the MJCF file {path.name} through MuJoCo {mujoco.__version__}",
            "gravity": [float(g) for g in m.opt.gravity], "simulation": {"dt": float(m.opt.timestep)},
-           "bodies": bodies, "constraints": constraints, "forces": forces}
+           "bodies": bodies, "constraints": constraints, "forces": forces + actuators.forces}
     return parse_spec(_zero(raw), source)
+
+
+class _Notes:
+    """What an MJCF import left out or changed, collected while reading and warned at the end (one
+    :class:`MJCFWarning` per kind, naming the elements)."""
+
+    def __init__(self):
+        self.renamed: list[str] = []          # "mujoco name → scene name" of joints
+        self.passive: list[str] = []          # joints with friction loss, or passive terms of ball/free joints
+        self.nonlinear: list[str] = []        # joints with polynomial stiffness or damping, or plasticity
+        self.ball_limits: list[str] = []
+        self.clamped: list[str] = []          # joints whose ref lies outside their range
+        self.actuators: list[str] = []        # "name (why)" of actuators not imported
+        self.approximate: list[str] = []      # "name (how)" of actuators imported approximately
+        self.tendons: list[str] = []          # "name (what)" of tendons whose effect is not imported
+        self.equalities: list[str] = []       # "name (type)" of equalities not imported
+        self.fluid: str | None = None
+
+    def warn(self, source: str) -> None:
+        said = []
+        if self.renamed:
+            said.append("joints renamed (names a scene cannot hold, or two MuJoCo names that became one): "
+                        + _listed(self.renamed))
+        if self.passive:
+            said.append("joint friction loss, and armature, damping and springs of ball and free joints, are not "
+                        f"imported (joints: {_listed(self.passive)})")
+        if self.nonlinear:
+            said.append("polynomial joint stiffness and damping (stiffnesspoly, dampingpoly) and joint "
+                        f"plasticity are not imported (joints: {_listed(self.nonlinear)})")
+        if self.ball_limits:
+            said.append(f"ball joint limits (a cone) are not imported (joints: {_listed(self.ball_limits)})")
+        if self.clamped:
+            said.append("joints whose ref lies outside their range start at the nearest bound instead of at "
+                        f"qpos0 (joints: {_listed(self.clamped)})")
+        if self.actuators:
+            said.append(f"actuators not imported: {_listed(self.actuators)}")
+        if self.approximate:
+            said.append(f"actuators imported approximately: {_listed(self.approximate)}")
+        if self.tendons:
+            said.append(f"tendon forces not imported: {_listed(self.tendons)}")
+        if self.equalities:
+            said.append("equalities not imported (connect between bodies, and joint and fixed-tendon couplings, "
+                        f"are): {_listed(self.equalities)}")
+        if self.fluid:
+            said.append(f"{self.fluid} are not imported")
+        for text in said:
+            warnings.warn(f"{source}: {text}", MJCFWarning, stacklevel=3)
+
+
+def _listed(items: list[str]) -> str:
+    return ", ".join(items[:20]) + (f" … ({len(items)} in all)" if len(items) > 20 else "")
+
+
+class _JointNames(dict):
+    """The scene name of each MuJoCo joint (id → name), in the joints' own namespace: a joint keeps its MuJoCo
+    name whatever the bodies are called (bodies and joints are separate namespaces in a scene, as in MuJoCo).
+    Named joints are named first, then unnamed ones (``<body>_joint<k>``), then the fixed joints of bodies
+    without joints (:meth:`fixed`), so no joint takes another's name."""
+
+    def __init__(self):
+        super().__init__()
+        self.names = _Names()
+
+    def fixed(self, body: str) -> str:
+        return self.names(body, body)
+
+
+def _joint_names(mujoco, m, notes: _Notes) -> _JointNames:
+    out = _JointNames()
+    raw = [mujoco.mj_id2name(m, mujoco.mjtObj.mjOBJ_JOINT, j) or "" for j in range(m.njnt)]
+    for j in sorted(range(m.njnt), key=lambda j: not raw[j]):           # (stable: named ones first)
+        if raw[j]:
+            out[j] = out.names(raw[j], f"joint{j}")
+            if out[j] != raw[j]:
+                notes.renamed.append(f"{raw[j]} → {out[j]}")
+        else:
+            b = int(m.jnt_bodyid[j])
+            body = mujoco.mj_id2name(m, mujoco.mjtObj.mjOBJ_BODY, b) or f"body{b}"
+            out[j] = out.names(f"{body}_joint{j - int(m.body_jntadr[b])}", f"joint{j}")
+    return out
+
+
+def _nonlinear_passive(m, j: int, d: int, nd: int) -> bool:
+    """Whether joint j has passive terms this import cannot express (MuJoCo 4's polynomial stiffness and damping,
+    plasticity)."""
+    for field, rows in (("jnt_stiffnesspoly", j), ("dof_dampingpoly", slice(d, d + nd)),
+                        ("jnt_springyield", j)):
+        values = getattr(m, field, None)
+        if values is not None and np.asarray(values[rows]).any():
+            return True
+    return False
+
+
+class _Actuators:
+    """The scene's reading of MuJoCo's actuators: ``forces`` (the ``actuator`` entries), and per joint id the
+    actuators' transmission armature and damping (MuJoCo 4's actuator ``armature`` and ``damping``, which act on
+    the joint through the gear: gear² times each)."""
+
+    def __init__(self):
+        self.forces: list[dict] = []
+        self.armature: dict[int, float] = {}
+        self.damping: dict[int, float] = {}
+
+
+def _actuators(mujoco, m, jname: dict, fnames: _Names, notes: _Notes) -> _Actuators:
+    """MuJoCo's actuators with a joint transmission on a hinge or slide, as ``actuator`` forces.
+
+    MuJoCo's force (no activation dynamics) is ``f = clip(gain·clip(ctrl, ctrlrange) + b0 + b1 ℓ + b2 ℓ̇,
+    forcerange)`` with ℓ = gear·qpos and ℓ̇ = gear·q̇, applied as τ = gear·f and then clipped to the joint's
+    ``actuatorfrcrange``; with qpos = q + qpos0 that is the scene's affine actuator (:class:`~core.scene.schema.
+    Actuator`) of gain gear·gain, bias [gear (b0 + b1 gear qpos0), gear² b1, gear² b2] and force range gear times
+    forcerange (its bounds swapped for a negative gear), met with the joint's range. A motor is gain 1, bias 0;
+    a position actuator gain kp, bias [0, −kp, −kv]; a velocity actuator gain kv, bias [0, 0, −kv]. Commands
+    start at 0, as MuJoCo's ctrl."""
+    out = _Actuators()
+    T, D, G, B = mujoco.mjtTrn, mujoco.mjtDyn, mujoco.mjtGain, mujoco.mjtBias
+    joint_kinds = (int(mujoco.mjtJoint.mjJNT_HINGE), int(mujoco.mjtJoint.mjJNT_SLIDE))
+    clamp = not (m.opt.disableflags & int(mujoco.mjtDisableBit.mjDSBL_CLAMPCTRL))
+    per_joint: dict[int, int] = {}
+    for a in range(m.nu):
+        if int(m.actuator_trntype[a]) in (int(T.mjTRN_JOINT), int(T.mjTRN_JOINTINPARENT)):
+            j = int(m.actuator_trnid[a, 0])
+            per_joint[j] = per_joint.get(j, 0) + 1
+    for a in range(m.nu):
+        raw = mujoco.mj_id2name(m, mujoco.mjtObj.mjOBJ_ACTUATOR, a) or ""
+        label = raw or f"actuator {a}"
+        trn = int(m.actuator_trntype[a])
+        if trn not in (int(T.mjTRN_JOINT), int(T.mjTRN_JOINTINPARENT)):
+            what = T(trn).name.removeprefix("mjTRN_").lower().replace("slidercrank", "slider-crank")
+            notes.actuators.append(f"{label} ({what} transmission)")
+            continue
+        j = int(m.actuator_trnid[a, 0])
+        if int(m.jnt_type[j]) not in joint_kinds:
+            notes.actuators.append(f"{label} (on {mujoco.mjtJoint(int(m.jnt_type[j])).name.removeprefix('mjJNT_').lower()}"
+                                   f" joint {jname[j]})")
+            continue
+        why = []
+        if int(m.actuator_dyntype[a]) != int(D.mjDYN_NONE):
+            why.append(f"{D(int(m.actuator_dyntype[a])).name.removeprefix('mjDYN_').lower()} activation dynamics")
+        gaintype, biastype = int(m.actuator_gaintype[a]), int(m.actuator_biastype[a])
+        gp, bp = np.array(m.actuator_gainprm[a], dtype=float), np.array(m.actuator_biasprm[a], dtype=float)
+        if not (gaintype == int(G.mjGAIN_FIXED) or (gaintype == int(G.mjGAIN_AFFINE) and not gp[1:3].any())):
+            why.append("a gain that depends on the state" if gaintype == int(G.mjGAIN_AFFINE)
+                       else f"{G(gaintype).name.removeprefix('mjGAIN_').lower()} gain")
+        if biastype not in (int(B.mjBIAS_NONE), int(B.mjBIAS_AFFINE)):
+            why.append(f"{B(biastype).name.removeprefix('mjBIAS_').lower()} bias")
+        delay = getattr(m, "actuator_delay", None)
+        if delay is not None and float(np.asarray(delay[a]).max(initial=0.0)) > 0:
+            why.append("a delay")
+        if why:
+            notes.actuators.append(f"{label} ({', '.join(why)})")
+            continue
+        g = float(m.actuator_gear[a, 0])
+        qpos0 = float(m.qpos0[int(m.jnt_qposadr[j])])
+        b0, b1, b2 = (bp[:3] if biastype == int(B.mjBIAS_AFFINE) else np.zeros(3))
+        act = {"type": "actuator", "name": fnames(raw, f"{jname[j]}_actuator"), "joint": jname[j], "torque": 0.0,
+               "gain": g * gp[0], "bias": [g * (b0 + b1 * g * qpos0), g * g * b1, g * g * b2]}
+        if clamp and m.actuator_ctrllimited[a]:
+            act["command_range"] = [float(x) for x in m.actuator_ctrlrange[a]]
+        lo, hi = -np.inf, np.inf
+        if m.actuator_forcelimited[a]:
+            lo, hi = sorted(g * float(x) for x in m.actuator_forcerange[a])
+        if m.jnt_actfrclimited[j]:
+            jlo, jhi = (float(x) for x in m.jnt_actfrcrange[j])
+            lo, hi = max(lo, jlo), min(hi, jhi)
+            if per_joint[j] > 1:
+                notes.approximate.append(f"{label} (the actuator force range of joint {jname[j]} bounds the sum "
+                                         "of its actuators' forces in MuJoCo, each one's here)")
+        if np.isfinite(lo) or np.isfinite(hi):
+            if lo == -hi and hi > 0:
+                act["limit"] = hi
+            else:
+                act["force_range"] = [max(lo, -1e12), max(min(hi, 1e12), max(lo, -1e12))]
+        if m.jnt_actgravcomp[j]:
+            notes.approximate.append(f"{label} (joint {jname[j]}'s gravity compensation is applied as a force "
+                                     "of its own, not through the actuator and its force range)")
+        out.forces.append(act)
+        for field, into in (("actuator_armature", out.armature), ("actuator_damping", out.damping)):
+            values = getattr(m, field, None)
+            if values is not None and float(values[a]):
+                into[j] = into.get(j, 0.0) + g * g * float(values[a])
+    return out
+
+
+def _fixed_tendon(mujoco, m, t: int, jname: dict) -> list[tuple[int, float]] | None:
+    """``[(joint id, coefficient), …]`` of a fixed tendon (its length Σ cᵢ qposᵢ) over hinges and slides, or
+    None for a spatial tendon or one over another kind of joint."""
+    out = []
+    for w in range(int(m.tendon_adr[t]), int(m.tendon_adr[t]) + int(m.tendon_num[t])):
+        if int(m.wrap_type[w]) != int(mujoco.mjtWrap.mjWRAP_JOINT):
+            return None
+        j = int(m.wrap_objid[w])
+        if int(m.jnt_type[j]) not in (int(mujoco.mjtJoint.mjJNT_HINGE), int(mujoco.mjtJoint.mjJNT_SLIDE)):
+            return None
+        out.append((j, float(m.wrap_prm[w])))
+    return out
+
+
+def _tendon_springs(mujoco, m, jname: dict, fnames: _Names, notes: _Notes) -> list[dict]:
+    """A fixed tendon over one joint with stiffness or damping is a joint spring (gear c: stiffness c² k, damping
+    c² d, rest where c·qpos is its spring length); the other tendons' springs, dampers, limits and friction are
+    named in the warning."""
+    out = []
+    for t in range(m.ntendon):
+        name = mujoco.mj_id2name(m, mujoco.mjtObj.mjOBJ_TENDON, t) or f"tendon {t}"
+        k, d = float(m.tendon_stiffness[t]), float(m.tendon_damping[t])
+        spring = np.array(m.tendon_lengthspring[t], dtype=float).reshape(-1)
+        what = []
+        fixed = _fixed_tendon(mujoco, m, t, jname)
+        if k or d:
+            if fixed is not None and len(fixed) == 1 and fixed[0][1] != 0 and np.ptp(spring) == 0:
+                j, c = fixed[0]
+                qa = int(m.jnt_qposadr[j])
+                out.append({"type": "joint_spring", "name": fnames(f"{name}_spring", "tendon_spring"),
+                            "joint": jname[j], "stiffness": c * c * k, "damping": c * c * d,
+                            "rest": float(spring[0] / c - m.qpos0[qa])})
+            else:
+                what.append("stiffness" if k and not d else "damping" if d and not k else "stiffness and damping")
+        if m.tendon_limited[t]:
+            what.append("limits")
+        if m.tendon_frictionloss[t]:
+            what.append("friction loss")
+        stiffnesspoly = getattr(m, "tendon_stiffnesspoly", None)
+        if stiffnesspoly is not None and np.asarray(stiffnesspoly[t]).any():
+            what.append("polynomial stiffness")
+        if what:
+            notes.tendons.append(f"{name} ({', '.join(what)}{', spatial' if fixed is None else ''})")
+    return out
 
 
 def _zero(x):
@@ -395,21 +671,60 @@ def _mesh_shape(m, mid: int, compiled: np.ndarray, R_geom: np.ndarray, p_geom: n
     return shape, (p_file + R_file @ centre, [float(x) for x in rotation_to_quat(R_file)])
 
 
-def _equalities(mujoco, m, body_name: dict, shift: dict, names: _Names, source: str) -> list[dict]:
+_IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+def _polynomial(x: str, coefficients) -> str:
+    """``c0 + c1*x + c2*x**2 + …`` of a joint-space expression, zero terms left out."""
+    terms = [repr(float(c0)) if k == 0 else f"{float(c0)!r} * ({x})" + (f" ** {k}" if k > 1 else "")
+             for k, c0 in enumerate(coefficients) if c0 != 0.0]
+    return " + ".join(terms) or "0.0"
+
+
+def _equalities(mujoco, m, body_name: dict, shift: dict, jname: dict, source: str, notes: _Notes) -> list[dict]:
+    """``connect`` equalities between bodies as point-to-point constraints; ``joint`` equalities and
+    ``tendon`` equalities of fixed tendons as joint-space constraints, MuJoCo's relation
+    ``y − y0 = c0 + c1 (x − x0) + … + c4 (x − x0)⁴`` written in the scene's coordinates q = qpos − qpos0 (a fixed
+    tendon's length Σ cᵢ qposᵢ minus its length at qpos0 is Σ cᵢ qᵢ), so ``y − (c0 + c1 x + …) = 0``."""
+    E, O = mujoco.mjtEq, mujoco.mjtObj
+    names = _Names()
     out = []
+
+    def term(kind: int, i: int) -> str | None:
+        """The expression of joint or tendon i, q = qpos − qpos0 (None if it cannot be written)."""
+        if kind == int(E.mjEQ_JOINT):
+            if int(m.jnt_type[i]) not in (int(mujoco.mjtJoint.mjJNT_HINGE), int(mujoco.mjtJoint.mjJNT_SLIDE)):
+                return None
+            return jname[i] if _IDENTIFIER.match(jname[i]) else None
+        wraps = _fixed_tendon(mujoco, m, i, jname)
+        if not wraps or any(not _IDENTIFIER.match(jname[j]) for j, _ in wraps):
+            return None
+        return " + ".join(f"{c!r} * {jname[j]}" for j, c in wraps)
+
     for e in range(m.neq):
-        ename = mujoco.mj_id2name(m, mujoco.mjtObj.mjOBJ_EQUALITY, e) or ""
-        if int(m.eq_type[e]) != int(mujoco.mjtEq.mjEQ_CONNECT) or int(m.eq_objtype[e]) != int(
-                mujoco.mjtObj.mjOBJ_BODY):
-            warnings.warn(f"{source}: equality {ename or e!r} ({mujoco.mjtEq(int(m.eq_type[e])).name}) is not "
-                          "imported; only connect equalities between bodies are", MJCFWarning, stacklevel=3)
-            continue
-        b1, b2 = int(m.eq_obj1id[e]), int(m.eq_obj2id[e])
+        ename = mujoco.mj_id2name(m, O.mjOBJ_EQUALITY, e) or ""
+        kind = int(m.eq_type[e])
         data = np.array(m.eq_data[e], dtype=float)
-        a1, a2 = data[0:3] - shift[b1], data[3:6] - shift[b2]
-        if b1 == 0:                                      # keep the world second
-            b1, b2, a1, a2 = b2, b1, a2, a1
-        out.append({"type": "point_to_point", "name": names(ename, f"connect{e}"), "body_a": body_name[b1],
-                    "point_a": a1.tolist(), "body_b": body_name[b2], "point_b": a2.tolist(),
-                    "enabled": bool(m.eq_active0[e])})
+        if kind == int(E.mjEQ_CONNECT) and int(m.eq_objtype[e]) == int(O.mjOBJ_BODY):
+            b1, b2 = int(m.eq_obj1id[e]), int(m.eq_obj2id[e])
+            a1, a2 = data[0:3] - shift[b1], data[3:6] - shift[b2]
+            if b1 == 0:                                  # keep the world second
+                b1, b2, a1, a2 = b2, b1, a2, a1
+            out.append({"type": "point_to_point", "name": names(ename, f"connect{e}"), "body_a": body_name[b1],
+                        "point_a": a1.tolist(), "body_b": body_name[b2], "point_b": a2.tolist(),
+                        "enabled": bool(m.eq_active0[e])})
+            continue
+        if kind in (int(E.mjEQ_JOINT), int(E.mjEQ_TENDON)):
+            y = term(kind, int(m.eq_obj1id[e]))
+            x = term(kind, int(m.eq_obj2id[e])) if int(m.eq_obj2id[e]) >= 0 else None
+            if y is not None and (x is not None or int(m.eq_obj2id[e]) < 0):
+                relation = _polynomial(x, data[:5]) if x is not None else repr(float(data[0]))
+                what = "joint" if kind == int(E.mjEQ_JOINT) else "tendon"
+                out.append({"type": "joint_space", "name": names(ename, f"{what}_coupling{e}"),
+                            "expression": f"{y} - ({relation})", "enabled": bool(m.eq_active0[e])})
+                continue
+        why = E(kind).name.removeprefix("mjEQ_").lower()
+        if kind in (int(E.mjEQ_JOINT), int(E.mjEQ_TENDON)):
+            why += ", of a spatial tendon, a ball or free joint, or joints whose names are not identifiers"
+        notes.equalities.append(f"{ename or e} ({why})")
     return out

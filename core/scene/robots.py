@@ -4,7 +4,7 @@ A document ``{"robot": {"file": "ur5.urdf", "base": "floating", "q0": {"elbow": 
 the robot's scene (:func:`core.scene.urdf.urdf_to_spec` or :func:`core.scene.mjcf.mjcf_to_spec`, with the
 overrides) with the document on top: the robot's
 bodies first, then the document's own bodies (which may hang from the robot's), the robot's mimic constraints
-first, then the document's constraints, the robot's joint springs and dampers (MJCF) first, then the document's
+first, then the document's constraints, the robot's forces (its joints' motors, springs and dampers, MJCF actuators and gravity compensation) first, then the document's
 forces; controllers, contacts, programs, gravity, the simulation settings and the view are the document's. :func:`expand` makes that flat scene (what is validated and compiled); the
 document itself keeps only the include, so saving it writes the include, not the robot's bodies.
 

@@ -433,13 +433,36 @@ class Drag(Strict):
 
 
 class Actuator(Strict):
-    """A joint force source on a hinge or slider: ``torque`` (N·m or N), clipped to ±``limit``; controllers set
-    it at run time."""
+    """A joint force source on a hinge or slider, commanded by ``torque`` u (the studio's slider, a control
+    program's servo; the scene's value is the command at the start). By default the force is the command,
+    clipped to ±``limit`` (N·m or N). An actuator may also be an affine servo (MuJoCo's actuators with a joint
+    transmission, :mod:`core.scene.mjcf`)::
+
+        τ = clip(gain · clip(u, command_range) + bias[0] + bias[1] q + bias[2] q̇, force range)
+
+    with ``gain`` (default 1), ``bias`` (default 0: a position servo of stiffness kp and damping kv is gain kp,
+    bias [0, −kp, −kv]), ``command_range`` [lower, upper] (default none) and the force range ±``limit`` or
+    ``force_range`` [lower, upper] (one of them; default none). The control equations of a control program solve
+    for the commands of plain actuators only (gain 1, no bias, no ranges: the force is the command, ±limit)."""
     type: Literal["actuator"]
     name: Name
     joint: Name
     torque: float = 0.0
     limit: Positive | None = None
+    force_range: tuple[float, float] | None = None
+    command_range: tuple[float, float] | None = None
+    gain: float = 1.0
+    bias: Vec3 = (0.0, 0.0, 0.0)
+
+    @model_validator(mode="after")
+    def _ranges(self):
+        if self.limit is not None and self.force_range is not None:
+            raise ValueError("give either limit (±) or force_range [lower, upper], not both")
+        for key in ("force_range", "command_range"):
+            r = getattr(self, key)
+            if r is not None and not r[0] <= r[1]:
+                raise ValueError(f"{key} must be [lower, upper] with lower <= upper, got {list(r)}")
+        return self
 
 
 class PointForce(Strict):
@@ -610,7 +633,8 @@ class _ControllerBase(Strict):
     """Fields every controller has. ``joints`` are the hinge or slider joints it controls (default: every joint
     with coordinates, in coordinate order); the ``trajectory`` gives one desired coordinate per joint. ``kp``,
     ``kd``: the PD gains (N·m/rad and N·m·s/rad; λ = kp/kd is the sliding-surface slope, eq. 3.7);
-    ``torque_limit`` (N·m) clips the actuator torques. Gains may be edited while a simulation runs."""
+    ``torque_limit`` (N·m) clips the actuator torques; without one, a joint that has an ``actuator`` with a
+    ``limit`` (a URDF joint's effort) is clipped at that limit. Gains may be edited while a simulation runs."""
     name: Name
     joints: list[Name] | None = None
     trajectory: TrajectorySpec

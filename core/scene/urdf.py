@@ -23,8 +23,21 @@ coordinate). ``<mimic joint multiplier offset>`` on a revolute, continuous or pr
 joint-space constraint ``mimic_<joint>``: ``joint − (multiplier·leader + offset) = 0`` (both joints must have
 identifier names, and the leader must move and mimic no other joint), and the mimic joint starts on that
 relation; a ``<mimic>`` on a fixed joint, or following one, is ignored with a :class:`URDFWarning`.
-``<limit>``, ``<dynamics>`` (damping, friction), ``<safety_controller>`` and ``<calibration>`` are ignored for now,
-as are ``<transmission>`` and ``<gazebo>`` elements.
+
+**Limits, motors and damping.** A revolute or prismatic joint's ``<limit lower upper>`` becomes the joint's
+``limits`` [lower, upper] (unilateral limit rows, :class:`core.contacts.JointLimit`; a continuous joint has none;
+a ``<limit>`` whose lower bound is not below its upper — URDF's default is 0 for both — gives no range, with a
+:class:`URDFWarning`; bounds and efforts of 1e12 or more, such as the 1e16 some files write for "none", are
+none). An initial coordinate outside the range — the default 0, or a mimic joint's start — is
+moved to the nearest bound, with a warning; a ``q0`` given outside it is refused. ``effort`` > 0 becomes an
+``actuator`` named ``<joint>_motor`` with ``limit`` = effort (N·m or N), commanded 0 at the start (the studio's
+sliders and the control programs drive it). A controller on the joint is clipped at that strength: the
+scene's controllers without a ``torque_limit`` take, for each of their joints, the ``limit`` of its actuator
+(:func:`core.scene.control.compile_controllers`). ``<dynamics damping>`` becomes the damper
+``<joint>_passive``, a ``joint_spring`` of stiffness 0 (τ = −c q̇, as the MJCF importer names its passive
+forces); ``<dynamics friction>`` (Coulomb joint friction) is not imported, and a :class:`URDFWarning` names the
+joints that have it. ``velocity`` limits, ``<safety_controller>`` and ``<calibration>`` are ignored, as are
+``<transmission>`` and ``<gazebo>`` elements.
 
 **Names** follow URDF's rules, as far as a scene name can (a letter or ``_``, then letters, digits and
 ``_ - . / :``). **Numbers** of magnitude below 1e-30 are read as 0 (round-off of zero in exported files).
@@ -194,6 +207,26 @@ class _Reader:
         multiplier = self.numbers(m, "multiplier", 1, 1.0, mpath)
         offset = self.numbers(m, "offset", 1, 0.0, mpath)
         return leader, multiplier, offset, mpath
+
+    def limit(self, je: ET.Element, jpath: str):
+        """``(lower, upper, effort)`` of a joint's ``<limit>`` (URDF's defaults: 0), or None without one."""
+        el = je.find("limit")
+        if el is None:
+            return None
+        lpath = f"{jpath}/limit"
+        return tuple(self.numbers(el, k, 1, 0.0, lpath) for k in ("lower", "upper", "effort"))
+
+    def dynamics(self, je: ET.Element, jpath: str):
+        """``(damping, friction)`` of a joint's ``<dynamics>`` (defaults 0), or None without one."""
+        el = je.find("dynamics")
+        if el is None:
+            return None
+        dpath = f"{jpath}/dynamics"
+        values = tuple(self.numbers(el, k, 1, 0.0, dpath) for k in ("damping", "friction"))
+        for k, v in zip(("damping", "friction"), values):
+            if v < 0:
+                self.problem(f"{dpath}/@{k}", "must not be negative", v)
+        return tuple(max(v, 0.0) for v in values)
 
     # ---- links --------------------------------------------------------------------------------------
     def inertial(self, link: ET.Element, path: str) -> dict:
@@ -471,7 +504,8 @@ def urdf_to_spec(path: str | Path, floating_base: bool = False, inertia: str = "
         axis = reader.numbers(je.find("axis"), "xyz", 3, (1.0, 0.0, 0.0), f"{jpath}/axis")
         parent_joint[child] = len(joints)
         joints.append({"name": name, "type": jtype, "parent": parent, "child": child, "xyz": xyz, "rpy": rpy,
-                       "axis": axis, "path": jpath, "mimic": reader.mimic(je, jpath)})
+                       "axis": axis, "path": jpath, "mimic": reader.mimic(je, jpath),
+                       "limit": reader.limit(je, jpath), "dynamics": reader.dynamics(je, jpath)})
 
     # ---- tree: one root, no loops
     children: dict[str, list[int]] = {}
@@ -524,6 +558,9 @@ def urdf_to_spec(path: str | Path, floating_base: bool = False, inertia: str = "
             reader.problem(f"q0[{jname!r}]", f"not a revolute, continuous or prismatic joint of this robot "
                            f"(joints: {known or 'none'})", jname)
     pose = _pose(base_pose, reader)
+    forces: list[dict] = []                    # the joints' motors (<limit effort>) and dampers (<dynamics>)
+    force_paths: list[str] = []                # the URDF joint of each force
+    drive = _Drive()
     bodies: list[dict] = []
     origins: list[dict] = []                   # URDF paths of each body's parts, to report validation problems
     for name in order:
@@ -551,6 +588,8 @@ def urdf_to_spec(path: str | Path, floating_base: bool = False, inertia: str = "
                 joint["axis"] = list(j["axis"])
                 if j["name"] in starts:
                     joint["q0"] = starts[j["name"]]
+                forces.extend(_joint_forces(j, joint, (q0 or {}), drive, reader))
+                force_paths.extend([j["path"]] * (len(forces) - len(force_paths)))
             parent, jpath = j["parent"], j["path"]      # a root link named 'world' is the world itself
         if "inertia" in inertial and inertia == "repair":
             why = inertia_problem(_matrix(inertial["inertia"]))
@@ -563,16 +602,18 @@ def urdf_to_spec(path: str | Path, floating_base: bool = False, inertia: str = "
         origins.append({"link": lpath, "joint": jpath, "shapes": shape_paths})
     if reader.problems:
         raise SceneError(reader.problems, source)
+    notes.extend(drive.notes())
     for note in notes:
         warnings.warn(f"{path}: {note}", URDFWarning, stacklevel=2)
     description = f"Imported from the URDF file {path.name}" + (" (floating base)" if floating_base else "") + \
         f"; inertia policy: {inertia}" + "".join(f"; {n}" for n in notes)
     raw = {"format_version": 1, "name": _scene_name(robot.get("name")), "description": description[:20000],
-           "gravity": [0.0, 0.0, -9.81], "bodies": bodies, "constraints": mimics}
+           "gravity": [0.0, 0.0, -9.81], "bodies": bodies, "constraints": mimics, "forces": forces}
     try:
         return parse_spec(_zero_round_off(raw), source)
     except SceneError as exc:
-        raise SceneError([_urdf_problem(p, origins, mimic_paths) for p in exc.problems], source) from None
+        raise SceneError([_urdf_problem(p, origins, mimic_paths, force_paths) for p in exc.problems],
+                         source) from None
 
 
 def _zero_round_off(x):
@@ -647,14 +688,90 @@ def _mimics(joints: list[dict], by_name: dict, q0: dict, reader: "_Reader") -> t
     return constraints, starts, paths
 
 
+#: A bound or an effort at least this large (a scene's largest number; URDFs write 1e16 for "none") is none.
+_UNBOUNDED = 1e12
+
+
+class _Drive:
+    """What the joints' ``<limit>`` and ``<dynamics>`` left out or changed, said once per robot."""
+
+    def __init__(self):
+        self.clamped: list[str] = []           # joints whose initial coordinate was moved into their limits
+        self.no_range: list[str] = []          # revolute or prismatic joints whose <limit> gives no range
+        self.friction: list[str] = []          # joints with Coulomb friction (<dynamics friction>)
+
+    def notes(self) -> list[str]:
+        out = []
+        if self.clamped:
+            out.append("the initial coordinate of joint(s) " + ", ".join(self.clamped) + " lay outside the "
+                       "joint's <limit> range and was moved to the nearest bound")
+        if self.no_range:
+            out.append("joint(s) " + _listed(self.no_range) + " have a <limit> whose lower bound is not below "
+                       "its upper (URDF's default is 0 for both); their range is not imported")
+        if self.friction:
+            out.append("Coulomb joint friction (<dynamics friction>) is not imported (joints: "
+                       + _listed(self.friction) + ")")
+        return out
+
+
+def _listed(names: list[str]) -> str:
+    return ", ".join(names[:20]) + (f" … ({len(names)} in all)" if len(names) > 20 else "")
+
+
+def _joint_forces(j: dict, joint: dict, given: dict, drive: _Drive, reader: "_Reader") -> list[dict]:
+    """The scene's reading of a hinge's or slider's ``<limit>`` and ``<dynamics>``: ``joint`` (its scene dict)
+    gets ``limits`` [lower, upper] (revolute and prismatic joints whose lower is below their upper), its initial
+    coordinate moved into them unless the caller gave it (a given q0 outside them is refused by the scene's
+    check); returned are the actuator ``<joint>_motor`` of a positive ``effort`` (its ``limit``) and the damper
+    ``<joint>_passive`` (a ``joint_spring`` of stiffness 0) of a positive ``damping``."""
+    out = []
+    name = j["name"]
+    if j["limit"] is not None:
+        lower, upper, effort = j["limit"]
+        if j["type"] in ("revolute", "prismatic"):
+            lower, upper = max(lower, -_UNBOUNDED), min(upper, _UNBOUNDED)
+            if lower <= -_UNBOUNDED and upper >= _UNBOUNDED:
+                pass                               # (±1e16 and the like: no range at all)
+            elif lower < upper:
+                joint["limits"] = [lower, upper]
+                start = joint.get("q0", 0.0)
+                if name not in given and not lower <= start <= upper:
+                    joint["q0"] = min(max(start, lower), upper)
+                    drive.clamped.append(f"{name} ({start:g} → {joint['q0']:g})")
+            else:
+                drive.no_range.append(name)
+        if effort > 0:
+            out.append({"type": "actuator", "name": _suffixed(name, "_motor"), "joint": name,
+                        **({"limit": effort} if effort < _UNBOUNDED else {})})
+        elif effort < 0:
+            reader.problem(f"{j['path']}/limit/@effort", "must not be negative", effort)
+    if j["dynamics"] is not None:
+        damping, friction = j["dynamics"]
+        if damping > 0:
+            out.append({"type": "joint_spring", "name": _suffixed(name, "_passive"), "joint": name,
+                        "stiffness": 0.0, "damping": damping})
+        if friction > 0:
+            drive.friction.append(name)
+    return out
+
+
+def _suffixed(name: str, suffix: str) -> str:
+    """``name + suffix`` within a scene name's 128 characters (a long name loses its end, not the suffix)."""
+    return name[:128 - len(suffix)] + suffix
+
+
 _BODY_PATH = re.compile(r"^\$\.bodies\[(\d+)\](?:\.(\w+))?(?:\[(\d+)\])?")
 
 
-def _urdf_problem(p: Problem, origins: list[dict], mimic_paths: list[str] = ()) -> Problem:
+def _urdf_problem(p: Problem, origins: list[dict], mimic_paths: list[str] = (),
+                  force_paths: list[str] = ()) -> Problem:
     """Re-address a scene-validation problem to the URDF element the offending value came from."""
     c = re.match(r"^\$\.constraints\[(\d+)\]", p.path)
     if c and int(c.group(1)) < len(mimic_paths):
         return Problem(mimic_paths[int(c.group(1))], f"{p.message} [scene field {p.path}]", p.value, p.has_value)
+    f = re.match(r"^\$\.forces\[(\d+)\]", p.path)
+    if f and int(f.group(1)) < len(force_paths):
+        return Problem(force_paths[int(f.group(1))], f"{p.message} [scene field {p.path}]", p.value, p.has_value)
     m = _BODY_PATH.match(p.path)
     if not m or int(m.group(1)) >= len(origins):
         return p
