@@ -419,6 +419,12 @@ def test_joint_ranges_become_limits_in_the_scenes_coordinates(tmp_path):
     q = sim.state.q[sim.model.q_slice("shoulder")][0]
     assert -1.2 - 1e-6 <= q <= 1.3 + 1e-6
     assert any(e.kind.startswith("limit") for e in sim.events)
+    doc = tmp_path / "scene.json"                  # a q0 outside the range is refused at the include's q0
+    doc.write_text('{"format_version": 1, "name": "s", "robot": {"file": "driven.xml", "q0": {"shoulder": 1.4}}}')
+    with pytest.raises(SceneError) as info:
+        core.load_scene(doc)
+    assert [p.path for p in info.value.problems] == ["$.robot.q0.shoulder"]
+    assert "outside the joint's range [-1.2, 1.3]" in str(info.value)
 
 
 SERVO = """
@@ -655,3 +661,48 @@ def test_validate_and_run_name_a_joint_damped_beyond_rk4s_bound(tmp_path, capsys
     assert stiff_joints(model, dt=0.95 * s.needed_dt) == []
     assert main(["run", str(path), "--duration", "0.02", "--out", str(tmp_path / "r"), "--quiet"]) == 3
     assert "joint 'stiff' is too stiff" in capsys.readouterr().err
+
+
+def test_actuator_armature_and_damping_join_the_joints(tmp_path):
+    """MuJoCo 4's actuator ``armature`` and ``damping`` act on the joint through the gear (gear² times each): the
+    imported joint's armature and damper carry them, and the accelerations agree with MuJoCo's."""
+    path = tmp_path / "actdamp.xml"
+    path.write_text("""<mujoco><compiler angle="radian"/><worldbody><body name="a" pos="0 0 1">
+      <joint name="ja" type="hinge" axis="0 1 0" damping="0.1"/><geom type="capsule" fromto="0 0 0 0.3 0 0" size="0.04"/>
+      <body name="b" pos="0.3 0 0"><joint name="jb" type="slide" axis="1 0 0"/><geom type="sphere" size="0.05"/>
+      </body></body></worldbody><actuator>
+      <motor name="ma" joint="ja" gear="3" damping="0.2" armature="0.03"/>
+      <position name="pb" joint="jb" kp="10" damping="0.5" armature="0.01" gear="0.5"/></actuator></mujoco>""")
+    try:
+        m = mujoco.MjModel.from_xml_path(str(path))
+    except ValueError:
+        pytest.skip("this MuJoCo has no actuator armature and damping (MuJoCo 4 has)")
+    model = core.load_scene(path)
+    np.testing.assert_allclose(model.armature, [9 * 0.03, 0.25 * 0.01])
+    for ours, theirs in _qacc_pairs(model, m, np.random.default_rng(1), n=4):
+        np.testing.assert_allclose(ours, theirs, atol=1e-10 * np.abs(theirs).max())
+
+
+def test_what_is_not_imported_is_named(tmp_path):
+    """Issue 24: nothing is dropped silently — actuators with activation dynamics, a state-dependent gain or a
+    site transmission, a ball joint's cone limit, a weld, and the medium's fluid forces are each named in an
+    MJCFWarning (before, fluid forces and actuators went unsaid)."""
+    path = tmp_path / "dropped.xml"
+    path.write_text("""<mujoco><compiler angle="radian"/><option density="1.2" viscosity="1e-5"/>
+      <worldbody><body name="a" pos="0 0 1"><joint name="ja" type="hinge" axis="0 1 0"/>
+      <geom type="capsule" fromto="0 0 0 0.3 0 0" size="0.04"/><site name="tip" pos="0.3 0 0"/>
+      <body name="b" pos="0.3 0 0"><joint name="ball" type="ball" range="0 0.5"/><geom type="sphere" size="0.05"/>
+      </body></body><body name="c" pos="1 0 0"><freejoint/><geom size="0.1"/></body></worldbody>
+      <equality><weld name="glue" body1="c"/></equality>
+      <actuator><position name="slow" joint="ja" kp="5" timeconst="0.1"/><damper name="brake" joint="ja" kv="2" ctrlrange="0 1"/>
+      <intvelocity name="integral" joint="ja" kp="3" actrange="-1 1"/><motor name="thrust" site="tip" gear="1 0 0 0 0 0"/>
+      <motor name="kept" joint="ja"/></actuator></mujoco>""")
+    with pytest.warns(MJCFWarning) as said:
+        spec = mjcf_to_spec(path)
+    text = " ".join(str(w.message) for w in said)
+    for what in ("slow (filterexact activation dynamics)", "brake (a gain that depends on the state)",
+                 "integral (integrator activation dynamics)", "thrust (site transmission)",
+                 "ball joint limits (a cone) are not imported (joints: ball)", "glue (weld)",
+                 "fluid forces (density 1.2 kg/m³, viscosity 1e-05 Pa·s) are not imported"):
+        assert what in text
+    assert [f.name for f in spec.forces if f.type == "actuator"] == ["kept"]

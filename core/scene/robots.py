@@ -86,6 +86,10 @@ def _mjcf(file: str, base: str, q0: dict, base_pose) -> Scene:
         if j["type"] in ("hinge", "slider") and j.get("name") in q0:
             j["q0"] = float(q0[j["name"]])
             found.add(j["name"])
+            limits = j.get("limits")
+            if limits is not None and not limits[0] <= j["q0"] <= limits[1]:
+                problems.append(Problem(f"q0[{j['name']!r}]", f"lies outside the joint's range [{limits[0]:.6g}, "
+                                        f"{limits[1]:.6g}] (MuJoCo's range minus its ref)", j["q0"], True))
     for name in q0:
         if name not in found:
             problems.append(Problem(f"q0[{name!r}]", "not a hinge or slide joint of this model", name, True))
