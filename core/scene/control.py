@@ -3,7 +3,9 @@
 Cross-references are checked here, each problem reported with its JSON path like the rest of the document:
 joints must exist and be hinges or sliders, trajectories must give one coordinate per controlled joint, gate
 centres one per joint, controllers that cancel the whole dynamics (computed torque, Slotine–Li) must control
-every degree of freedom, and a desired constraint force must name a constraint.
+every degree of freedom, and a desired constraint force must name a constraint. A controller without a
+``torque_limit`` is clipped, joint by joint, at the ``limit`` of the scene's actuator on that joint (a URDF
+joint's effort: the motor's strength), where there is one.
 """
 from __future__ import annotations
 

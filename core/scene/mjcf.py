@@ -373,7 +373,7 @@ class _Notes:
     def warn(self, source: str) -> None:
         said = []
         if self.renamed:
-            said.append("joints renamed (names a scene cannot hold, or two MuJoCo names that became one): "
+            said.append("renamed (names a scene cannot hold, or two MuJoCo names that became one): "
                         + _listed(self.renamed))
         if self.passive:
             said.append("joint friction loss, and armature, damping and springs of ball and free joints, are not "
@@ -507,7 +507,10 @@ def _actuators(mujoco, m, jname: dict, fnames: _Names, notes: _Notes) -> _Actuat
         g = float(m.actuator_gear[a, 0])
         qpos0 = float(m.qpos0[int(m.jnt_qposadr[j])])
         b0, b1, b2 = (bp[:3] if biastype == int(B.mjBIAS_AFFINE) else np.zeros(3))
-        act = {"type": "actuator", "name": fnames(raw, f"{jname[j]}_actuator"), "joint": jname[j], "torque": 0.0,
+        name = fnames(raw, f"{jname[j]}_actuator")
+        if raw and name != raw:
+            notes.renamed.append(f"actuator {raw} → {name}")
+        act = {"type": "actuator", "name": name, "joint": jname[j], "torque": 0.0,
                "gain": g * gp[0], "bias": [g * (b0 + b1 * g * qpos0), g * g * b1, g * g * b2]}
         if clamp and m.actuator_ctrllimited[a]:
             act["command_range"] = [float(x) for x in m.actuator_ctrlrange[a]]
