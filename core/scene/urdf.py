@@ -84,7 +84,6 @@ The scene is named after the robot (characters a scene name cannot hold become `
 from __future__ import annotations
 
 import math
-import os
 import re
 import warnings
 import xml.etree.ElementTree as ET
@@ -97,7 +96,7 @@ from ..fileio import read_regular_file
 from ..inertia import inertia_problem, nearest_physical_inertia
 from ..meshfile import MeshError, read_mesh
 from .io import Problem, SceneError, parse_spec
-from .limits import MAX_DOCUMENT_BYTES, MAX_MAGNITUDE
+from .limits import MAX_DOCUMENT_BYTES
 from .schema import Scene
 
 __all__ = ["urdf_to_spec", "rpy_to_matrix", "rpy_to_quaternion", "stl_bounds", "resolve_mesh", "URDFWarning",
@@ -239,13 +238,6 @@ class _Reader:
         mass = self.required_number(el.find("mass"), "value", f"{ipath}/mass")
         ie = el.find("inertia")
         comps = {k: self.numbers(ie, k, 1, 0.0, f"{ipath}/inertia") for k in ("ixx", "ixy", "ixz", "iyy", "iyz", "izz")}
-        # mass properties within a scene's number limits (larger ones overflow the rotation into the link frame)
-        for where, attr, values in ((f"{ipath}/mass", "value", [mass]), (f"{ipath}/origin", "xyz", xyz),
-                                    *((f"{ipath}/inertia", k, [v]) for k, v in comps.items())):
-            if any(v is not None and abs(v) > MAX_MAGNITUDE for v in values):
-                self.problem(f"{where}/@{attr}", f"numbers must have a magnitude of at most {MAX_MAGNITUDE:g}",
-                             " ".join(f"{v:g}" for v in values))
-                return {"mass": 0.0}
         I = np.array([[comps["ixx"], comps["ixy"], comps["ixz"]],
                       [comps["ixy"], comps["iyy"], comps["iyz"]],
                       [comps["ixz"], comps["iyz"], comps["izz"]]], dtype=float)
@@ -308,22 +300,16 @@ class _Reader:
         filename = g.get("filename", "")
         scale = np.array(self.numbers(g, "scale", 3, (1.0, 1.0, 1.0), gpath), dtype=float)
         file = resolve_mesh(filename, self.folder) if filename else None
-        own = _own_folders(filename, self.folder)
-        searched = f" ({_searched(filename, self.folder)})" if filename.startswith("package://") else ""
-        # what is wrong with a file outside the robot's folder is not said: one message, whether it exists or not
-        outside = (f"could not be used: it is outside the robot's folder {self.folder}{searched}, and whether a file "
-                   "there is missing, not a file or not a mesh is not said")
         reason = None
         if file is None:
-            looked_outside = any(not _inside(c, own) for c in _candidates(filename, self.folder))
-            reason = outside if looked_outside else "was not found" + searched
+            reason = "was not found" + (f" ({_searched(filename, self.folder)})" if filename.startswith("package://")
+                                        else "")
         else:
             try:
                 mesh = read_mesh(file)
                 lo, hi = mesh.bounds()
             except MeshError as exc:
-                reason = (f"could not be read ({str(exc).removeprefix(f'{file}: ')})" if _inside(file, own)
-                          else outside)
+                reason = f"could not be read ({str(exc).removeprefix(f'{file}: ')})"
         if reason is not None:
             warnings.warn(f"{self.path}: {gpath}: mesh {filename!r} {reason}; drawn as a "
                           f"{_FALLBACK_MESH_BOX} m box at the visual origin", URDFWarning, stacklevel=5)
@@ -392,50 +378,22 @@ def _searched(filename: str, folder: Path) -> str:
     return f"searched for a folder {package!r} in {folder} and its {len(folder.parents)} parent folders"
 
 
-def _candidates(filename: str, folder: Path):
-    """The files a URDF mesh ``filename`` may name, in the order they are looked for (see the module docstring)."""
+def resolve_mesh(filename: str, folder: Path) -> Path | None:
+    """The mesh file a URDF ``filename`` refers to, or None if it cannot be found (see the module docstring)."""
     if filename.startswith("package://"):
         package, _, rest = filename[len("package://"):].partition("/")
         for d in (folder, *folder.parents):
-            if d.name == package:
-                yield d / rest
-            yield d / package / rest
-        return
+            candidates = ([d / rest] if d.name == package else []) + [d / package / rest]
+            for c in candidates:
+                if c.is_file():
+                    return c
+        return None
     if filename.startswith("file://"):
         filename = filename[len("file://"):]
     p = Path(filename)
-    yield p if p.is_absolute() else folder / p
-
-
-def _own_folders(filename: str, folder: Path) -> list[Path]:
-    """The folders whose files are the robot's own for a mesh ``filename`` of the URDF in ``folder`` (its real
-    path): that folder, and for ``package://pkg/…`` the package the URDF is in (the nearest of its folder and
-    their parents named ``pkg``)."""
-    own = [folder]
-    if filename.startswith("package://"):
-        package = filename[len("package://"):].partition("/")[0]
-        own += [d for d in (folder, *folder.parents) if d.name == package][:1]
-    return [Path(os.path.realpath(d)) for d in own]
-
-
-def _inside(file: Path, own: list[Path]) -> bool:
-    """Whether ``file`` (its real path: links followed, ``..`` resolved) is in one of the folders ``own``."""
-    try:
-        real = Path(os.path.realpath(file))
-    except (OSError, ValueError):
-        return False
-    return any(real == d or d in real.parents for d in own)
-
-
-def resolve_mesh(filename: str, folder: Path) -> Path | None:
-    """The mesh file a URDF ``filename`` refers to, or None if it cannot be found (see the module docstring)."""
-    for c in _candidates(filename, folder):
-        try:
-            if c.is_file():
-                return c
-        except (OSError, ValueError):
-            continue
-    return None
+    if not p.is_absolute():
+        p = folder / p
+    return p if p.is_file() else None
 
 
 def _scene_name(name: str | None) -> str:
