@@ -1,7 +1,11 @@
 """MJCF import through MuJoCo's compiler (core/scene/mjcf.py): the joint-space inertia and the accelerations
 agree with MuJoCo's own ``mj_fullM`` and ``qacc`` at random states (free, hinge, slide and ball joints, several
 joints in one body, anchors off the body origin); ``connect`` equalities become point-to-point constraints at
-MuJoCo's anchors; bad files are refused with MuJoCo's message."""
+MuJoCo's anchors; bad files are refused with MuJoCo's message. Issue 24: actuators (motor, position, velocity,
+general), gravcomp and tendon springs give MuJoCo's qacc for the same ctrl and state; ranges are limits in the
+scene's coordinates; joint and fixed-tendon equalities are joint-space constraints at MuJoCo's residual; joints
+keep their names beside bodies of the same name; summary.json's base; joints too damped for RK4 at the model's
+dt are named with the dt they need; whatever is not imported is named in a warning."""
 from __future__ import annotations
 
 import os
