@@ -22,7 +22,8 @@ step is taken again from its start with bisected lengths until the first crossin
 ``simulation.event_tolerance`` (Kearney's isolation predicate on time), the events at the bracket's end are
 resolved (impacts, modes switched, constraints broken, and the modes settled) and the step goes on from there to
 its end. Rank changes are reported at the step's end. A batch stops early on a state that is not finite, on more than
-:data:`MAX_EVENTS_PER_STEP` event instants inside one step (chatter), when its event buffer is full, or — for a
+:data:`MAX_EVENTS_PER_STEP` event instants inside one step (chatter), when the events' work over the last steps
+passes its bound (``event_work``, below: chatter by cost), when its event buffer is full, or — for a
 scene with control programs, which answer events in Python — after an event (``stop_on_events``): the step in
 progress is then finished by the next call (``clock.t_target``).
 """
@@ -42,10 +43,10 @@ from .records import audit_error, write_record
 from .witnesses import (breaks_and_rank, close_touching, find, mark_eligible, rank_change, refresh_slip, resolve,
                         settle_round, update_tables)
 
-__all__ = ["advance", "CLOCK", "RUNNING", "EVENT", "NOT_FINITE", "CHATTER", "BOOKS", "MAX_EVENTS_PER_STEP",
-           "BOOKS_FACTOR"]
+__all__ = ["advance", "CLOCK", "RUNNING", "EVENT", "NOT_FINITE", "CHATTER", "BOOKS", "EVENT_COST",
+           "MAX_EVENTS_PER_STEP", "BOOKS_FACTOR"]
 
-RUNNING, EVENT, NOT_FINITE, CHATTER, BOOKS = 0, 1, 2, 3, 4
+RUNNING, EVENT, NOT_FINITE, CHATTER, BOOKS, EVENT_COST = 0, 1, 2, 3, 4, 5
 #: At most this many event instants inside one step; more is chatter the rest speed did not end.
 MAX_EVENTS_PER_STEP = 64
 #: A step is refused as diverged (BOOKS) when it leaves the energy audit's error larger than this fraction of the
@@ -67,10 +68,14 @@ BOOKS_FACTOR = 0.5
 #: instants resolved so far inside the step in progress), ``settle`` (the modes at the state are to be settled
 #: first: a batch that stops at an event for the control programs stops before, so that the settling sees the
 #: commands they answer with), ``energy_scale`` (the largest |T| + |V_g| + |V_e| the run has been through:
-#: :data:`BOOKS_FACTOR`).
+#: :data:`BOOKS_FACTOR`), ``event_work`` (the work the events have cost, in steps: each isolating bisection is a
+#: step taken again, each event instant counts 1 more and ``answer_work`` more when ``stop_on_events`` (the control
+#: programs answer it in Python); it decays by ``event_work_decay`` at every completed step, so it is a running
+#: sum over the last 1 / (1 − decay) steps, and passing ``event_work_limit`` stops the batch as EVENT_COST).
 #: Out: the same after the last good step, ``steps`` completed, ``status`` (RUNNING: the batch ended normally,
 #: EVENT: it stopped after an event, NOT_FINITE: the next step diverged (``out`` is then not valid), CHATTER,
-#: BOOKS: the next step blew the energy audit's books, :data:`BOOKS_FACTOR`; ``out`` is then not valid either),
+#: BOOKS: the next step blew the energy audit's books, :data:`BOOKS_FACTOR`; ``out`` is then not valid either;
+#: EVENT_COST: the events' work passed ``event_work_limit``, the state at the event instant that passed it),
 #: ``n_events`` written into the event buffer (``overflow``: it filled up). Records (:mod:`core.records`)
 #: go into the rows of ``trace``: the state it starts from when ``record_first``, then every ``record_every``-th
 #: step (``since`` counts the steps since the last record, across calls) and the step that reaches ``t_end``;
@@ -82,7 +87,8 @@ CLOCK = np.dtype([
     ("energy0", np.float64), ("record_every", np.int64), ("since", np.int64), ("recorded", np.int64),
     ("record_first", np.bool_), ("t_target", np.float64), ("n_events", np.int64), ("overflow", np.bool_),
     ("stop_on_events", np.bool_), ("close_touching", np.bool_), ("check_events", np.bool_), ("instants", np.int64),
-    ("settle", np.bool_), ("energy_scale", np.float64),
+    ("settle", np.bool_), ("energy_scale", np.float64), ("event_work", np.float64), ("event_work_limit", np.float64),
+    ("event_work_decay", np.float64), ("answer_work", np.float64),
 ], align=True)
 
 # Butcher tableaux: nodes c, the lower-triangular A (rows by stage) and the weights of each solution.
@@ -418,6 +424,7 @@ def advance(tree, tab, ws, stage, y, active, slip, touched, clock, out, trace, e
                 y_hi[:] = y1
                 while hi - lo > st.event_tolerance:
                     mid = 0.5 * (lo + hi)
+                    ck.event_work += 1.0                      # (a step taken again)
                     if not _take_step(tree, tab, ws, stage, out, st, t, y0, mid, y1, nq, nv, m, n_groups, scale,
                                       partial, partial):
                         break
@@ -447,6 +454,10 @@ def advance(tree, tab, ws, stage, y, active, slip, touched, clock, out, trace, e
                 if ck.instants > MAX_EVENTS_PER_STEP:
                     ck.status = CHATTER
                     break
+                ck.event_work += 1.0 + (ck.answer_work if ck.stop_on_events else 0.0)
+                if ck.event_work > ck.event_work_limit:
+                    ck.status = EVENT_COST
+                    break
                 if ck.stop_on_events:                         # the programs answer before the modes settle
                     m, n_groups, scale = _layout(tab, tree, ws.rows, active)
                     update_tables(tab, ws.kin, active, slip, 0.0)
@@ -473,6 +484,7 @@ def advance(tree, tab, ws, stage, y, active, slip, touched, clock, out, trace, e
             ck.iterations = iterations
         ck.t_target = np.nan                                  # the step is complete
         ck.steps += 1
+        ck.event_work *= ck.event_work_decay
         ck.energy_scale = max(ck.energy_scale, _energy_size(out))
         ck.since += 1
         changed = refresh_slip(tab, ws.kin, out, active, slip)

@@ -305,7 +305,7 @@ class Model:
                      state.rank_deficient, state.projection_iterations,
                      init.slip if state.slip is None else state.slip,
                      init.touched if state.touched is None else state.touched, state.programs, state.controls,
-                     state.energy_scale)
+                     state.energy_scale, state.event_work)
 
     def neutral_configuration(self) -> np.ndarray:
         """q with every joint at zero (identity quaternions)."""
@@ -341,6 +341,8 @@ class State:
       event handlers work on copies.
     - ``energy_scale``: the largest |T| + |V_g| + |V_e| the run has been through, the energy audit's scale (a
       step whose audit error passes :data:`core.integrators.BOOKS_FACTOR` of it is refused as diverging).
+    - ``event_work``: what the events of about the last :data:`core.plan.EVENT_WORK_WINDOW` steps cost, in steps
+      (a run whose events cost more than :data:`core.plan.EVENT_WORK_PER_STEP` per step stops as chattering).
 
     ``model.initial_state()`` fills every field; a State made with only (t, q, qd) gets the scene's controller
     state, zero work and the scene's enabled constraints when a step first sees it."""
@@ -359,6 +361,7 @@ class State:
     programs: tuple = ()
     controls: object = None
     energy_scale: float = 0.0
+    event_work: float = 0.0
 
     def copy(self) -> "State":
         return State(self.t, self.q.copy(), self.qd.copy(), None if self.z is None else self.z.copy(),
@@ -367,7 +370,7 @@ class State:
                      self.rank_deficient, self.projection_iterations,
                      None if self.slip is None else self.slip.copy(),
                      None if self.touched is None else self.touched.copy(), self.programs, self.controls,
-                     self.energy_scale)
+                     self.energy_scale, self.event_work)
 
 
 def build_model(*, name, link_names, parent, joint_type, joint_link_names, axis, R_tree, p_tree, inertia,

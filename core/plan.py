@@ -26,7 +26,8 @@ from .forces import ACTUATOR, force_table, pull_force
 from .formulations import FORMULATIONS, RANK_TOLERANCE
 from .forward import workspace
 from .inputs import Inputs
-from .integrators import BOOKS, CHATTER, CLOCK, EVENT as EVENT_STATUS, MAX_EVENTS_PER_STEP, NOT_FINITE, RUNNING
+from .integrators import (BOOKS, CHATTER, CLOCK, EVENT as EVENT_STATUS, EVENT_COST, MAX_EVENTS_PER_STEP, NOT_FINITE,
+                          RUNNING)
 from .integrators import advance as advance_kernel
 from .joint_constraints import JOINT_SPACE
 from .layout import (FORMULATION_CODES, INTEGRATOR_CODES, PROJECTION, SETTINGS, VARIANT_CODES, OutputArrays, Outputs,
@@ -34,7 +35,8 @@ from .layout import (FORMULATION_CODES, INTEGRATOR_CODES, PROJECTION, SETTINGS, 
 from .model import Model, State
 
 __all__ = ["Plan", "Batch", "DivergenceError", "plan_of", "build_plan", "run", "one_step", "evaluated", "data",
-           "controllers_under", "command", "declare", "NO_TRACE", "EVENT_CAPACITY", "PROGRAM_CAPACITY"]
+           "controllers_under", "command", "declare", "NO_TRACE", "EVENT_CAPACITY", "PROGRAM_CAPACITY",
+           "EVENT_WORK_WINDOW", "EVENT_WORK_PER_STEP", "ANSWER_WORK"]
 
 #: Events one compiled call may write before it returns to have them read (it then goes on).
 EVENT_CAPACITY = 1024
@@ -42,6 +44,20 @@ EVENT_CAPACITY = 1024
 #: for, watches (:mod:`core.programs.kernels`).
 PROGRAM_CAPACITY = (64, 8, 4, 32)
 NO_TRACE = np.zeros((0, 1))
+
+#: Chatter by cost (:data:`core.integrators.CLOCK`, ``event_work``): the work of a run's events, counted in steps
+#: (each bisection that isolates an event is a step taken again; each event instant counts 1 more, and
+#: :data:`ANSWER_WORK` more when control programs answer it in Python), is summed over about the last
+#: :data:`EVENT_WORK_WINDOW` steps (a sum that decays by 1 − 1/window at every step, carried in
+#: ``State.event_work``); when it passes :data:`EVENT_WORK_PER_STEP` times the window, the run stops as chattering
+#: (status "event_cost"). So whatever its contacts do, a run costs at most about 1 + EVENT_WORK_PER_STEP times its
+#: steps, plus the window's allowance once; a clean run's events cost well under one step per step (README,
+#: "Nothing lost").
+EVENT_WORK_WINDOW = 1000
+EVENT_WORK_PER_STEP = 8.0
+#: The cost of a control program's answer to an event, in steps (the Python round trip: about 0.7 ms against a
+#: hopper's 45 µs step on the project's machine, which counts 16).
+ANSWER_WORK = 16.0
 
 
 def _codec(dtype: np.dtype) -> struct.Struct:
@@ -109,7 +125,9 @@ class Batch(NamedTuple):
     """What :func:`run` did: the ``state`` after the last good step, the ``steps`` completed, the ``status`` ("ok";
     "event": it stopped at an event for control programs to answer, the step in progress to be finished by the next
     call; "diverged": the next step failed; "chatter": more than :data:`core.integrators.MAX_EVENTS_PER_STEP` event
-    instants in one step; "books": the next step blew the energy audit, :data:`core.integrators.BOOKS_FACTOR`), the rows ``recorded`` into the trace, the steps ``since`` the last record, the
+    instants in one step; "books": the next step blew the energy audit, :data:`core.integrators.BOOKS_FACTOR`;
+    "event_cost": the events' work over the last steps passed its bound, :data:`EVENT_WORK_PER_STEP`), the rows
+    ``recorded`` into the trace, the steps ``since`` the last record, the
     ``events`` of the batch (:class:`core.events.Event`), ``t_target``, the end of a step in progress (NaN if
     none), and ``settle``: whether the modes at the state, just after an event, remain to be settled (by the next
     call, after the control programs answered)."""
@@ -342,12 +360,13 @@ def _modes(state: State) -> tuple:
 
 
 def _unpack(model: Model, y: np.ndarray, state: State, t: float, corrections: float, step_size: float,
-            iterations: int, active, slip, touched, rank_deficient: bool, energy_scale: float) -> State:
+            iterations: int, active, slip, touched, rank_deficient: bool, energy_scale: float,
+            event_work: float) -> State:
     """The State of the integrated vector y (which it takes over: q, q̇, work and z are views of it)."""
     nq, nv = model.nq, model.nv
     w = nq + nv + len(model.constraints) + 4
     new = State(t, y[:nq], y[nq:nq + nv], y[w:], y[nq + nv:w], active, corrections, step_size, rank_deficient,
-                iterations, slip, touched, state.programs, state.controls, energy_scale)
+                iterations, slip, touched, state.programs, state.controls, energy_scale, event_work)
     new.__dict__["_y"] = y
     return new
 
@@ -363,7 +382,8 @@ def _holds(plan: Plan, state: State) -> bool:
     return at is not None and (at is state or (at.controls is state.controls and _key(at) == _key(state)))
 
 
-_STATUS = {RUNNING: "ok", EVENT_STATUS: "event", NOT_FINITE: "diverged", CHATTER: "chatter", BOOKS: "books"}
+_STATUS = {RUNNING: "ok", EVENT_STATUS: "event", NOT_FINITE: "diverged", CHATTER: "chatter", BOOKS: "books",
+           EVENT_COST: "event_cost"}
 
 
 def run(model: Model, state: State, plan: Plan, dt: float, t_end: float, max_steps: int, trace=NO_TRACE,
@@ -383,11 +403,11 @@ def run(model: Model, state: State, plan: Plan, dt: float, t_end: float, max_ste
                                         since, record_first, t_target, stop_on_events, close_touching, check_events,
                                         instants, settle, trace)
     (t, _, _, step_size, corrections, _, steps, status, iterations, rank_deficient, evaluated, _, _, since, recorded,
-     _, t_target, n_events, _, _, _, _, _, settle, energy_scale) = c
+     _, t_target, n_events, _, _, _, _, _, settle, energy_scale, event_work, _, _, _) = c
     changed = steps > 0 or n_events > 0 or t != state.t or not np.array_equal(active, state.active) \
         or not np.array_equal(slip, state.slip)
     new = state if not changed else _unpack(model, y, state, t, corrections, step_size, iterations, active, slip,
-                                            touched, bool(rank_deficient), energy_scale)
+                                            touched, bool(rank_deficient), energy_scale, event_work)
     plan.at_state = new if evaluated and status != NOT_FINITE else None
     events = tuple(decode(model, plan.events[:n_events], plan.formulation, plan.watch_names)) if n_events else ()
     return Batch(new, steps, _STATUS[status], recorded, since, events, t_target, bool(settle))
@@ -403,7 +423,8 @@ def _call(model: Model, state: State, plan: Plan, t_end, dt, max_steps, energy0,
     _CLOCK.pack_into(clock, 0, state.t, t_end, dt, state.step_size, state.corrections, max_steps, 0, 0,
                      state.projection_iterations, state.rank_deficient, plan.at_state is state or _holds(plan, state),
                      energy0, record_every, since, 0, record_first, t_target, 0, False, stop_on_events, close_touching,
-                     check_events, instants, settle, state.energy_scale)
+                     check_events, instants, settle, state.energy_scale, state.event_work,
+                     EVENT_WORK_PER_STEP * EVENT_WORK_WINDOW, 1.0 - 1.0 / EVENT_WORK_WINDOW, ANSWER_WORK)
     advance_kernel.fast(model.kernel_tree, plan.tables, plan.workspace, plan.stage, y, active, slip, touched, clock,
                         plan.kernel_out, trace, plan.events)
     return _CLOCK.unpack_from(clock), y, active, slip, touched
@@ -421,7 +442,7 @@ def one_step(model: Model, state: State, plan: Plan, dt: float, t_end: float, en
     if c[6] == 0:
         plan.at_state = None
         return state, _STATUS[c[7]], ()
-    new = _unpack(model, y, state, c[0], c[4], c[3], c[8], active, slip, touched, bool(c[9]), c[24])
+    new = _unpack(model, y, state, c[0], c[4], c[3], c[8], active, slip, touched, bool(c[9]), c[24], c[25])
     plan.at_state = new if c[10] else None
     n_events = c[17]
     events = tuple(decode(model, plan.events[:n_events], plan.formulation, plan.watch_names)) if n_events else ()

@@ -45,7 +45,7 @@ def evaluate(model: Model, state: State, inputs: Inputs = NO_INPUTS) -> Data:
 
 
 #: The statuses of a batch that stopped short of a step it could not take.
-FAILED = ("diverged", "chatter", "books")
+FAILED = ("diverged", "chatter", "books", "event_cost")
 
 
 def failure(status: str, t: float, dt: float) -> str:
@@ -56,6 +56,12 @@ def failure(status: str, t: float, dt: float) -> str:
                 f"of the scene's energy scale, energy from no source: the state is diverging (a step too long for a "
                 f"stiff spring, damper or gain, or a constraint force without a bound); lower dt or use the "
                 f"cash_karp integrator")
+    if status == "event_cost":
+        from .plan import EVENT_WORK_PER_STEP, EVENT_WORK_WINDOW
+        return (f"contact events cost more than {EVENT_WORK_PER_STEP:g} steps' work per step over the last "
+                f"{EVENT_WORK_WINDOW} steps at t = {t:.6g} s (chatter: contacts that keep switching, each switch "
+                f"isolated by bisection and answered by the control programs, if any); raise the contacts' "
+                f"rest_speed or the event_tolerance, or lower the step")
     if status == "chatter":
         from .integrators import MAX_EVENTS_PER_STEP
         return (f"more than {MAX_EVENTS_PER_STEP} contact events inside one step at t = {t:.6g} s (chatter: a "

@@ -862,3 +862,37 @@ def test_sweep_grids_and_trial_lengths_are_bounded_by_the_spec_check(tmp_path, c
     assert "$.adapt" in capsys.readouterr().err and not (tmp_path / "o").exists()
     from core.bench.sweep import parse_sweep_spec
     parse_sweep_spec({"arms": ["uno_kawato"], "controllers": ["pd", "m1"], "k": k, "eta": etas}, "fine")  # 5140
+
+
+# ---- issue 28, round two: the chatter guard on cost, fuzzer findings, robot files' paths -------------------------
+def test_chatter_is_bounded_by_its_cost(tmp_path, capsys):
+    """Issue 28, reproducer 5: chattering contacts ran 28–68 s before the 64-events-per-step guard ended them, since
+    fewer events than that in every step can cost many times the steps. The events' work (the bisections that
+    isolate them, and the control programs' answers) is now bounded per step over the last steps: the hopper with
+    restitution 1 (its foot chatters on the ground, about three events a step, each answered by its program) took
+    3.2 s for 1.3 s of hopping before "more than 64 events" ended it; it now stops within 0.5 s, as does a ball
+    bouncing with restitution 0.99 on a stiff spring (no program: the bisections alone)."""
+    hopper = json.loads((SCENES / "raibert_hopper.json").read_text())
+    hopper["contacts"][0]["restitution"] = 1.0
+    ball = json.loads((SCENES / "bouncing_ball.json").read_text())
+    ball["contacts"][0].update(restitution=0.99, rest_speed=1e-30)
+    ball["forces"] = [{"type": "spring", "name": "pull", "body_a": "ball", "point_a": [0, 0, 0],
+                       "point_b": [0, 0, -0.5], "stiffness": 1e6}]
+    for spec in (hopper, ball):
+        sim = core.Simulation(compile_scene(parse_spec(spec), spec["name"]))
+        with pytest.raises(core.DivergenceError, match="contact events cost more than 8 steps' work per step"):
+            sim.run(12.0)
+        assert 0.05 < sim.state.t < 0.5 and np.isfinite(sim.state.q).all()
+        assert sim.state.event_work > 0
+    scene = tmp_path / "hopper.json"                          # the command line: exit 3, the records kept
+    scene.write_text(json.dumps(hopper))
+    assert _run(tmp_path, scene, "--duration", 12, "--out", tmp_path / "o", "--quiet") == 3
+    summary = json.loads((tmp_path / "o" / "summary.json").read_text())
+    assert summary["status"] == "diverged" and "chatter" in summary["diverged"]["message"]
+    assert "Traceback" not in capsys.readouterr().err
+    # a clean hopper's events stay far below the bound, and so does a bouncier one that completes
+    for restitution in (0.0, 0.9):
+        hopper["contacts"][0]["restitution"] = restitution
+        sim = core.Simulation(compile_scene(parse_spec(hopper), "hopper"))
+        sim.run(3.0)
+        assert sim.state.event_work < 0.3 * 8 * 1000
