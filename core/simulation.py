@@ -28,6 +28,7 @@ from .joint_constraints import JOINT_SPACE
 from .model import Model, State
 from .plan import NO_TRACE, one_step, plan_of, run
 from .records import record_width, split
+from .scene.limits import MIN_DT
 from .step import (FAILED, INTEGRATOR_NAMES, DivergenceError, Inputs, controllers_under, evaluate, failure, record_layout,
                    start_programs, steps, touching_at_start)
 
@@ -66,6 +67,14 @@ class Snapshot:
 MAX_EVENTS = 100_000
 
 
+def _check_dt(dt: float) -> None:
+    """Raise ValueError unless ``dt`` is a time step a run can take: finite and at least
+    :data:`core.scene.limits.MIN_DT` (a shorter one cannot move the clock)."""
+    if not (np.isfinite(dt) and dt >= MIN_DT):
+        raise ValueError(f"time step must be at least {MIN_DT:g} s (a shorter one cannot move the clock), got {dt:g}"
+                         if np.isfinite(dt) and dt > 0 else f"time step must be positive, got {dt}")
+
+
 class Simulation:
     """Owns a :class:`State` of ``model`` and advances it with :func:`core.step`.
 
@@ -80,8 +89,7 @@ class Simulation:
         name = integrator or model.settings.get("integrator", "rk4")
         if name not in INTEGRATOR_NAMES:
             raise ValueError(f"unknown integrator {name!r}; choose one of {', '.join(INTEGRATOR_NAMES)}")
-        if not (np.isfinite(self.dt) and self.dt > 0):
-            raise ValueError(f"time step must be positive, got {self.dt}")
+        _check_dt(self.dt)
         tol = float(tolerance if tolerance is not None else model.settings.get("tolerance", 1e-8))
         if not (np.isfinite(tol) and tol > 0):
             raise ValueError(f"the integrator tolerance must be positive, got {tol}")
@@ -213,8 +221,7 @@ class Simulation:
         if not (np.isfinite(tol) and tol > 0):
             raise ValueError(f"the integrator tolerance must be positive, got {tol}")
         if dt is not None:
-            if not (np.isfinite(dt) and dt > 0):
-                raise ValueError(f"time step must be positive, got {dt}")
+            _check_dt(dt)
             self.dt = float(dt)
         self.inputs = self.inputs.with_(integrator=name, tolerance=tol)
 

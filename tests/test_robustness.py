@@ -337,7 +337,7 @@ def test_force_replaces_only_an_earlier_output_of_run(tmp_path, capsys, monkeypa
 
 
 def test_endless_runs_are_refused_before_starting(tmp_path, capsys):
-    for args in (("--duration", 1e300), ("--duration", 1, "--dt", 1e-12), ("--duration", 20, "--max-steps", 100)):
+    for args in (("--duration", 1e300), ("--duration", 1, "--dt", 1e-8), ("--duration", 20, "--max-steps", 100)):
         assert _run(tmp_path, SCENES / "four_bar.json", *args, "--out", tmp_path / "x") == 2
         assert "steps" in capsys.readouterr().err
     assert not (tmp_path / "x").exists()
@@ -896,3 +896,59 @@ def test_chatter_is_bounded_by_its_cost(tmp_path, capsys):
         sim = core.Simulation(compile_scene(parse_spec(hopper), "hopper"))
         sim.run(3.0)
         assert sim.state.event_work < 0.3 * 8 * 1000
+
+
+@pytest.mark.parametrize("parameter, value, message", [
+    ("momentum_gain", [1.0], "must be a number"),
+    ("hip_point", 1.0, "must be a list of 3 numbers"),
+    ("hip_point", [0.0, 0.0], "must be a list of 3 numbers"),
+    ("foot", 1.0, "must be a name"),
+])
+def test_a_program_parameter_of_another_kind_is_named(parameter, value, message):
+    """Found by tests/test_fuzz_sections.py: the hopper's ``momentum_gain`` given as a list passed the kind check
+    (only names against numbers were told apart) and raised TypeError in the program's own check ("please
+    report it")."""
+    spec = json.loads((SCENES / "anthropomorphic_hopper.json").read_text())
+    spec["programs"][0]["parameters"][parameter] = value
+    with pytest.raises(SceneError) as exc:
+        compile_scene(parse_spec(spec), "hopper")
+    (p,) = exc.value.problems
+    assert p.path == f"$.programs[0].parameters.{parameter}" and message in p.message
+    assert "please report it" not in p.message
+
+
+def test_a_time_step_too_short_to_move_the_clock_is_refused(tmp_path, capsys):
+    """Found by tests/test_fuzz_sections.py: ``dt: 1e-30`` was accepted, and its steps (shorter than the 1e-12 s
+    below which a step is not taken) counted without moving t: ``Simulation.run`` never ended, and the command
+    line was saved only by its step budget. The validator, the Simulation and ``--dt`` refuse a dt below 1 ns."""
+    spec = json.loads((SCENES / "bouncing_ball.json").read_text())
+    spec["simulation"]["dt"] = 1e-30
+    problems = _problems(spec)
+    assert [p.path for p in problems] == ["$.simulation.dt"], problems
+    model = compile_scene(read_spec(SCENES / "bouncing_ball.json"))
+    with pytest.raises(ValueError, match="at least 1e-09 s"):
+        core.Simulation(model, dt=1e-12)
+    with pytest.raises(ValueError, match="at least 1e-09 s"):
+        core.Simulation(model).set_integrator("rk4", dt=1e-13)
+    assert _run(tmp_path, SCENES / "bouncing_ball.json", "--dt", 1e-12, "--duration", 1e-9, "--out",
+                tmp_path / "o") == 2
+    err = capsys.readouterr().err
+    assert "time step must be at least 1e-09 s" in err and "Traceback" not in err
+
+
+def test_urdf_mass_properties_past_the_number_limits_are_named(tmp_path):
+    """Found by tests/test_fuzz_sections.py: a URDF root link with ``iyy="1e308"`` and a rotated inertial
+    overflowed the rotation into the link frame, and the inertia check raised LinAlgError ("please report it").
+    Mass properties are held to a scene's number limits, at their URDF attribute."""
+    urdf = tmp_path / "big.urdf"
+    urdf.write_text('<robot name="big"><link name="base"><inertial><origin rpy="0 0 0.3"/><mass value="1"/>'
+                    '<inertia ixx="0.3" ixy="0.01" ixz="0" iyy="1e308" iyz="0" izz="0.5"/></inertial></link>'
+                    '<link name="arm"><inertial><mass value="1e13"/><inertia ixx="1" ixy="0" ixz="0" iyy="1" iyz="0" '
+                    'izz="1"/></inertial></link><joint name="j" type="continuous"><parent link="base"/>'
+                    '<child link="arm"/></joint></robot>')
+    with pytest.raises(SceneError) as exc:
+        core.load_urdf(urdf)
+    paths = {p.path: p.message for p in exc.value.problems}
+    assert "magnitude of at most 1e+12" in paths["robot/link[@name='base']/inertial/inertia/@iyy"]
+    assert "magnitude of at most 1e+12" in paths["robot/link[@name='arm']/inertial/mass/@value"]
+    assert not any("please report it" in m for m in paths.values())

@@ -207,10 +207,17 @@ def _programs(model: Model, spec: Scene, source: str) -> tuple:
                 problems.append(Problem(f"{here}.parameters.{key}", f"{entry.program} has no such parameter; its "
                                         f"parameters: {', '.join(cls.parameters)}", value, True))
                 bad = True
-            elif isinstance(cls.parameters[key], str) != isinstance(value, str):
-                kind = "a name" if isinstance(cls.parameters[key], str) else "a number"
-                problems.append(Problem(f"{here}.parameters.{key}", f"must be {kind}", value, True))
-                bad = True
+            else:
+                default = cls.parameters[key]
+                if isinstance(default, str):
+                    kind, ok = "a name", isinstance(value, str)
+                elif isinstance(default, (list, tuple)):
+                    kind, ok = f"a list of {len(default)} numbers", isinstance(value, list) and len(value) == len(default)
+                else:
+                    kind, ok = "a number", isinstance(value, (int, float)) and not isinstance(value, bool)
+                if not ok:
+                    problems.append(Problem(f"{here}.parameters.{key}", f"must be {kind}", value, True))
+                    bad = True
         if not bad:
             for key, message in cls.check(dict(entry.parameters), model):
                 problems.append(Problem(f"{here}.parameters.{key}", message,

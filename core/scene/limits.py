@@ -18,6 +18,9 @@ numbers                    finite (no NaN, Infinity or a literal that overflows)
                            normal
 ``MAX_EXPRESSION_DEPTH``   64 nested operations in a joint-space expression (and 2000 characters)
 ``MAX_PROBLEMS``           problems reported in full; the rest are counted ("and N more problem(s)")
+``MIN_DT``                 1e-9 s, the shortest time step (``simulation.dt``, ``--dt``): a shorter one cannot
+                           move the clock (steps shorter than 1e-12 of the time are not taken) and no run of it
+                           would end
 =========================  ======================================================================================
 
 :func:`decode_document` turns the bytes of a file into a JSON value or problems; :func:`check_values` walks a
@@ -34,7 +37,7 @@ import re
 from typing import Any
 
 __all__ = ["MAX_DOCUMENT_BYTES", "MAX_DEPTH", "MAX_ITEMS", "MAX_BODIES", "MAX_ENTITIES", "MAX_KEY_LENGTH",
-           "MAX_INTEGER_DIGITS", "MAX_MAGNITUDE", "MIN_MAGNITUDE", "MAX_EXPRESSION_DEPTH", "MAX_PROBLEMS",
+           "MAX_INTEGER_DIGITS", "MAX_MAGNITUDE", "MIN_MAGNITUDE", "MAX_EXPRESSION_DEPTH", "MAX_PROBLEMS", "MIN_DT",
            "decode_document", "check_values", "expression_depth", "preview", "name_list"]
 
 MAX_DOCUMENT_BYTES = 16 * 2 ** 20
@@ -48,6 +51,7 @@ MAX_MAGNITUDE = 1e12
 MIN_MAGNITUDE = 1e-30
 MAX_EXPRESSION_DEPTH = 64
 MAX_PROBLEMS = 100
+MIN_DT = 1e-9
 #: Contact points in a scene (each is up to three constraint rows; a box gives its 8 corners): the event tables
 #: and the solve's scratch grow with their square — 800 points ran 22× slower than real time, 3200 took 4.6 GB.
 MAX_CONTACT_POINTS = 256

@@ -511,7 +511,7 @@ class SimulationSettings(Strict):
     a singular value σ of J counts when σ > rank_tolerance · σ_ref, σ_ref = max(σ_max(J), the largest Jacobian
     scale of the active constraints — the norm of their rows at the initial configuration). Below it the
     multipliers (McClamroch) would amplify errors by 1/σ², so that formulation drops the direction and flags it."""
-    dt: Positive = 0.001
+    dt: Annotated[float, Field(ge=1e-9)] = 0.001      # s; at least limits.MIN_DT (a shorter step cannot move t)
     integrator: Literal["rk4", "cash_karp", "semi_implicit_euler"] = "rk4"
     tolerance: Annotated[float, Field(ge=1e-14, le=1.0)] = 1e-8   # cash_karp's error tolerance (1e-14: a few
     #                                                                 ulps of a unit state; tighter is never met)

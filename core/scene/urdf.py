@@ -96,7 +96,7 @@ from ..fileio import read_regular_file
 from ..inertia import inertia_problem, nearest_physical_inertia
 from ..meshfile import MeshError, read_mesh
 from .io import Problem, SceneError, parse_spec
-from .limits import MAX_DOCUMENT_BYTES
+from .limits import MAX_DOCUMENT_BYTES, MAX_MAGNITUDE
 from .schema import Scene
 
 __all__ = ["urdf_to_spec", "rpy_to_matrix", "rpy_to_quaternion", "stl_bounds", "resolve_mesh", "URDFWarning",
@@ -238,6 +238,13 @@ class _Reader:
         mass = self.required_number(el.find("mass"), "value", f"{ipath}/mass")
         ie = el.find("inertia")
         comps = {k: self.numbers(ie, k, 1, 0.0, f"{ipath}/inertia") for k in ("ixx", "ixy", "ixz", "iyy", "iyz", "izz")}
+        # mass properties within a scene's number limits (larger ones overflow the rotation into the link frame)
+        for where, attr, values in ((f"{ipath}/mass", "value", [mass]), (f"{ipath}/origin", "xyz", xyz),
+                                    *((f"{ipath}/inertia", k, [v]) for k, v in comps.items())):
+            if any(v is not None and abs(v) > MAX_MAGNITUDE for v in values):
+                self.problem(f"{where}/@{attr}", f"numbers must have a magnitude of at most {MAX_MAGNITUDE:g}",
+                             " ".join(f"{v:g}" for v in values))
+                return {"mass": 0.0}
         I = np.array([[comps["ixx"], comps["ixy"], comps["ixz"]],
                       [comps["ixy"], comps["iyy"], comps["iyz"]],
                       [comps["ixz"], comps["iyz"], comps["izz"]]], dtype=float)
