@@ -952,3 +952,72 @@ def test_urdf_mass_properties_past_the_number_limits_are_named(tmp_path):
     assert "magnitude of at most 1e+12" in paths["robot/link[@name='base']/inertial/inertia/@iyy"]
     assert "magnitude of at most 1e+12" in paths["robot/link[@name='arm']/inertial/mass/@value"]
     assert not any("please report it" in m for m in paths.values())
+
+
+def _robot_messages(folder: Path, text: str, read) -> list[str]:
+    """The problems and warnings of reading the robot file ``text`` written into ``folder``."""
+    import warnings
+    file = folder / ("robot.urdf" if text.startswith("<robot") else "robot.xml")
+    file.write_text(text)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            read(file)
+        except SceneError as exc:
+            return [str(p) for p in exc.problems]
+    return [str(w.message) for w in caught]
+
+
+def test_messages_about_robot_files_outside_their_folder_do_not_tell_whether_they_exist(tmp_path):
+    """Issue 28, item 12: a robot file's mesh or include outside its folder was "not found" when missing and "could
+    not be read (not a mesh format…)" or MuJoCo's "no decoder" when present — the messages told whether any path
+    on the machine exists. A path outside the robot's folder (links followed, ``..`` resolved; ``package://`` a
+    parent folder that is not the robot's own package) now gets one message whatever is there; inside the folder
+    the messages say why, and a usable file outside is still used."""
+    from core.scene.mjcf import mjcf_to_spec
+    robot, elsewhere = tmp_path / "robot", tmp_path / "elsewhere"
+    robot.mkdir()
+    (elsewhere / "deep").mkdir(parents=True)
+    (elsewhere / "secret.stl").write_text("not a mesh")
+    (elsewhere / "secret").write_text("no suffix")
+    (elsewhere / "secret.xml").write_text("<secret><password>x</password></secret>")
+    (elsewhere / "good.xml").write_text("<mujoco><worldbody/></mujoco>")
+    (elsewhere / "notes.xml").write_text("not xml")
+    os.mkfifo(elsewhere / "pipe.stl")
+    (robot / "link.stl").symlink_to(elsewhere / "secret.stl")             # a link out of the folder, and one
+    (robot / "dangling.stl").symlink_to(elsewhere / "nothing.stl")         # whose target is missing
+    (robot / "broken.stl").write_text("not a mesh either")
+    link = ('<link name="a"><inertial><mass value="1"/><inertia ixx="0.01" ixy="0" ixz="0" iyy="0.01" iyz="0" '
+            'izz="0.01"/></inertial><visual><geometry><mesh filename="{}"/></geometry></visual></link>')
+    urdf = '<robot name="r">' + link + '</robot>'
+    mjcf_mesh = ('<mujoco><asset><mesh name="m" file="{}"/></asset><worldbody><body><joint type="hinge"/>'
+                 '<geom type="sphere" size="0.1" mass="1"/><geom type="mesh" mesh="m"/></body></worldbody></mujoco>')
+    mjcf_include = ('<mujoco><include file="{}"/><worldbody><body><joint type="hinge"/>'
+                    '<geom type="sphere" size="0.1" mass="1"/></body></worldbody></mujoco>')
+    there = {"urdf": ["../elsewhere/secret.stl", "../elsewhere/pipe.stl", "../elsewhere/deep", "../elsewhere/secret",
+                      f"{elsewhere}/secret.stl", "file://" + f"{elsewhere}/secret.stl", "package://elsewhere/secret.stl",
+                      "link.stl"],
+             "mjcf": ["../elsewhere/secret.stl", "../elsewhere/pipe.stl", "../elsewhere/deep", "../elsewhere/secret",
+                      f"{elsewhere}/secret.stl", "link.stl"],
+             "include": ["../elsewhere/notes.xml", "../elsewhere/pipe.stl", "../elsewhere/deep",
+                         "../elsewhere/secret.xml", f"{elsewhere}/notes.xml"]}
+    cases = [("urdf", urdf, core.load_urdf), ("mjcf", mjcf_mesh, mjcf_to_spec), ("include", mjcf_include, mjcf_to_spec)]
+    for kind, text, read in cases:
+        for path in there[kind]:
+            missing = path.replace("secret", "nothing").replace("notes", "nothing").replace("pipe", "nothing") \
+                .replace("deep", "nothing").replace("link", "dangling")
+            said, unsaid = (_robot_messages(robot, text.format(p), read) for p in (path, missing))
+            assert said and [m.replace(missing, path) for m in unsaid] == said, (kind, path, said, unsaid)
+            assert "outside" in said[0] and "not said" in said[0], said
+    # inside the folder the reasons are given; a usable mesh outside is used
+    said = _robot_messages(robot, urdf.format("broken.stl"), core.load_urdf)
+    assert "could not be read (the mesh has no triangles)" in said[0]
+    assert "was not found" in _robot_messages(robot, urdf.format("nothing.stl"), core.load_urdf)[0]
+    (elsewhere / "good.stl").write_text("solid t\nfacet normal 0 0 1\n outer loop\n  vertex 0 0 0\n  vertex 1 0 0\n"
+                                        "  vertex 0 1 0\n endloop\nendfacet\nendsolid t\n")
+    (robot / "robot.urdf").write_text(urdf.format("../elsewhere/good.stl"))
+    assert [s.kind for s in core.load_urdf(robot / "robot.urdf").shapes] == ["mesh"]
+    assert "MuJoCo's compiler refused the file" in _robot_messages(robot, mjcf_mesh.format("broken.stl"),
+                                                                   mjcf_to_spec)[0]
+    (robot / "robot.xml").write_text(mjcf_include.format("../elsewhere/good.xml"))
+    assert len(mjcf_to_spec(robot / "robot.xml").bodies) == 1

@@ -65,6 +65,10 @@ Errors — the file cannot be read, MuJoCo's compiler refuses it (its message is
 a model over 10 000 bodies — raise :class:`core.scene.SceneError` naming the file. Before MuJoCo sees the file
 its XML is read for what would make the compile unbounded: bodies counted with every ``<replicate>`` expanded,
 ``<flexcomp>`` sizes, and included and asset files that are pipes, devices or too large (a pipe would block).
+A model that names files outside its folder (links followed, ``..``, ``meshdir`` and absolute paths resolved) is
+compiled with them if MuJoCo can; if one of them is refused by these checks or the compile fails, the one problem
+says so without MuJoCo's message, the same whether the files exist or not (what is wrong with a file outside the
+model's folder is not said).
 """
 from __future__ import annotations
 
@@ -109,12 +113,16 @@ def _compile(path: Path, source: str):
     if size > MAX_DOCUMENT_BYTES:
         raise SceneError([Problem("mujoco", f"the file has {size} bytes, more than the {MAX_DOCUMENT_BYTES} an MJCF "
                                   "file may have")], source)
-    problems = _bounds_problems(path)
+    problems, outside, trouble = _bounds_problems(path)
     if problems:
         raise SceneError(problems, source)
+    if trouble:
+        raise SceneError([_outside_problem(path.parent, outside)], source)
     try:
         m = mujoco.MjModel.from_xml_path(str(path))
     except Exception as exc:                             # noqa: BLE001 — MuJoCo's compiler says what is wrong
+        if outside:                                      # (unless a file outside the model's folder is named)
+            raise SceneError([_outside_problem(path.parent, outside)], source) from None
         text = " ".join(str(exc).split())
         raise SceneError([Problem("mujoco", f"MuJoCo's compiler refused the file: {text[:600]}")], source) from None
     if m.nbody - 1 > MAX_BODIES:
@@ -123,47 +131,80 @@ def _compile(path: Path, source: str):
     return mujoco, m
 
 
-#: Files an MJCF model may name (its includes and assets), and at most so many includes deep.
-_FILE_TAGS = {"include": "file", "mesh": "file", "hfield": "file", "texture": "file", "skin": "file"}
+#: Files an MJCF model may name (its includes and assets: the attributes naming them), and at most so many
+#: includes deep.
+_FILE_TAGS = {"include": ("file",), "mesh": ("file",), "hfield": ("file",), "skin": ("file",), "model": ("file",),
+              "texture": ("file", "fileright", "fileleft", "fileup", "filedown", "filefront", "fileback")}
 _MAX_INCLUDE_DEPTH = 8
 
 
-def _bounds_problems(path: Path) -> list[Problem]:
+def _outside_problem(folder: Path, names: list[str]) -> Problem:
+    """The one problem of a model that names files outside its folder and could not be compiled with them: it
+    says the same whether those files exist or not (what is wrong with one is not said)."""
+    shown = ", ".join(repr(n) for n in names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
+    return Problem("mujoco", f"it names files outside the model's folder {folder} ({shown}), and MuJoCo's compiler "
+                   "could not use the model with them; for a file outside the model's folder, whether it is missing, "
+                   "not a file or not what MuJoCo reads is not said (copy it into the folder to see why)")
+
+
+def _bounds_problems(path: Path) -> tuple[list[Problem], list[str], bool]:
     """What makes an MJCF model too large for MuJoCo's compiler to be handed it, read before it sees the file:
     more bodies than :data:`MAX_BODIES` once every ``<replicate>`` is expanded, a ``<flexcomp>`` of more
     points than that, and included or asset files that are not regular files (a pipe would block the compiler)
-    or are larger than a document or a mesh may be. Includes are followed to :data:`_MAX_INCLUDE_DEPTH`."""
+    or are larger than a document or a mesh may be. Includes are followed to :data:`_MAX_INCLUDE_DEPTH`.
+
+    Returns ``(problems, outside, trouble)``: the problems of the model's own files; the names of the files it
+    names outside its folder (links followed, ``..`` resolved; against the model's folder and the including
+    file's); and whether one of those, or what an outside include holds, is refused by these checks — which is
+    then said by :func:`_outside_problem` alone, so that no message tells whether a file outside exists."""
+    import os
     import xml.etree.ElementTree as ET
 
     from ..fileio import not_a_file, read_regular_file
     from ..meshfile import MAX_MESH_BYTES
     problems: list[Problem] = []
-    bodies = 0
+    outside: list[str] = []
+    trouble = False
+    bodies = [0, 0]                                      # counted in the model's own files, and in outside ones
+    own = Path(os.path.realpath(path.parent))
 
-    def parse(file: Path, where: str):
+    def is_outside(file: Path) -> bool:
+        try:
+            real = Path(os.path.realpath(file))
+        except (OSError, ValueError):
+            return True
+        return not (real == own or own in real.parents)
+
+    def problem(out: bool, where: str, message: str) -> None:
+        nonlocal trouble
+        if out:
+            trouble = True
+        else:
+            problems.append(Problem(where, message))
+
+    def parse(file: Path, where: str, out: bool):
         try:
             data = read_regular_file(file, MAX_DOCUMENT_BYTES)
         except FileNotFoundError:
             return None                                  # (MuJoCo's compiler names what it cannot find)
         except (OSError, ValueError) as exc:
-            problems.append(Problem(where, f"cannot read {file.name}: {getattr(exc, 'strerror', None) or exc}"))
+            problem(out, where, f"cannot read {file.name}: {getattr(exc, 'strerror', None) or exc}")
             return None
         if len(data) > MAX_DOCUMENT_BYTES:
-            problems.append(Problem(where, f"{file.name} is larger than the {MAX_DOCUMENT_BYTES} bytes a file may have"))
+            problem(out, where, f"{file.name} is larger than the {MAX_DOCUMENT_BYTES} bytes a file may have")
             return None
         try:
             return ET.fromstring(data)
         except (ET.ParseError, ValueError, RecursionError):
             return None                                  # (not XML: MuJoCo's compiler says why, better)
 
-    def asset_dir(root, kind: str) -> Path:
+    def asset_dirs(root) -> list[Path]:
         compiler = root.find("compiler") if root is not None else None
         if compiler is None:
-            return Path()
-        return Path(compiler.get(kind) or compiler.get("assetdir") or "")
+            return [Path()]
+        return [Path(compiler.get(kind) or compiler.get("assetdir") or "") for kind in ("meshdir", "texturedir")]
 
-    def walk(node, folder: Path, mesh_folder: Path, factor: int, depth: int, where: str) -> None:
-        nonlocal bodies
+    def walk(node, folder: Path, dirs: list[Path], factor: int, depth: int, where: str, out: bool) -> None:
         for child in node:
             tag = child.tag if isinstance(child.tag, str) else ""
             here = f"{where}/{tag}"
@@ -174,7 +215,7 @@ def _bounds_problems(path: Path) -> list[Problem]:
                 except ValueError:
                     k = factor
             elif tag == "body":
-                bodies += factor
+                bodies[out] += factor
             elif tag == "flexcomp":
                 try:
                     n = 1
@@ -183,42 +224,50 @@ def _bounds_problems(path: Path) -> list[Problem]:
                 except ValueError:
                     n = 0
                 if n * factor > MAX_BODIES:
-                    problems.append(Problem(here, f"a flexcomp of {n * factor} points, more than the {MAX_BODIES} "
-                                            "bodies a scene may have"))
-            attribute = _FILE_TAGS.get(tag)
-            name = child.get(attribute) if attribute else None
-            if name:
-                base = folder if tag == "include" else folder / mesh_folder
-                file = (base / name)
+                    problem(out, here, f"a flexcomp of {n * factor} points, more than the {MAX_BODIES} bodies a "
+                            "scene may have")
+            for attribute in _FILE_TAGS.get(tag, ()):
+                name = child.get(attribute)
+                if not name:
+                    continue
+                bases = [folder, path.parent] if tag == "include" else [b / d for b in (folder, path.parent)
+                                                                           for d in dirs]
+                file = bases[0] / name
+                away = out or any(is_outside(b / name) for b in bases)
+                shown = name if tag == "include" else str(dirs[0] / name)
+                if away and shown not in outside:
+                    outside.append(shown)
                 if tag == "include":
                     if depth >= _MAX_INCLUDE_DEPTH:
-                        problems.append(Problem(here, f"includes nested more than {_MAX_INCLUDE_DEPTH} deep"))
+                        problem(out, here, f"includes nested more than {_MAX_INCLUDE_DEPTH} deep")
                         continue
-                    sub = parse(file, here)
+                    sub = parse(file, here, away)
                     if sub is not None:
-                        walk(sub, file.parent, mesh_folder, k, depth + 1, here)
+                        walk(sub, file.parent, dirs, k, depth + 1, here, away)
                     continue
-                try:
-                    st = file.stat()
-                except (OSError, ValueError):
-                    pass                                 # (missing: MuJoCo's compiler says so)
-                else:
+                for candidate in {b / name for b in bases}:
+                    try:
+                        st = candidate.stat()
+                    except (OSError, ValueError):
+                        continue                         # (missing: MuJoCo's compiler says so)
                     if not_a_file(st.st_mode):
-                        problems.append(Problem(here, f"{name} is not a regular file ({not_a_file(st.st_mode)})"))
+                        problem(away, here, f"{name} is not a regular file ({not_a_file(st.st_mode)})")
                     elif st.st_size > MAX_MESH_BYTES:
-                        problems.append(Problem(here, f"{name} has {st.st_size} bytes, more than the "
-                                                f"{MAX_MESH_BYTES} an asset may have"))
-            if bodies > MAX_BODIES or len(problems) > 20:
+                        problem(away, here, f"{name} has {st.st_size} bytes, more than the {MAX_MESH_BYTES} an "
+                                "asset may have")
+            if bodies[0] > MAX_BODIES or len(problems) > 20 or (trouble and out):
                 return
-            walk(child, folder, mesh_folder, k, depth, here)
+            walk(child, folder, dirs, k, depth, here, out)
 
-    root = parse(path, "mujoco")
+    root = parse(path, "mujoco", False)
     if root is not None:
-        walk(root, path.parent, asset_dir(root, "meshdir"), 1, 0, "mujoco")
-    if bodies > MAX_BODIES:
+        walk(root, path.parent, asset_dirs(root), 1, 0, "mujoco", False)
+    if bodies[0] > MAX_BODIES:
         problems.append(Problem("mujoco", f"more than {MAX_BODIES} bodies once its <replicate> elements are "
                                 "expanded, more than a scene may have"))
-    return problems
+    elif sum(bodies) > MAX_BODIES:
+        trouble = True
+    return problems, outside, trouble
 
 
 class _Names:

@@ -67,7 +67,10 @@ absolute paths as they are, other paths relative to the URDF's folder — and re
 STL, OBJ, DAE, glTF/GLB, PLY, OFF) into a ``mesh`` shape: the file, its ``scale``, and the box bounding its
 scaled vertices, whose centre is the shape's frame; its colour is the visual's material or, without one, the
 mesh's own. A mesh that is not found (the warning says where ``package://`` was searched), too large or
-unreadable becomes a 0.05 m box at the visual origin, with a :class:`URDFWarning` naming the mesh and why. Visuals of unknown or degenerate geometry are skipped with a warning. ``<collision>`` elements
+unreadable becomes a 0.05 m box at the visual origin, with a :class:`URDFWarning` naming the mesh and why — except
+for a mesh outside the robot's folder (the URDF's folder, or for ``package://pkg/…`` the package ``pkg`` the URDF is
+in; links followed and ``..`` resolved), which is used if it can be but otherwise gets one message whether it
+exists or not, so that no warning tells whether a path outside the robot's folder exists. Visuals of unknown or degenerate geometry are skipped with a warning. ``<collision>`` elements
 are ignored.
 
 **Errors.** A file that cannot be read, is larger than 16 MiB or is not XML, a root element other than ``<robot>``, a missing or
@@ -84,6 +87,7 @@ The scene is named after the robot (characters a scene name cannot hold become `
 from __future__ import annotations
 
 import math
+import os
 import re
 import warnings
 import xml.etree.ElementTree as ET
@@ -307,16 +311,22 @@ class _Reader:
         filename = g.get("filename", "")
         scale = np.array(self.numbers(g, "scale", 3, (1.0, 1.0, 1.0), gpath), dtype=float)
         file = resolve_mesh(filename, self.folder) if filename else None
+        own = _own_folders(filename, self.folder)
+        searched = f" ({_searched(filename, self.folder)})" if filename.startswith("package://") else ""
+        # what is wrong with a file outside the robot's folder is not said: one message, whether it exists or not
+        outside = (f"could not be used: it is outside the robot's folder {self.folder}{searched}, and whether a file "
+                   "there is missing, not a file or not a mesh is not said")
         reason = None
         if file is None:
-            reason = "was not found" + (f" ({_searched(filename, self.folder)})" if filename.startswith("package://")
-                                        else "")
+            looked_outside = any(not _inside(c, own) for c in _candidates(filename, self.folder))
+            reason = outside if looked_outside else "was not found" + searched
         else:
             try:
                 mesh = read_mesh(file)
                 lo, hi = mesh.bounds()
             except MeshError as exc:
-                reason = f"could not be read ({str(exc).removeprefix(f'{file}: ')})"
+                reason = (f"could not be read ({str(exc).removeprefix(f'{file}: ')})" if _inside(file, own)
+                          else outside)
         if reason is not None:
             warnings.warn(f"{self.path}: {gpath}: mesh {filename!r} {reason}; drawn as a "
                           f"{_FALLBACK_MESH_BOX} m box at the visual origin", URDFWarning, stacklevel=5)
@@ -385,22 +395,50 @@ def _searched(filename: str, folder: Path) -> str:
     return f"searched for a folder {package!r} in {folder} and its {len(folder.parents)} parent folders"
 
 
-def resolve_mesh(filename: str, folder: Path) -> Path | None:
-    """The mesh file a URDF ``filename`` refers to, or None if it cannot be found (see the module docstring)."""
+def _candidates(filename: str, folder: Path):
+    """The files a URDF mesh ``filename`` may name, in the order they are looked for (see the module docstring)."""
     if filename.startswith("package://"):
         package, _, rest = filename[len("package://"):].partition("/")
         for d in (folder, *folder.parents):
-            candidates = ([d / rest] if d.name == package else []) + [d / package / rest]
-            for c in candidates:
-                if c.is_file():
-                    return c
-        return None
+            if d.name == package:
+                yield d / rest
+            yield d / package / rest
+        return
     if filename.startswith("file://"):
         filename = filename[len("file://"):]
     p = Path(filename)
-    if not p.is_absolute():
-        p = folder / p
-    return p if p.is_file() else None
+    yield p if p.is_absolute() else folder / p
+
+
+def _own_folders(filename: str, folder: Path) -> list[Path]:
+    """The folders whose files are the robot's own for a mesh ``filename`` of the URDF in ``folder`` (its real
+    path): that folder, and for ``package://pkg/…`` the package the URDF is in (the nearest of its folder and
+    their parents named ``pkg``)."""
+    own = [folder]
+    if filename.startswith("package://"):
+        package = filename[len("package://"):].partition("/")[0]
+        own += [d for d in (folder, *folder.parents) if d.name == package][:1]
+    return [Path(os.path.realpath(d)) for d in own]
+
+
+def _inside(file: Path, own: list[Path]) -> bool:
+    """Whether ``file`` (its real path: links followed, ``..`` resolved) is in one of the folders ``own``."""
+    try:
+        real = Path(os.path.realpath(file))
+    except (OSError, ValueError):
+        return False
+    return any(real == d or d in real.parents for d in own)
+
+
+def resolve_mesh(filename: str, folder: Path) -> Path | None:
+    """The mesh file a URDF ``filename`` refers to, or None if it cannot be found (see the module docstring)."""
+    for c in _candidates(filename, folder):
+        try:
+            if c.is_file():
+                return c
+        except (OSError, ValueError):
+            continue
+    return None
 
 
 def _scene_name(name: str | None) -> str:
