@@ -86,6 +86,7 @@ def worker(seed: int, workdir: str, seconds: float, max_steps: int, every: int) 
         wall = time.perf_counter() - t0
         result = {"k": k, "section": section, "name": name, "main": via_main, "outcome": outcome, "reason": reason[:4000],
                   "wall": wall, "steps": steps[0] if steps else None, "t": steps[1] if steps else None,
+                  "model": steps[2:] if steps else None,
                   "peak": _status("self", "VmHWM")}
         if outcome == "traceback":
             result["data"] = data.decode("utf-8", "replace")
@@ -181,7 +182,8 @@ def campaign(args) -> dict:
                 per_step = (r["wall"] / r["steps"]) / (base["wall"] / base["steps"])
             slow.append({"k": k, "section": r["section"], "name": r["name"], "outcome": r["outcome"],
                          "reason": r["reason"][:300], "wall": r["wall"], "clean": base["wall"], "ratio": ratio,
-                         "steps": r["steps"], "clean_steps": base["steps"], "per_step_ratio": per_step})
+                         "steps": r["steps"], "clean_steps": base["steps"], "per_step_ratio": per_step,
+                         "model": r["model"], "clean_model": base["model"]})
         if args.progress and (k + 1) % args.progress == 0:
             print(f"{k + 1} trials, {time.perf_counter() - start:.0f} s: {len(tracebacks)} tracebacks, "
                   f"{len(hangs)} hangs, {len(over_memory)} over memory, {len(slow)} over 10x", flush=True)
@@ -226,8 +228,8 @@ def main() -> None:
     print(json.dumps(brief, indent=1))
     for s in report["slow"][:10]:
         print(f"  over 10x: trial {s['k']} {s['section']}/{s['name']} {s['outcome']}: {s['wall']:.2f} s against "
-              f"{s['clean']:.3f} s clean ({s['ratio']:.0f}x; {s['steps']} steps against {s['clean_steps']}): "
-              f"{s['reason'][:160]}")
+              f"{s['clean']:.3f} s clean ({s['ratio']:.0f}x; {s['steps']} steps against {s['clean_steps']}; links, "
+              f"velocities, formulation {s['model']} against {s['clean_model']}): {s['reason'][:160]}")
 
 
 if __name__ == "__main__":
