@@ -25,6 +25,7 @@ import argparse
 import json
 import os
 import select
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -84,7 +85,8 @@ def worker(seed: int, workdir: str, seconds: float, max_steps: int, every: int) 
         except BaseException as exc:                          # noqa: BLE001 — what the campaign counts
             outcome, reason = "traceback", "".join(traceback.format_exception(exc))
         wall = time.perf_counter() - t0
-        result = {"k": k, "section": section, "name": name, "main": via_main, "outcome": outcome, "reason": reason[:4000],
+        result = {"k": k, "section": section, "name": name, "main": via_main, "outcome": outcome,
+                  "reason": reason[:4000],
                   "wall": wall, "steps": steps[0] if steps else None, "t": steps[1] if steps else None,
                   "model": steps[2:] if steps else None,
                   "peak": _status("self", "VmHWM")}
@@ -97,10 +99,10 @@ def worker(seed: int, workdir: str, seconds: float, max_steps: int, every: int) 
 class Worker:
     def __init__(self, args, workdir: str):
         self.proc = subprocess.Popen(
-            [sys.executable, __file__, "--worker", "--seed", str(args.seed), "--seconds", str(args.seconds),
-             "--max-steps", str(args.max_steps), "--workdir", workdir, "--every", str(args.every)],
+            [sys.executable, str(Path(__file__).resolve()), "--worker", "--seed", str(args.seed), "--seconds",
+             str(args.seconds), "--max-steps", str(args.max_steps), "--workdir", workdir, "--every", str(args.every)],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, bufsize=1,
-            env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"})
+            env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}, cwd=workdir)   # (MuJoCo's log goes there)
 
     def ask(self, request: dict, hang_s: float, memory_kill: int) -> dict | None:
         """The worker's answer, or None if it hung or passed ``memory_kill`` bytes (it is then killed)."""
@@ -188,6 +190,7 @@ def campaign(args) -> dict:
             print(f"{k + 1} trials, {time.perf_counter() - start:.0f} s: {len(tracebacks)} tracebacks, "
                   f"{len(hangs)} hangs, {len(over_memory)} over memory, {len(slow)} over 10x", flush=True)
     worker.close()
+    shutil.rmtree(workdir, ignore_errors=True)
     unnamed_slow = [s for s in slow if s["outcome"] == "complete"]
     report = {
         "trials": args.n, "seed": args.seed, "seconds_per_trial": args.seconds, "max_steps": args.max_steps,

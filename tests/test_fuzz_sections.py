@@ -522,8 +522,8 @@ def fuzz(n: int, seed: int, budget_s: float = math.inf, command_line_every: int 
     counts: dict = {}
     slowest = (0.0, "")
     start = time.perf_counter()
-    with tempfile.TemporaryDirectory(prefix="limbstudio-fuzz-") as tmp:
-        trials = Trials(seed, Path(tmp))
+    with tempfile.TemporaryDirectory(prefix="limbstudio-fuzz-") as tmp, contextlib.chdir(tmp):
+        trials = Trials(seed, Path(tmp))                     # (in tmp: MuJoCo writes MUJOCO_LOG.TXT where it runs)
         for k in range(n):
             if time.perf_counter() - start > budget_s:
                 break
@@ -565,7 +565,7 @@ def test_fuzz_sections_through_the_command_line(tmp_path):
         file.write_bytes(data)
         files.append(str(file))
     proc = subprocess.run([sys.executable, "-m", "core", "validate", *files], capture_output=True, text=True,
-                          timeout=120, cwd=ROOT)
+                          timeout=120, cwd=tmp_path)
     assert proc.returncode in (0, 2), proc.stderr
     assert "Traceback" not in proc.stderr + proc.stdout
     for f in files:
