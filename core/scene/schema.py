@@ -511,7 +511,7 @@ class SimulationSettings(Strict):
     a singular value σ of J counts when σ > rank_tolerance · σ_ref, σ_ref = max(σ_max(J), the largest Jacobian
     scale of the active constraints — the norm of their rows at the initial configuration). Below it the
     multipliers (McClamroch) would amplify errors by 1/σ², so that formulation drops the direction and flags it."""
-    dt: Annotated[float, Field(ge=1e-9)] = 0.001      # s; at least limits.MIN_DT (a shorter step cannot move t)
+    dt: Positive = 0.001                              # s; at least limits.MIN_DT (below)
     integrator: Literal["rk4", "cash_karp", "semi_implicit_euler"] = "rk4"
     tolerance: Annotated[float, Field(ge=1e-14, le=1.0)] = 1e-8   # cash_karp's error tolerance (1e-14: a few
     #                                                                 ulps of a unit state; tighter is never met)
@@ -521,6 +521,14 @@ class SimulationSettings(Strict):
     projection: ProjectionSettings = Field(default_factory=ProjectionSettings)
     duration: Positive = 10.0
     event_tolerance: Annotated[float, Field(ge=1e-15, le=1.0)] = 1e-9   # s: contact events isolated within it
+
+    @field_validator("dt")
+    @classmethod
+    def _dt_moves_the_clock(cls, v):
+        from .limits import MIN_DT
+        if v < MIN_DT:
+            raise ValueError(f"dt must be at least {MIN_DT:g} s (a shorter step cannot move the clock)")
+        return v
 
 
 # ---------------------------------------------------------------------------------------------- contacts
