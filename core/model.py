@@ -90,7 +90,7 @@ class Shape:
     scene (``size`` for boxes and meshes, whose bounding box it is, with their ``file``, ``scale`` and ``offset``;
     ``radius``/``length`` otherwise), pose in the link frame, RGBA colour in [0, 1]; ``body``: the document body it
     belongs to — the link's own name, or the name of a body merged into the link (what the studio picks and
-    highlights)."""
+    highlights); ``purpose``: ``both``, ``visual`` or ``collision`` (drawn when the viewer shows collision shapes)."""
     link: int
     kind: str
     size: dict
@@ -98,6 +98,7 @@ class Shape:
     p_LS: np.ndarray
     rgba: tuple
     body: str = ""
+    purpose: str = "both"
 
 
 @dataclass(frozen=True, eq=False)

@@ -277,12 +277,17 @@ def test_bad_contacts_are_named_validation_errors(change, path):
 
 
 def test_a_body_without_contact_points_is_refused():
+    """A contact without points takes its body's touching shapes' points; a body whose shapes are all drawn only
+    has none, and the contact is refused at its points."""
     doc = _scene("block_lifted")
     del doc["contacts"][0]["points"]
-    doc["bodies"][0]["shapes"][0] = {"type": "cylinder", "radius": 0.1, "length": 0.2, "mass": 2.0}
+    doc["bodies"][0]["shapes"] = [{"type": "cylinder", "radius": 0.1, "length": 0.2, "purpose": "visual"}]
+    doc["bodies"][0]["inertial"] = {"mass": 2.0, "com": [0, 0, 0], "inertia": [0.01, 0.01, 0.01, 0, 0, 0]}
     with pytest.raises(SceneError) as info:
         _model(doc)
     assert info.value.problems[0].path == "$.contacts[0].points"
+    doc["bodies"][0]["shapes"][0]["purpose"] = "both"                   # a cylinder touches at its rims
+    assert len(_model(doc).contacts[0].points) == 16
 
 
 def test_impact_holds_keep_a_joints_velocity_through_an_impact():

@@ -162,8 +162,9 @@ def test_inertial_rotated_into_link_frame():
 
 
 # ---------------------------------------------------------------------------------------------- visuals
-def _shapes(m, body):
-    return [s for s in m.shapes if s.body == body]
+def _shapes(m, body, purpose="visual"):
+    """The shapes of ``body`` made from its ``<visual>`` elements (``purpose="collision"``: its ``<collision>``)."""
+    return [s for s in m.shapes if s.body == body and s.purpose == purpose]
 
 
 def test_primitive_visuals_and_colours():
@@ -179,6 +180,7 @@ def test_primitive_visuals_and_colours():
     _, ball = _shapes(m, "r_forearm")
     assert ball.kind == "sphere" and ball.size == {"radius": 0.04}
     assert _shapes(m, "l_shoulder_link") == []                       # collision only: nothing drawn
+    assert _shapes(m, "l_shoulder_link", "collision")                # but a collision shape, for a ground
     spec = urdf_to_spec(TORSO)
     assert all(s.mass is None and s.density is None for b in spec.bodies for s in b.shapes)
     arm = load(ARM)

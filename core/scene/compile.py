@@ -51,7 +51,7 @@ def _body_inertia(body: Body) -> np.ndarray:
         return inertial_to_spatial(body.inertial)
     parts = []
     for shape in body.shapes:
-        if shape.type == "mesh":                         # drawn only (a body with only meshes is refused earlier)
+        if shape.type == "mesh" or shape.purpose != "both":   # no mass (a body with none is refused earlier)
             continue
         size = _shape_size(shape)
         mass = shape.mass if shape.mass is not None else shape.density * shape_volume(shape.type, size)
@@ -160,7 +160,8 @@ def _compile_scene(spec: Scene, source: str) -> Model:
         for shape in body.shapes:
             R, p = _shape_pose(shape)
             rgba = tuple(shape.color) + ((1.0,) if len(shape.color) == 3 else ())
-            shapes.append(Shape(k, shape.type, _shape_size(shape), R_LB @ R, p_LB + R_LB @ p, rgba, body.name))
+            shapes.append(Shape(k, shape.type, _shape_size(shape), R_LB @ R, p_LB + R_LB @ p, rgba, body.name,
+                                shape.purpose))
         for pname, p in body.points.items():
             points[(body.name, pname)] = (k, p_LB + R_LB @ np.array(p, dtype=float))
     lists["inertia"] = [composite_inertia(link_parts) for link_parts in parts]
@@ -175,7 +176,7 @@ def _compile_scene(spec: Scene, source: str) -> Model:
     if any(getattr(b.joint, "limits", None) is not None for b in spec.bodies):
         limits, constraints = compile_limits(model, spec)
         model = dataclasses.replace(model, limits=limits, constraints=model.constraints + tuple(constraints))
-    if spec.contacts:
+    if spec.contacts or spec.ground is not None:
         contacts, constraints, forces = compile_contacts(model, spec)
         model = dataclasses.replace(model, contacts=contacts, constraints=model.constraints + tuple(constraints),
                                     forces=model.forces + tuple(forces))

@@ -24,6 +24,7 @@ from ..joint_constraints import JointSpaceConstraint, derivative_problems, joint
 from ..kinematics import normalize_configuration
 from ..points import link_kinematics, position_at
 from . import limits
+from .collision import body_points, ground_contacts
 from .io import Problem, SceneError
 from .placement import shape_pose
 
@@ -149,57 +150,40 @@ def compile_forces(model, specs) -> tuple[AppliedForce, ...]:
     return tuple(out)
 
 
-def _shape_contact_points(body) -> list[tuple[np.ndarray, float]] | None:
-    """(point, radius) of a body's shapes, in the body frame: box corners, sphere centres, capsule cap centres;
-    None if a shape has no finite set of contact points (a cylinder)."""
-    out = []
-    for shape in body.shapes:
-        R, p = shape_pose(shape)
-        if shape.type in ("box", "mesh"):               # a mesh: the corners of its bounding box
-            h = 0.5 * np.array(shape.size, dtype=float)
-            for sx in (-1, 1):
-                for sy in (-1, 1):
-                    for sz in (-1, 1):
-                        out.append((p + R @ (h * (sx, sy, sz)), 0.0))
-        elif shape.type == "sphere":
-            out.append((p.copy(), float(shape.radius)))
-        elif shape.type == "capsule":
-            for s in (-0.5, 0.5):
-                out.append((p + R @ np.array([0.0, 0.0, s * shape.length]), float(shape.radius)))
-        else:
-            return None
-    return out
-
-
 def compile_contacts(model, spec) -> tuple[tuple, list, list]:
-    """``(contacts, constraints, forces)`` of the spec's contacts (:mod:`core.contacts`): their rows and
-    friction elements are appended after the model's own constraints and forces."""
+    """``(contacts, constraints, forces)`` of the spec's contacts (:mod:`core.contacts`) and of its ground
+    (:func:`core.scene.collision.ground_contacts`): their rows and friction elements are appended after the
+    model's own constraints and forces."""
     from ..contacts import contact_elements
     contacts, constraints, forces = [], [], []
     bodies = {b.name: b for b in spec.bodies}
     gravity = np.array(spec.gravity, dtype=float)
     kin = link_kinematics(model, model.q0)
-    problems = []
+    grounds, ground_points, problems = ground_contacts(spec)
     slot = 0
-    for n, c in enumerate(spec.contacts):
+    listed = [(c, f"$.contacts[{n}]", None) for n, c in enumerate(spec.contacts)]
+    for n, (c, here, given) in enumerate(listed + [(c, "$.ground", p) for c, p in zip(grounds, ground_points)]):
         link, R_LB, p_LB = model.body_frame(c.body)
         if c.points is None:
-            points = _shape_contact_points(bodies[c.body])
+            points = body_points(bodies[c.body]) if given is None else given
             if not points:
-                problems.append(Problem(f"$.contacts[{n}].points", "the body's shapes give no contact points (a "
-                                        "cylinder, or no shapes): list the points", None))
+                problems.append(Problem(f"{here}.points", "the body has no shapes that touch (its shapes are "
+                                        "visual only, or it has none): list the points", None))
                 continue
             points = [(p_LB + R_LB @ r, radius) for r, radius in points]
         else:
             points = [(model.resolve_point(c.body, p)[1], 0.0) for p in c.points]
         if slot + len(points) > limits.MAX_CONTACT_POINTS:
-            problems.append(Problem(f"$.contacts[{n}]" + (".points" if c.points is not None else ""),
+            where = here + (".points" if c.points is not None else "")
+            problems.append(Problem(where,
                                     f"the contacts so far have {slot + len(points)} points (this one "
                                     f"{len(points)}{', its shapes’ corners' if c.points is None else ''}), more "
-                                    f"than the {limits.MAX_CONTACT_POINTS} a scene may have; list the points it "
-                                    f"should use", len(points)))
+                                    f"than the {limits.MAX_CONTACT_POINTS} a scene may have; "
+                                    + ("name the bodies that should touch it in the ground's 'bodies' (or leave "
+                                       "some out with 'exclude')" if here == "$.ground" else
+                                       "list the points it should use"), len(points)))
             break
-        plane = _contact_plane(c, bodies, gravity, n, problems)
+        plane = _contact_plane(c, bodies, gravity, here, problems)
         if plane is None:
             continue
         normal, origin = plane
@@ -224,7 +208,7 @@ def compile_contacts(model, spec) -> tuple[tuple, list, list]:
 _FACES = {"+x": (0, 1.0), "-x": (0, -1.0), "+y": (1, 1.0), "-y": (1, -1.0), "+z": (2, 1.0), "-z": (2, -1.0)}
 
 
-def _contact_plane(c, bodies: dict, gravity: np.ndarray, n: int, problems: list):
+def _contact_plane(c, bodies: dict, gravity: np.ndarray, here: str, problems: list):
     """(normal, origin) of contact ``c``'s plane — world coordinates for a ground plane, the plane body's frame
     otherwise (a box face: from the shape's pose and size); None with a problem added if it cannot be made."""
     plane = c.plane
@@ -241,7 +225,7 @@ def _contact_plane(c, bodies: dict, gravity: np.ndarray, n: int, problems: list)
                 np.array(plane.origin or (0.0, 0.0, 0.0), dtype=float))
     shapes = bodies[plane.body].shapes
     if plane.shape >= len(shapes) or shapes[plane.shape].type != "box":
-        problems.append(Problem(f"$.contacts[{n}].plane.shape", f"body {plane.body!r} has no box shape number "
+        problems.append(Problem(f"{here}.plane.shape", f"body {plane.body!r} has no box shape number "
                                 f"{plane.shape} (it has {len(shapes)} shapes); a face is a box's", plane.shape))
         return None
     shape = shapes[plane.shape]

@@ -52,7 +52,11 @@ are named in a warning.
 its file, placed where MuJoCo's compiler put the mesh (it moves a mesh to its centre of mass and principal axes;
 the file is used only if its vertices, moved the same way, span MuJoCo's), else its bounding box; an
 ``ellipsoid`` its bounding box; planes and height fields on a body are skipped,
-with a warning; the world body's geoms (floors) are not drawn.
+with a warning. A geom that collides with nothing (``contype`` = ``conaffinity`` = 0) is a ``visual`` shape, one in
+a group the viewer hides (3 and up) a ``collision`` shape, others both; each keeps its ``contype`` and
+``conaffinity``. The world body's first colliding plane (the floor) becomes the scene's ``ground`` (its friction
+and filter kept; :mod:`core.scene.collision`); other world geoms are not drawn and, if they collide, named in a
+warning. Shapes touch the ground only: MuJoCo's geom–geom collisions are not built yet.
 
 **Equalities.** ``connect`` becomes a ``point_to_point`` constraint between the two bodies' anchors (to the world
 if one of them is the world; ``active`` gives ``enabled``); a ``joint`` equality between hinges or slides, and
@@ -400,6 +404,9 @@ def mjcf_to_spec(path: str | Path) -> Scene:
            "description": f"Imported from the MJCF file {path.name} through MuJoCo {mujoco.__version__}",
            "gravity": [float(g) for g in m.opt.gravity], "simulation": {"dt": float(m.opt.timestep)},
            "bodies": bodies, "constraints": constraints, "forces": forces + actuators.forces}
+    ground = _ground(mujoco, m, source)
+    if ground is not None:
+        raw["ground"] = ground
     return parse_spec(_zero(raw), source)
 
 
@@ -684,9 +691,41 @@ def _shapes(mujoco, m, b: int, anchor: np.ndarray, body: str, source: str) -> li
         if any(isinstance(v, float) and not v > 0 for v in shape.values()) or \
                 ("size" in shape and min(shape["size"]) <= 0):
             continue
-        shape.update(position=pos.tolist(), orientation=quat, color=rgba)
+        shape.update(position=pos.tolist(), orientation=quat, color=rgba, **_purpose(m, g))
         out.append(shape)
     return out
+
+
+def _purpose(m, g: int) -> dict:
+    """A geom's ``purpose`` and filter: drawn only if it collides with nothing (contype = conaffinity = 0), a
+    collision stand-in if it is in a group MuJoCo's viewer hides (3 and up), else both."""
+    contype, conaffinity = int(m.geom_contype[g]), int(m.geom_conaffinity[g])
+    purpose = "visual" if contype == 0 and conaffinity == 0 else "collision" if int(m.geom_group[g]) >= 3 \
+        else "both"
+    return {"purpose": purpose, "contype": contype, "conaffinity": conaffinity}
+
+
+def _ground(mujoco, m, source: str) -> dict | None:
+    """The scene's ``ground`` from the world body's first plane geom that collides (MuJoCo's floor): its
+    origin, its normal (the geom's z axis), its sliding friction and its filter; None without one. A height
+    field or a second plane is named in a warning."""
+    G = mujoco.mjtGeom
+    ground, skipped = None, []
+    for g in range(int(m.body_geomadr[0]), int(m.body_geomadr[0]) + int(m.body_geomnum[0])):
+        kind = int(m.geom_type[g])
+        if int(m.geom_contype[g]) == 0 and int(m.geom_conaffinity[g]) == 0:
+            continue
+        if kind == G.mjGEOM_PLANE and ground is None:
+            R = quat_to_rotation(np.array(m.geom_quat[g], dtype=float))
+            ground = {"origin": [float(x) for x in m.geom_pos[g]], "normal": R[:, 2].tolist(),
+                      "friction": float(m.geom_friction[g][0]),
+                      "contype": int(m.geom_contype[g]), "conaffinity": int(m.geom_conaffinity[g])}
+        else:
+            skipped.append(G(kind).name.removeprefix("mjGEOM_").lower())
+    if skipped:
+        warnings.warn(f"{source}: the world's {', '.join(skipped)} geoms do not collide here (only its first plane, "
+                      "as the ground)", MJCFWarning, stacklevel=3)
+    return ground
 
 
 def _mesh_shape(m, mid: int, compiled: np.ndarray, R_geom: np.ndarray, p_geom: np.ndarray, source: str):

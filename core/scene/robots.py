@@ -106,6 +106,16 @@ def expand(spec: Scene) -> Scene:
     data = spec.model_dump(mode="python", exclude={"robot"})
     for key in ROBOT_SECTIONS:
         data[key] = robot[key] + data[key]
+    if data.get("ground") is None:                      # the robot's own floor (an MJCF world plane)
+        data["ground"] = robot.get("ground")
+    free = [b["name"] for b in robot["bodies"] if b["parent"] == "world" and b["joint"]["type"] == "free"]
+    if free and data.get("ground") is None and not data.get("contacts"):
+        from .mjcf import MJCFWarning
+        from .urdf import URDFWarning
+        kind = MJCFWarning if Path(spec.robot.file).suffix.lower() == ".xml" else URDFWarning
+        warnings.warn(f"{spec.robot.file}: the robot's {', '.join(free[:3])} floats free and nothing is under it: "
+                      "it falls for ever; give the scene a ground (\"ground\": {} in the document, Add ▸ Ground in "
+                      "the studio)", kind, stacklevel=2)
     return Scene.model_validate(data)
 
 

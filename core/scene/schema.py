@@ -72,13 +72,21 @@ def _colour(c):
 # ---------------------------------------------------------------------------------------------- shapes
 class _ShapeBase(Strict):
     """Common fields of a solid shape. Its frame is at its centre of mass; cylinders and capsules lie along the
-    shape frame's z axis, or along ``axis`` (a direction in the body frame) if that is given instead."""
+    shape frame's z axis, or along ``axis`` (a direction in the body frame) if that is given instead.
+
+    ``purpose``: ``both`` (drawn, and touches the ground), ``visual`` (drawn only: a robot's detailed mesh) or
+    ``collision`` (touches the ground, drawn only when the viewport shows collision shapes: a robot's simple
+    stand-in). ``contype`` and ``conaffinity`` filter what touches what as in MuJoCo: a shape and the ground
+    touch when ``contype & ground.conaffinity`` or ``ground.contype & conaffinity`` is non-zero."""
     position: Vec3 = (0.0, 0.0, 0.0)
     orientation: Quat | None = None
     axis: Vec3 | None = None
     mass: Positive | None = None
     density: Positive | None = None
     color: Colour = (0.6, 0.6, 0.65)
+    purpose: Literal["both", "visual", "collision"] = "both"
+    contype: Annotated[int, Field(ge=0, le=2**31 - 1)] = 1
+    conaffinity: Annotated[int, Field(ge=0, le=2**31 - 1)] = 1
 
     _check_orientation = field_validator("orientation")(lambda cls, v: v if v is None else _unit_quaternion(v))
     _check_axis = field_validator("axis")(lambda cls, v: v if v is None else _nonzero_axis(v))
@@ -124,10 +132,11 @@ class Capsule(_ShapeBase):
 
 class Mesh(_ShapeBase):
     """A triangle mesh from ``file`` (STL, OBJ, DAE, glTF/GLB, PLY, OFF; relative to the scene document's folder or
-    absolute), drawn only: it carries no mass (the body needs an ``inertial``). Its frame, like a box's, is at the
-    centre of the box bounding the mesh, whose full edge lengths are ``size``; the mesh file's own origin lies at
-    ``offset`` in that frame, and its vertices are multiplied by ``scale`` (per axis) first. Picking, framing and
-    default contact points use the bounding box; a file that cannot be read is drawn as that box."""
+    absolute): it carries no mass (the body needs an ``inertial``). Its frame, like a box's, is at the centre of
+    the box bounding the mesh, whose full edge lengths are ``size``; the mesh file's own origin lies at ``offset``
+    in that frame, and its vertices are multiplied by ``scale`` (per axis) first. Picking and framing use the
+    bounding box; its default contact points are vertices of its convex hull (:mod:`core.scene.collision`); a
+    file that cannot be read is drawn as that box and touches at its corners."""
     type: Literal["mesh"]
     file: Annotated[str, Field(min_length=1, max_length=4096)]
     size: tuple[Positive, Positive, Positive]
@@ -247,9 +256,16 @@ Joint = Annotated[Union[FixedJoint, HingeJoint, SliderJoint, BallJoint, FreeJoin
 
 
 # ---------------------------------------------------------------------------------------------- bodies
+def _gives_mass(shape) -> bool:
+    """Whether a shape's mass counts toward its body's (without an ``inertial``): a solid that is ``both`` drawn
+    and touching (a ``visual`` or ``collision`` shape stands for a body another shape already gives mass to)."""
+    return shape.type != "mesh" and shape.purpose == "both"
+
+
 class Body(Strict):
     """A rigid link: its joint to ``parent`` ("world" or another body), its shapes, and either the shapes' mass
-    properties (each shape gives mass or density) or an explicit ``inertial`` (then shapes are visual only)."""
+    properties (each shape that is ``both`` drawn and touching gives mass or density) or an explicit ``inertial``
+    (then shapes carry no mass)."""
     name: Name
     parent: Name = "world"
     joint: Joint
@@ -265,10 +281,16 @@ class Body(Strict):
                 raise ValueError(f"shapes {bad} give mass or density, but the body has an explicit inertial; "
                                  "remove one of them")
         else:
-            bad = [i for i, s in enumerate(self.shapes) if s.mass is None and s.density is None and s.type != "mesh"]
+            bad = [i for i, s in enumerate(self.shapes)
+                   if s.mass is None and s.density is None and s.type != "mesh" and s.purpose == "both"]
             if bad:
                 raise ValueError(f"shapes {bad} give neither mass nor density, and the body has no inertial")
-            if all(s.type == "mesh" for s in self.shapes):
+            bad = [i for i, s in enumerate(self.shapes)
+                   if (s.mass is not None or s.density is not None) and s.purpose != "both"]
+            if bad:
+                raise ValueError(f"shapes {bad} are {self.shapes[bad[0]].purpose} shapes, which carry no mass; "
+                                 "give the mass to a shape that is both drawn and touching, or an inertial")
+            if not any(_gives_mass(s) for s in self.shapes):
                 raise ValueError("a body needs shapes with mass or density, or an explicit inertial")
         return self
 
@@ -579,6 +601,29 @@ class ContactSpec(Strict):
     liftoff_delay: Annotated[float, Field(ge=0, le=10)] = 0.0
 
 
+class GroundSpec(Strict):
+    """A ground for the whole scene in one line: every body's shapes that touch (``purpose`` ``both`` or
+    ``collision``, passing the ``contype``/``conaffinity`` filter) become a contact of that body with the plane
+    through ``origin`` along ``normal`` (default: against gravity, or +z without gravity), named
+    ``<body>.ground``, with the shapes' default contact points (:func:`core.scene.collision.contact_points`).
+    ``bodies`` keeps only those bodies, ``exclude`` leaves those out. ``restitution``, ``friction``,
+    ``rest_speed``, ``stabilization`` and ``liftoff_delay`` as in a contact. A robot include's own ground (an
+    MJCF floor) is used when the document gives none."""
+    origin: Vec3 = (0.0, 0.0, 0.0)
+    normal: Vec3 | None = None
+    restitution: Annotated[float, Field(ge=0, le=1)] = 0.0
+    friction: Annotated[float, Field(ge=0, le=100)] = 1.0
+    rest_speed: Annotated[float, Field(gt=0, le=1e3)] = 0.01
+    stabilization: NonNegative = 20.0
+    liftoff_delay: Annotated[float, Field(ge=0, le=10)] = 0.0
+    contype: Annotated[int, Field(ge=0, le=2**31 - 1)] = 1
+    conaffinity: Annotated[int, Field(ge=0, le=2**31 - 1)] = 1
+    bodies: Annotated[list[Name], Field(max_length=10000)] | None = None
+    exclude: Annotated[list[Name], Field(max_length=10000)] = Field(default_factory=list)
+
+    _check_axis = field_validator("normal")(lambda cls, v: v if v is None else _nonzero_axis(v))
+
+
 # ---------------------------------------------------------------------------------------------- controllers
 Gain = Union[Annotated[float, Field(gt=0)], list[Annotated[float, Field(gt=0)]]]
 """A gain: one value for every controlled coordinate, or one value per coordinate."""
@@ -829,6 +874,7 @@ class Scene(Strict):
     forces: list[Force] = Field(default_factory=list)
     controllers: list[Controller] = Field(default_factory=list)
     contacts: list[ContactSpec] = Field(default_factory=list)
+    ground: GroundSpec | None = None
     programs: Annotated[list[ProgramEntry], Field(max_length=16)] = Field(default_factory=list)
     view: ViewSettings = Field(default_factory=ViewSettings)
     robot: RobotInclude | None = None

@@ -70,8 +70,10 @@ mesh's own. A mesh that is not found (the warning says where ``package://`` was 
 unreadable becomes a 0.05 m box at the visual origin, with a :class:`URDFWarning` naming the mesh and why — except
 for a mesh outside the robot's folder (the URDF's folder, or for ``package://pkg/…`` the package ``pkg`` the URDF is
 in; links followed and ``..`` resolved), which is used if it can be but otherwise gets one message whether it
-exists or not, so that no warning tells whether a path outside the robot's folder exists. Visuals of unknown or degenerate geometry are skipped with a warning. ``<collision>`` elements
-are ignored.
+exists or not, so that no warning tells whether a path outside the robot's folder exists. Visuals of unknown or
+degenerate geometry are skipped with a warning. Visuals become ``visual`` shapes (drawn only); ``<collision>``
+elements are read the same way into ``collision`` shapes, which a scene's ``ground`` touches
+(:mod:`core.scene.collision`) and the viewport draws on request.
 
 **Errors.** A file that cannot be read, is larger than 16 MiB or is not XML, a root element other than ``<robot>``, a missing or
 duplicate link or joint name, a joint whose parent or child link does not exist, a link that is the child of two
@@ -258,14 +260,17 @@ class _Reader:
         return {"mass": 0.0 if mass is None else mass, "com": list(xyz), "inertia": _six(I)}
 
     def visuals(self, link: ET.Element, path: str, materials: dict) -> tuple[list[dict], list[str]]:
-        """Shapes of the link's visuals, and the URDF path of each shape."""
+        """Shapes of the link's ``<visual>`` elements (drawn only) and ``<collision>`` elements (touching only: a
+        ground's contacts), and the URDF path of each shape."""
         shapes, paths = [], []
-        for n, vis in enumerate(link.findall("visual")):
-            vpath = f"{path}/visual[{n + 1}]"
-            shape = self.visual(vis, vpath, materials)
-            if shape is not None:
-                shapes.append(shape)
-                paths.append(vpath)
+        for tag, purpose in (("visual", "visual"), ("collision", "collision")):
+            for n, vis in enumerate(link.findall(tag)):
+                vpath = f"{path}/{tag}[{n + 1}]"
+                shape = self.visual(vis, vpath, materials)
+                if shape is not None:
+                    shape["purpose"] = purpose
+                    shapes.append(shape)
+                    paths.append(vpath)
         return shapes, paths
 
     def visual(self, vis: ET.Element, vpath: str, materials: dict) -> dict | None:
@@ -294,7 +299,7 @@ class _Reader:
             shape, position = self.mesh(g, gpath, R, position)
             dims = shape["size"]
         else:
-            warnings.warn(f"{self.path}: {gpath}: unsupported visual geometry <{g.tag}>; skipped", URDFWarning,
+            warnings.warn(f"{self.path}: {gpath}: unsupported geometry <{g.tag}>; skipped", URDFWarning,
                           stacklevel=4)
             return None
         if any(d <= 0.0 for d in dims):

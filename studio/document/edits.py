@@ -483,6 +483,16 @@ def unpack_robot(spec):
     return validate(to_data(expand(spec)))
 
 
+def add_ground(spec):
+    """The document with a ground (``"ground": {}``: the plane through the origin against gravity, which every
+    body's touching shapes rest on; :mod:`core.scene.collision`); refused if it has one already."""
+    if spec.ground is not None:
+        raise SceneError([Problem("$.ground", "the scene has a ground already")])
+    data = to_data(spec)
+    data["ground"] = {}
+    return validate(data)
+
+
 # ---- handles dragged in the viewport ----------------------------------------------------------------------------
 def move_spring_end(spec, name: str, end: str, body: str, point):
     """Put end ``end`` ("a" or "b") of spring ``name`` on ``body`` ("world" for a world point) at ``point``

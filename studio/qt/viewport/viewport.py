@@ -122,6 +122,7 @@ class Viewport(gl.GLViewWidget):
         self._q = None
         self._poses = np.zeros((0, 4, 4))
         self._items: list[tuple[ShapesItem, list]] = []      # (item, shape indices)
+        self.collision_shown = False                          # shapes that only touch: drawn on request
         self._auto_frame = True
         self._drag = None                           # (mode, data) while a press is in progress
         self._press, self._moved = (0.0, 0.0), False
@@ -169,6 +170,13 @@ class Viewport(gl.GLViewWidget):
         """The GL items that draw the shapes (each up to :data:`~studio.qt.viewport.shapes_item.MAX_SHAPES` of them)."""
         return tuple(item for item, _ in self._items)
 
+    def set_collision_shown(self, on: bool) -> None:
+        """Draw the shapes that only touch (a robot's collision stand-ins) too, or not (View ▸ Collision Shapes)."""
+        if bool(on) != self.collision_shown:
+            self.collision_shown = bool(on)
+            if self._model is not None:
+                self.set_model(self._model)
+
     def set_model(self, model, frame: bool = False) -> None:
         """Show ``model`` (new meshes); ``frame`` points the camera at it, else the camera stays."""
         old = self._model
@@ -183,7 +191,8 @@ class Viewport(gl.GLViewWidget):
         self._items = []
         groups: dict[bool, list] = {True: [], False: []}
         for k, shape in enumerate(model.shapes):
-            groups[float(shape.rgba[3]) >= 1.0].append(k)
+            if shape.purpose != "collision" or self.collision_shown:
+                groups[float(shape.rgba[3]) >= 1.0].append(k)
         for opaque, indices in groups.items():
             for start in range(0, len(indices), MAX_SHAPES):
                 chunk = indices[start:start + MAX_SHAPES]

@@ -43,6 +43,11 @@ class ItemActions(QObject):
                 if sec == section:
                     action = sub.addAction(label)
                     action.triggered.connect(lambda _=False, s=sec, k=kind: self.add(s, k))
+        self.add_menu.addSeparator()
+        self.ground_action = self.add_menu.addAction("&Ground")
+        self.ground_action.setToolTip("A ground under the whole scene: every body's shapes that touch (a robot's "
+                                      "collision shapes) rest on it (the document's \"ground\")")
+        self.ground_action.triggered.connect(lambda _=False: self.add_ground())
         self.duplicate_action = QAction("D&uplicate", self)
         self.duplicate_action.setShortcut(QKeySequence("Ctrl+D"))
         self.duplicate_action.triggered.connect(self.duplicate)
@@ -95,6 +100,17 @@ class ItemActions(QObject):
         name = edits.item_name(edits.to_data(new), path)
         self._document.apply(new, f"Add {label} {name!r}" if name else f"Add {label}",
                              select=path, select_before=before)
+        return True
+
+    def add_ground(self) -> bool:
+        """Give the scene a ground (``"ground": {}``: a plane through the origin against gravity), undoably; a
+        scene that has one, or whose robot brings one, keeps it."""
+        spec, before = self._document.spec, self._selection.path
+        try:
+            new = edits.add_ground(spec)
+        except SceneError as exc:
+            return self._refuse("cannot add a ground", exc)
+        self._document.apply(new, "Add ground", select=before, select_before=before)
         return True
 
     def duplicate(self) -> bool:

@@ -307,6 +307,11 @@ class MainWindow(QMainWindow):
                                           checkable=True)
         self.legend_action.setChecked(True)
         view.addAction(self.legend_action)
+        self.collision_action = self._action(
+            "&Collision Shapes", self.viewport.set_collision_shown, checkable=True,
+            tip="Draw the shapes that only touch the ground (a robot's collision stand-ins: URDF <collision>, MJCF "
+                "geoms of group 3 and up) as well as those drawn")
+        view.addAction(self.collision_action)
         self.rate_action = self._action("Frame &Rate", lambda on: self.presenter.set_rate_shown(on), checkable=True,
                                         tip="Show the viewport's frames per second and the real-time factor "
                                             "(simulated seconds per wall-clock second) over it")

@@ -1,0 +1,223 @@
+"""A ground in one line (``"ground": {...}``), the shapes that touch it, and robots that stand on it.
+
+Physics checked: a dropped box comes to rest on its face with its weight carried by the ground; a shape that is
+visual only does not touch, a collision shape does (with its surface: a sphere rests at its radius); MuJoCo's
+contype/conaffinity filter; an MJCF model's floor becomes the ground, and a quadruped with MuJoCo position
+actuators lands and stands on it; a URDF robot (example-robot-data's Go2) with a ground and a PD stands on its
+feet with no contact point written by hand, its normal forces summing to m g.
+"""
+from __future__ import annotations
+
+import json
+import warnings
+
+import numpy as np
+import pytest
+
+import core
+from core.scene import SceneError, compile_scene, parse_spec
+from core.scene.collision import RIM_POINTS, body_points, shape_points
+
+G = 9.81
+
+
+def normal_forces(model, data):
+    """The normal force n·F of every contact point against its plane."""
+    return np.array([c.normal @ data.constraint_force[p.normal] for c in model.contacts for p in c.points])
+
+
+def _box_scene(**ground) -> dict:
+    return {"format_version": 1, "name": "box_drop", "simulation": {"dt": 0.001},
+            "bodies": [{"name": "box", "joint": {"type": "free", "q0": [0.1, -0.2, 0.5, 1, 0, 0, 0]},
+                        "shapes": [{"type": "box", "size": [0.4, 0.3, 0.2], "mass": 2.0}]}],
+            "ground": ground}
+
+
+def _settle(model, seconds: float):
+    sim = core.Simulation(model)
+    sim.run(seconds)
+    return sim
+
+
+def test_a_box_dropped_on_a_one_line_ground_rests_on_its_face_carrying_its_weight():
+    model = compile_scene(parse_spec(_box_scene(), "box"))
+    assert [c.name for c in model.contacts] == ["box.ground"] and len(model.contacts[0].points) == 8
+    sim = _settle(model, 1.5)
+    q, qd = sim.state.q, sim.state.qd
+    assert q[2] == pytest.approx(0.1, abs=1e-6)                 # resting on its 0.2 m face
+    assert np.abs(qd).max() < 1e-6
+    assert normal_forces(model, sim.data).sum() == pytest.approx(2.0 * G, rel=1e-6)
+    assert (normal_forces(model, sim.data) >= -1e-9).all()
+
+
+def test_the_ground_keeps_its_origin_normal_and_friction():
+    """A tilted ground (10°) with μ = 0.5 > tan 10°: the box sticks on the slope, its weight's normal part
+    carried; with μ = 0.1 it slides down the slope at g (sin α − μ cos α)."""
+    a = np.radians(10.0)
+    n = [float(-np.sin(a)), 0.0, float(np.cos(a))]
+    for mu, sticks in ((0.5, True), (0.1, False)):
+        doc = _box_scene(origin=[0, 0, -0.05], normal=n, friction=mu)
+        doc["bodies"][0]["joint"]["q0"] = [0.0, 0.0, 0.05 + 0.1 / np.cos(a) - 0.05 + 0.02, 1, 0, 0, 0]
+        doc["bodies"][0]["joint"]["q0"][3:] = [float(np.cos(a / 2)), 0.0, float(-np.sin(a / 2)), 0.0]
+        model = compile_scene(parse_spec(doc, "slope"))
+        sim = _settle(model, 0.5)
+        if sticks:
+            assert np.abs(sim.state.qd).max() < 1e-6
+            assert normal_forces(model, sim.data).sum() == pytest.approx(2.0 * G * np.cos(a), rel=1e-6)
+        else:
+            v1 = sim.state.qd[3:].copy()
+            sim.run(0.5)
+            v2 = sim.state.qd[3:]
+            assert v2[0] < v1[0] < 0.0 and abs(v2[2]) < 1e-9       # down the slope (body −x), in its plane (body z = n)
+            accel = (np.linalg.norm(v2) - np.linalg.norm(v1)) / 0.5
+            assert accel == pytest.approx(G * (np.sin(a) - mu * np.cos(a)), rel=1e-6)
+
+
+def test_visual_shapes_do_not_touch_and_a_collision_sphere_touches_with_its_surface():
+    doc = {"format_version": 1, "name": "ball", "simulation": {"dt": 0.001},
+           "bodies": [{"name": "ball", "joint": {"type": "free", "q0": [0, 0, 0.3, 1, 0, 0, 0]},
+                       "inertial": {"mass": 1.0, "com": [0, 0, 0], "inertia": [0.004, 0.004, 0.004, 0, 0, 0]},
+                       "shapes": [{"type": "box", "size": [1, 1, 1], "purpose": "visual"},
+                                  {"type": "sphere", "radius": 0.1, "purpose": "collision"}]}],
+           "ground": {}}
+    model = compile_scene(parse_spec(doc, "ball"))
+    assert len(model.contacts[0].points) == 1 and model.contacts[0].points[0].radius == 0.1
+    sim = _settle(model, 1.0)
+    assert sim.state.q[2] == pytest.approx(0.1, abs=1e-6)       # the sphere's surface, not the big visual box
+    doc["bodies"][0]["shapes"][1]["purpose"] = "visual"                 # nothing touches: no contact
+    assert compile_scene(parse_spec(doc, "ball")).contacts == ()
+
+
+def test_contype_and_conaffinity_filter_the_ground_as_in_mujoco():
+    doc = _box_scene(contype=1, conaffinity=1)
+    doc["bodies"][0]["shapes"][0].update(contype=2, conaffinity=2)          # 2 & 1 = 0 both ways: no contact
+    model = compile_scene(parse_spec(doc, "box"))
+    assert model.contacts == ()
+    sim = _settle(model, 0.5)
+    assert sim.state.q[2] < 0.0                                             # it fell through
+    doc["bodies"][0]["shapes"][0].update(contype=2, conaffinity=1)          # ground.contype & conaffinity
+    assert len(compile_scene(parse_spec(doc, "box")).contacts) == 1
+
+
+def test_cylinders_and_meshes_give_contact_points():
+    from core.scene.schema import Body
+    body = Body.model_validate({"name": "c", "joint": {"type": "free"},
+                                "inertial": {"mass": 1.0, "com": [0, 0, 0], "inertia": [1, 1, 1, 0, 0, 0]},
+                                "shapes": [{"type": "cylinder", "radius": 0.1, "length": 0.4,
+                                            "purpose": "collision"}]})
+    pts = body_points(body)
+    assert len(pts) == 2 * RIM_POINTS
+    r = np.array([p for p, _ in pts])
+    assert np.allclose(np.hypot(r[:, 0], r[:, 1]), 0.1) and np.allclose(np.abs(r[:, 2]), 0.2)
+
+
+def test_ground_references_are_checked_with_their_path():
+    doc = _box_scene(bodies=["nope"])
+    with pytest.raises(SceneError) as err:
+        compile_scene(parse_spec(doc, "box"))
+    assert "$.ground.bodies[0]" in str(err.value) and "nope" in str(err.value)
+    doc = _box_scene(exclude=["box"])
+    assert compile_scene(parse_spec(doc, "box")).contacts == ()
+    doc = _box_scene()
+    doc["contacts"] = [{"name": "box.ground", "body": "box", "points": [[0, 0, 0]]}]
+    with pytest.raises(SceneError) as err:
+        compile_scene(parse_spec(doc, "box"))
+    assert "$.ground" in str(err.value) and "box.ground" in str(err.value)
+
+
+# ---- MJCF: the floor is the ground, and a quadruped with position actuators stands ------------------------------
+QUADRUPED = """<mujoco model="quad">
+  <option timestep="0.002"/>
+  <default>
+    <geom contype="1" conaffinity="1"/>
+    <default class="visual"><geom contype="0" conaffinity="0" group="2"/></default>
+  </default>
+  <worldbody>
+    <geom name="floor" type="plane" size="5 5 0.1" friction="0.9"/>
+    <body name="torso" pos="0 0 0.33">
+      <freejoint/>
+      <geom type="box" size="0.2 0.1 0.04" mass="4"/>
+      <geom type="sphere" size="0.3" class="visual"/>
+      {legs}
+    </body>
+  </worldbody>
+  <actuator>{actuators}</actuator>
+</mujoco>
+"""
+
+
+def _quadruped(tmp_path):
+    legs, acts = [], []
+    for name, x, y in (("fl", 0.18, 0.1), ("fr", 0.18, -0.1), ("rl", -0.18, 0.1), ("rr", -0.18, -0.1)):
+        legs.append(f'<body name="{name}" pos="{x} {y} -0.04"><joint name="{name}_hip" axis="0 1 0" '
+                    f'range="-1 1"/><geom type="capsule" fromto="0 0 0 0 0 -0.25" size="0.02" mass="0.3"/>'
+                    f'<geom name="{name}_foot" type="sphere" pos="0 0 -0.25" size="0.025" mass="0.05" group="3"/>'
+                    f'</body>')
+        acts.append(f'<position joint="{name}_hip" kp="60" kv="2" forcerange="-30 30"/>')
+    path = tmp_path / "quad.xml"
+    path.write_text(QUADRUPED.format(legs="".join(legs), actuators="".join(acts)))
+    return path
+
+
+def test_an_mjcf_floor_becomes_the_ground_and_a_quadruped_with_its_position_actuators_stands(tmp_path):
+    pytest.importorskip("mujoco")
+    path = _quadruped(tmp_path)
+    doc = {"format_version": 1, "name": "quad_scene", "robot": {"file": str(path)}}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = compile_scene(parse_spec(doc, str(tmp_path / "scene.json")))
+    assert model.spec.ground is None                         # the document's own: none; the robot's is used
+    names = [c.name for c in model.contacts]
+    assert "torso.ground" in names and "fl.ground" in names
+    torso = model.contacts[names.index("torso.ground")]
+    assert len(torso.points) == 8                            # its box's corners; the visual sphere gives none
+    sim = core.Simulation(model)
+    lowest = np.inf
+    for _ in range(20):
+        sim.run(0.1)
+        lowest = min(lowest, float(sim.state.q[2]))
+    assert lowest > 0.2                                      # it landed on its feet, not its belly
+    assert np.abs(sim.state.qd).max() < 1e-3                 # and came to rest
+    m = float(model.mass.sum())
+    assert normal_forces(model, sim.data).sum() == pytest.approx(m * G, rel=1e-6)
+    feet = sum(normal_forces(model, sim.data)[k] for k in _point_indices(model, [f"{n}.ground" for n in
+                                                                                  ("fl", "fr", "rl", "rr")]))
+    assert feet == pytest.approx(m * G, rel=1e-6)            # on its four feet alone
+
+
+def _point_indices(model, contact_names):
+    out, k = [], 0
+    for c in model.contacts:
+        for _ in c.points:
+            if c.name in contact_names:
+                out.append(k)
+            k += 1
+    return out
+
+
+# ---- URDF: example-robot-data's Go2 stands with a ground and a PD, no contact point written ----------------------
+def test_example_robot_data_go2_stands_on_a_one_line_ground_with_a_pd(tmp_path):
+    from test_robots import ROBOTS
+    if ROBOTS is None:
+        pytest.skip("example-robot-data is not installed")
+    urdf = ROBOTS / "go2_description/urdf/go2.urdf"
+    stand = {"hip": 0.0, "thigh": 0.9, "calf": -1.8}
+    joints = [f"{leg}_{part}_joint" for leg in ("FL", "FR", "RL", "RR") for part in ("hip", "thigh", "calf")]
+    doc = {"format_version": 1, "name": "go2_stands", "simulation": {"dt": 0.001},
+           "robot": {"file": str(urdf), "base": "floating", "base_pose": [0, 0, 0.36, 1, 0, 0, 0],
+                     "q0": {j: stand[j.split("_")[1]] for j in joints}},
+           "ground": {"friction": 0.8},
+           "controllers": [{"type": "pd", "name": "stand", "joints": joints, "kp": 80.0, "kd": 2.0,
+                            "trajectory": {"type": "set_point", "q": [stand[j.split("_")[1]] for j in joints]}}]}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = compile_scene(parse_spec(doc, str(tmp_path / "go2.json")))
+    assert len(model.contacts) == 15                           # every link with <collision> meshes, none written
+    sim = core.Simulation(model)
+    sim.run(3.0, record_every=100)
+    m = float(model.mass.sum())
+    N = normal_forces(model, sim.data)
+    feet = _point_indices(model, [f"{leg}_foot.ground" for leg in ("FL", "FR", "RL", "RR")])
+    assert N.sum() == pytest.approx(m * G, rel=1e-3)
+    assert N[feet].sum() == pytest.approx(N.sum(), rel=1e-12)  # standing on its feet alone
+    assert sim.state.q[2] > 0.25 and np.abs(sim.state.qd).max() < 5e-3
