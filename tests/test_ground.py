@@ -221,3 +221,55 @@ def test_example_robot_data_go2_stands_on_a_one_line_ground_with_a_pd(tmp_path):
     assert N.sum() == pytest.approx(m * G, rel=1e-3)
     assert N[feet].sum() == pytest.approx(N.sum(), rel=1e-12)  # standing on its feet alone
     assert sim.state.q[2] > 0.25 and np.abs(sim.state.qd).max() < 5e-3
+
+
+# ---- the studio: collision shapes drawn on request, a ground added in one undoable step -------------------------
+def _ball_with_collision_sphere() -> dict:
+    return {"format_version": 1, "name": "ball", "simulation": {"dt": 0.001},
+            "bodies": [{"name": "ball", "joint": {"type": "free", "q0": [0, 0, 0.3, 1, 0, 0, 0]},
+                        "inertial": {"mass": 1.0, "com": [0, 0, 0], "inertia": [0.004, 0.004, 0.004, 0, 0, 0]},
+                        "shapes": [{"type": "box", "size": [0.1, 0.1, 0.1], "purpose": "visual",
+                                    "color": [0.2, 0.2, 0.9]},
+                                   {"type": "sphere", "radius": 0.15, "purpose": "collision",
+                                    "color": [0.95, 0.1, 0.1]}]}]}
+
+
+@pytest.mark.gui
+def test_the_viewport_draws_collision_shapes_only_when_asked(gl_renderer, qtbot):
+    from studio.headless import _viewport
+    from test_studio import rgb_array
+    model = compile_scene(parse_spec(_ball_with_collision_sphere(), "ball"))
+    view = _viewport(model, (320, 240))
+    qtbot.addWidget(view)
+
+    def red(rgb):
+        px = rgb.reshape(-1, 3).astype(int)
+        return int(np.count_nonzero((px[:, 0] > 120) & (px[:, 1] < 60) & (px[:, 2] < 60)))
+    hidden = red(rgb_array(view.render_image((320, 240), None)))
+    view.set_collision_shown(True)
+    shown = red(rgb_array(view.render_image((320, 240), None)))
+    assert shown > 500 and hidden < 0.02 * shown             # the red collision sphere appears (the x axis is red)
+    view.set_collision_shown(False)
+    assert red(rgb_array(view.render_image((320, 240), None))) < 0.02 * shown
+
+
+def test_adding_a_ground_in_the_document_and_the_robot_without_one_is_warned(tmp_path):
+    from studio.document import edits
+    spec = parse_spec(_ball_with_collision_sphere(), "ball")
+    with_ground = edits.add_ground(spec)
+    assert with_ground.ground is not None and spec.ground is None
+    with pytest.raises(SceneError, match="already"):
+        edits.add_ground(with_ground)
+    urdf = tmp_path / "floater.urdf"
+    urdf.write_text('<robot name="f"><link name="b"><inertial><mass value="1"/><inertia ixx="1" iyy="1" izz="1" '
+                    'ixy="0" ixz="0" iyz="0"/></inertial><collision><geometry><sphere radius="0.1"/></geometry>'
+                    '</collision></link></robot>')
+    doc = {"format_version": 1, "name": "floats", "robot": {"file": str(urdf), "base": "floating"}}
+    with pytest.warns(UserWarning, match="nothing is under it"):
+        compile_scene(parse_spec(doc, str(tmp_path / "s.json")))
+    doc["ground"] = {}
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        model = compile_scene(parse_spec(doc, str(tmp_path / "s.json")))
+    assert not [w for w in caught if "nothing is under it" in str(w.message)]
+    assert [c.name for c in model.contacts] == ["b.ground"] and model.contacts[0].points[0].radius == 0.1
