@@ -8,7 +8,7 @@ radius — against a plane. Which points stand for a shape:
 - a box: its eight corners (exact: a box meets a plane at a corner, an edge or a face);
 - a cylinder: :data:`RIM_POINTS` points evenly spaced on each of its two rims (a cylinder meets a plane on a
   rim; the regular polygon inscribed in the rim stands for it, so a cylinder lying on its side rests on a prism's
-  edge up to ``radius (1 − cos(π / RIM_POINTS))`` lower than the true one, 13 % of the radius);
+  edge up to ``radius (1 − cos(π / RIM_POINTS))`` lower than the true one, 7.6 % of the radius);
 - a mesh: the vertices of its convex hull that are furthest along the 14 directions of a 14-sided discrete
   orientation polytope (the axes and the corner diagonals of its frame), at most 14 points, fewer where two
   directions share a vertex or two picked vertices lie within 5 % of the mesh's extent of each other (a convex
