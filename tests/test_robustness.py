@@ -803,7 +803,12 @@ def test_ctrl_c_stops_a_run_within_a_second_and_leaves_nothing_half_written(tmp_
     subprocess.run(cmd + ["--duration", "0.1"], check=True, cwd=ROOT, timeout=120)
     before = (out / "summary.json").read_text()
     proc = subprocess.Popen(cmd + ["--duration", "100", "--force"], cwd=ROOT, stderr=subprocess.PIPE, text=True)
-    time.sleep(2.0)
+    deadline = time.monotonic() + 120.0                  # stepping: its records reach its staging folder (not
+    while time.monotonic() < deadline:                   # still starting or compiling, which a signal may not cut)
+        if any(f.stat().st_size > 0 for f in tmp_path.glob(".out.partial-*/*.csv")):
+            break
+        time.sleep(0.1)
+    time.sleep(0.5)
     sent = time.monotonic()
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=30)
