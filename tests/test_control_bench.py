@@ -105,7 +105,8 @@ def test_sweep_command_end_to_end(tmp_path):
             ref = next(p for p in pd if (p["trajectory"], p["k"]) == (r["trajectory"], r["k"]))
             assert float(r["normalized_error"]) == pytest.approx(float(r["l2_error"]) / float(ref["l2_error"]),
                                                                  rel=1e-8)
-    for name in ("fig3_3_pd_l2_vs_k.png", "fig3_4_pd_fast_sinusoid.png", "fig3_5_normalized_errors.png",
+    for name in ("fig3_2_trajectories.png", "fig3_3_pd_l2_vs_k.png", "fig3_4_pd_fast_sinusoid.png",
+                 "fig3_5_normalized_errors.png",
                  "fig3_6_mixture_fast_sinusoid.png", "fig3_7_adaptation_gain.png", "fig3_10_parameters.png"):
         assert (out / name).stat().st_size > 10_000, name
     summary = json.loads((out / "summary.json").read_text())
@@ -192,3 +193,94 @@ def test_sweep_arm_entries_give_idsl_its_parameters(tmp_path):
     with pytest.raises(SweepSpecError) as info:
         parse_sweep_spec(raw)
     assert "parameters.inertial.a1" in str(info.value) and "not linear" in str(info.value)
+
+
+def test_areas_translate_every_trajectory_into_each_joint_space_area():
+    """Fig. 3.2a / eq. 3.38–3.39: ``areas`` runs every trajectory in every joint-space area, translated by the
+    area's offset (the sinusoid's α, the point-to-point points), named <trajectory>@<area>; an offset of the
+    wrong length is refused with its path."""
+    from core.bench.sweep import make_trials
+    from core.bench.trial import trajectory_spec
+    from core.control.trajectories import from_spec
+    from core.scene.schema import TrajectorySpec
+    from pydantic import TypeAdapter
+    raw = {"arms": ["uno_kawato"], "trajectories": ["sanner_slotine", "point_to_point"], "controllers": ["pd"],
+           "areas": {"a": [0.0, 0.0], "c": [-2.9, 0.75]}}
+    res = parse_sweep_spec(raw)
+    assert set(res.trajectories) == {"sanner_slotine@a", "sanner_slotine@c", "point_to_point@a", "point_to_point@c"}
+    adapter = TypeAdapter(TrajectorySpec)
+    times = np.linspace(0.0, 7.0, 29)
+    for name in ("sanner_slotine", "point_to_point"):
+        a = from_spec(adapter.validate_python(trajectory_spec(res.trajectories[f"{name}@a"], 1.0)))
+        c = from_spec(adapter.validate_python(trajectory_spec(res.trajectories[f"{name}@c"], 1.0)))
+        np.testing.assert_allclose(c.sample(times) - a.sample(times), np.tile([-2.9, 0.75], (times.size, 1)),
+                                   atol=1e-12)
+    trials = make_trials(res)
+    assert len(trials) == 4 and {t.trajectory_name for t in trials} == set(res.trajectories)
+    assert trials[0].scene is not None and all(t.variant == "" for t in trials)
+    with pytest.raises(SweepSpecError) as info:
+        parse_sweep_spec({**raw, "areas": {"b": [1.0]}})
+    assert "$.areas.b" in str(info.value) and "2 joints" in str(info.value)
+
+
+def test_variants_rerun_the_grid_with_their_settings(tmp_path):
+    """``variants`` runs the whole grid once per variant with its settings replaced; each variant's errors are
+    normalized by its own PD; results.csv names the variant, table.md summarizes and fig_variants.png is drawn.
+    The two integrators give the same L2 to a few per cent (the error-controlled one is the reference)."""
+    from core.bench.sweep import make_trials
+    raw = {"arms": ["uno_kawato"], "trajectories": ["sanner_slotine"], "k": [1.0], "controllers": ["pd", "m2"],
+           "eta": [0.05], "adapt": 2.0, "measure": 1.0, "integrator": "cash_karp", "traces": False,
+           "variants": [{"name": "ck"}, {"name": "rk4_5", "integrator": "rk4", "dt": 0.005},
+                        {"name": "wide", "sigma": 2.0, "initial": "model"}]}
+    res = parse_sweep_spec(raw)
+    trials = make_trials(res)
+    assert len(trials) == 6
+    by = {(t.variant, t.controller): t for t in trials}
+    assert (by["rk4_5", "m2"].integrator, by["rk4_5", "m2"].dt) == ("rk4", 0.005)
+    assert by["ck", "m2"].integrator == "cash_karp" and by["wide", "m2"].sigma == 2.0
+    assert by["wide", "m2"].initial == "model" and by["ck", "m2"].initial == "zero"
+    spec = tmp_path / "v.json"
+    spec.write_text(json.dumps(raw))
+    out = tmp_path / "out"
+    proc = run_cli("sweep", str(spec), "--out", str(out), "--workers", "2")
+    assert proc.returncode == 0, proc.stderr
+    rows = list(csv.DictReader(open(out / "results.csv")))
+    assert [r["variant"] for r in rows] == ["ck", "ck", "rk4_5", "rk4_5", "wide", "wide"]     # the spec's order
+    for v in ("ck", "rk4_5", "wide"):
+        pd, m2 = (next(r for r in rows if r["variant"] == v and r["controller"] == c) for c in ("pd", "m2"))
+        assert float(m2["normalized_error"]) == pytest.approx(float(m2["l2_error"]) / float(pd["l2_error"]),
+                                                              rel=1e-8)
+    l2 = {(r["variant"], r["controller"]): float(r["l2_error"]) for r in rows}
+    assert l2["rk4_5", "pd"] == pytest.approx(l2["ck", "pd"], rel=0.02)
+    assert l2["wide", "pd"] == l2["ck", "pd"] and l2["wide", "m2"] != l2["ck", "m2"]   # σ reaches the mixture only (M1's one gate is 1 whatever σ)
+    table = (out / "table.md").read_text()
+    assert "| rk4_5 | uno_kawato | no | m2 | 0.05 | 1 |" in table
+    assert (out / "fig_variants.png").stat().st_size > 10_000
+    with pytest.raises(SweepSpecError) as info:
+        parse_sweep_spec({**raw, "variants": [{"name": "x"}, {"name": "x"}]})
+    assert "variant names must differ" in str(info.value)
+
+
+def test_shipped_thesis_grids_are_valid_specs():
+    """Every grid behind the README's thesis table parses, within the bounds of a sweep."""
+    from core.bench.sweep import read_sweep_spec
+    for path in sorted((SCENES / "sweeps").glob("thesis_*.toml")):
+        read_sweep_spec(path)
+
+
+def test_fig_3_3_pd_error_falls_with_gain_and_rises_with_bandwidth_on_the_human_arm():
+    """Fig. 3.3 (the Uno arm, whose K_p = 9, K_d = 1 the thesis calls "in the range of ... a comparably sized
+    human arm"): on q_d = (1.33 (1 − cos 2πkt), 0.75 cos 2πkt), "slower trajectories and/or higher gains lead to
+    better performance": at every k the L2 error falls from K_p = 9 to 36 to 144 (same damping ratio), and at the
+    two higher gains it rises with k over 0.1–1; the low gain's rises up to k = 0.6 (beyond it the arm barely
+    follows, and the error tends to the trajectory's own size)."""
+    ks = [0.1, 0.2, 0.4, 0.6, 0.8, 1.0]
+    gains = [(9.0, 1.0), (36.0, 2.0), (144.0, 4.0)]
+    trials = [trial("uno_kawato", "pd", trajectory_name="bandwidth", trajectory=TRAJECTORIES["bandwidth"], k=k,
+                    kp=kp, kd=kd, adapt=10.0, measure=10.0, integrator="rk4", dt=0.005)
+              for k in ks for kp, kd in gains]
+    with ProcessPoolExecutor(max_workers=min(2, os.cpu_count() or 1)) as ex:
+        l2 = np.array([r.l2_error for r in ex.map(run_trial, trials)]).reshape(len(ks), len(gains))
+    assert np.all(np.diff(l2, axis=1) < 0), l2                       # higher gains: smaller errors, at every k
+    assert np.all(np.diff(l2[:, 1:], axis=0) > 0), l2                # faster: larger errors
+    assert np.all(np.diff(l2[:4, 0]) > 0), l2
