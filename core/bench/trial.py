@@ -40,9 +40,10 @@ TRAJECTORIES = {
                        "omega": [0.75 * math.pi, 2.0 * math.pi]},
     # fig. 3.3: q_d = (1.33 (1 − cos 2πkt), 0.75 cos 2πkt)
     "bandwidth": {"type": "sinusoid", "alpha": [0.0, 0.0], "beta": [1.33, 0.75], "omega": [2.0 * math.pi] * 2},
-    # fig. 3.2c: straight movements with bell-shaped speed profiles around the same region, repeated, 1 s each
+    # fig. 3.2c: straight movements with bell-shaped speed profiles around the same region, 1 s each, repeated for
+    # 160 s (longer adaptation windows than the thesis's 30 + 10 s still track a moving target)
     "point_to_point": {"type": "point_to_point",
-                       "points": [[0.0, 0.75], [1.33, -0.75], [2.66, 0.75], [1.33, 0.0]] * 10 + [[0.0, 0.75]],
+                       "points": [[0.0, 0.75], [1.33, -0.75], [2.66, 0.75], [1.33, 0.0]] * 40 + [[0.0, 0.75]],
                        "durations": 1.0, "rate": 12.0},
 }
 
