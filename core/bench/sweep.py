@@ -391,7 +391,7 @@ def make_trials(res: ResolvedSpec) -> list[Trial]:
         over = {} if v is None else {f: getattr(v, f) for f in ("integrator", "dt", "tolerance", "sigma", "adapt",
                                                                  "measure", "initial") if getattr(v, f) is not None}
         settings = dict(sigma=s.sigma, adapt=s.adapt, measure=s.measure, dt=s.dt, integrator=s.integrator,
-                        tolerance=s.tolerance, initial="zero", **{})
+                        tolerance=s.tolerance, initial="zero")
         settings.update(over)
         for arm, scene in res.arms.items():
             for tname, traj in res.trajectories.items():
@@ -582,10 +582,12 @@ def run_sweep(res: ResolvedSpec, out: str | os.PathLike, workers: int | None = N
     unless it is an earlier sweep's output and ``replace`` (:func:`core.fileio.check_replaceable`)."""
     out = Path(out)
     check_replaceable(out, "sweep", replace)
+    from .cylinder import CylinderResolved, run_cylinder_sweep
+    if isinstance(res, CylinderResolved):                     # the cylinder grid is small: local cores only
+        dask = None
     client = connect_dask(dask) if dask else None            # (before anything is written)
     staged = staging_directory(out)
     try:
-        from .cylinder import CylinderResolved, run_cylinder_sweep
         if isinstance(res, CylinderResolved):
             summary = run_cylinder_sweep(res, staged, workers, progress)
         else:
