@@ -342,3 +342,39 @@ def test_fig_3_10_mixture_parameters_keep_moving():
     late_moves = np.ptp(P[late], axis=0)[active] / moved[active]
     assert np.median(late_moves) > 0.05, late_moves
     assert np.abs(np.diff(P[late], axis=0)).sum(axis=0)[active].min() > 0          # none has stopped
+
+
+AREAS = {"a": [0.0, 0.0], "b": [-1.33, 1.5], "c": [-2.9008, 0.75]}          # thesis_*.toml's joint-space areas
+
+
+@pytest.mark.slow
+def test_fig_3_9_viscosity_narrows_the_gap_between_idsl_and_the_mixtures_on_the_human_arm():
+    """Fig. 3.9: with nonlinear viscosity "differences between the adaptive methods are reduced". On the Uno arm
+    (Sanner–Slotine and point-to-point tasks at k = 1 in the three joint-space areas, η = 0.1) IDSL is far ahead
+    of the mixtures without viscosity, while with quadratic drag at the segments' centres of mass all four
+    adaptive controllers lie within a factor 1.5 of each other, every one still well below PD."""
+    from core.bench.trial import in_area
+    viscous = json.loads((SCENES / "uno_kawato_arm_viscous.json").read_text())
+    import tomllib
+    spec = tomllib.loads((SCENES / "sweeps" / "thesis_viscosity.toml").read_text())
+    uno = next(a for a in spec["arms"] if a["name"].startswith("uno"))["idsl_parameters"]
+    controllers = ["pd", "idsl", "m1", "m4", "m8"]
+    trials = []
+    for name in ("sanner_slotine", "point_to_point"):
+        for area, offset in AREAS.items():
+            traj = in_area(TRAJECTORIES[name], offset)
+            for c in controllers:
+                for arm, scene in (("plain", None), ("viscous", viscous)):
+                    t = trial("uno_kawato", c, trajectory_name=f"{name}@{area}", trajectory=traj,
+                              eta=None if c == "pd" else 0.1, idsl_parameters=uno)
+                    trials.append(Trial(**{**t.__dict__, "arm": arm, "scene": scene or t.scene}))
+    with ProcessPoolExecutor(max_workers=min(2, os.cpu_count() or 1)) as ex:
+        results = list(ex.map(run_trial, trials))
+    l2 = {(r.trial["arm"], r.trial["trajectory_name"], r.trial["controller"]): r.l2_error for r in results}
+    tasks = sorted({k[1] for k in l2})
+    norm = {(arm, c): np.mean([l2[(arm, task, c)] / l2[(arm, task, "pd")] for task in tasks])
+            for arm in ("plain", "viscous") for c in controllers[1:]}
+    plain = [norm[("plain", c)] for c in controllers[1:]]
+    wet = [norm[("viscous", c)] for c in controllers[1:]]
+    assert norm[("plain", "idsl")] < 0.2 * min(plain[1:]), norm                     # far ahead without viscosity
+    assert max(wet) / min(wet) < 1.5 and max(wet) < 0.3, norm                       # all close with it, ≪ PD
