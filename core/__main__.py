@@ -14,8 +14,10 @@
                                                atomically)
     python -m core sweep SPEC --out DIR [--force] [--workers N | --dask tcp://HOST:PORT]
                                                run the adaptive-control bench grid of SPEC (JSON or TOML; see
-                                               core.bench.sweep) in parallel; write DIR/results.csv, the
-                                               figures (PNG), traces and summary.json
+                                               core.bench.sweep) in parallel; write DIR/results.csv, DIR/table.md,
+                                               the figures (PNG), traces and summary.json; a SPEC with
+                                               bench = "cylinder" runs the nailed cylinder of thesis §2.3.2-2.3.3
+                                               (nail against penalty spring; core.bench.cylinder) on local cores
     python -m core compare SCENE --duration T --out DIR [--dt DT] [--integrator NAME] [--formulations A,B]
                                                run a scene under every formulation (dynamic_constraints,
                                                projection, multipliers); write DIR/comparison.md,
@@ -372,7 +374,8 @@ def main(argv: list[str] | None = None) -> int:
     r.add_argument("--max-steps", type=int, default=MAX_STEPS, metavar="N",
                    help=f"refuse runs of more than N steps, duration / dt (default {MAX_STEPS})")
     r.add_argument("--quiet", action="store_true", help="print nothing but errors")
-    w = sub.add_parser("sweep", help="run the adaptive-control bench grid of a SPEC file in parallel")
+    w = sub.add_parser("sweep", help="run the adaptive-control bench grid (or the thesis cylinder grid) of a SPEC "
+                                     "file in parallel")
     w.add_argument("spec", metavar="SPEC", help="sweep spec, JSON or TOML (fields: see core.bench.sweep)")
     w.add_argument("--out", required=True, metavar="DIR")
     w.add_argument("--force", action="store_true", help="replace an earlier sweep's output (atomically)")

@@ -284,3 +284,74 @@ def test_thesis_scenes_validate():
     proc = subprocess.run([sys.executable, "-m", "core", "validate", *names], capture_output=True, text=True,
                           cwd=ROOT)
     assert proc.returncode == 0, proc.stdout
+
+
+@lru_cache(maxsize=None)
+def held(method: str, stiffness: float | None = None, dt: float = 1e-3, gravity: bool = True,
+         duration: float = 3.0) -> dict:
+    """The cylinder of fig. 2.6–2.7 held by the nail or by a penalty spring (§2.3.3), one run of the cylinder
+    bench (core.bench.cylinder)."""
+    from core.bench.cylinder import run_cylinder
+    doc = json.loads((SCENES / "nail_cylinder_on_constraint.json").read_text())
+    if not gravity:
+        doc["gravity"] = [0, 0, 0]
+    run = dict(method=method, integrator="rk4", dt=dt, stiffness=stiffness, damping_ratio=0.0 if stiffness else None,
+               stabilization=None)
+    return run_cylinder(doc, run, duration, 1e-8, 5)
+
+
+def test_penalty_spring_drifts_as_one_over_k_and_far_more_than_the_nail():
+    """§2.3.3: a penalty method — a stiff spring of rest length 0 between the point and the nail — holds the point
+    only as well as its stiffness allows: the drift falls as 1/k (the spring must carry the swinging body's load,
+    |F| ≈ k |D|) and stays orders of magnitude above the dynamic constraint's, which only integration error
+    moves; and "the degree to which a point constraint is satisfied will vary depending on the additional forces
+    present": without gravity the spring's drift is smaller, the nail's is not the one that changes."""
+    nail = held("nail")
+    springs = {k: held("penalty", k) for k in (1e3, 1e4, 1e5)}
+    assert nail["status"] == "ok" and nail["max_deviation_m"] < 1e-9
+    for k, r in springs.items():
+        assert r["status"] == "ok"
+        assert r["max_deviation_m"] > 1e4 * nail["max_deviation_m"]
+    load = [k * r["max_deviation_m"] for k, r in springs.items()]          # ≈ the force the spring carries (N)
+    assert max(load) / min(load) < 1.3, load
+    weightless = held("penalty", 1e4, gravity=False)
+    assert weightless["max_deviation_m"] < 0.8 * springs[1e4]["max_deviation_m"]
+    assert held("nail", gravity=False)["max_deviation_m"] < 1e-9
+
+
+def test_penalty_spring_energy_errors_are_worse_and_high_gains_blow_up():
+    """§2.3.3: "like dynamic constraints, penalty methods inject energy ... but the problem is much more severe",
+    and "care must be taken when gains are very high to prevent instability". With the thesis's RK4 the
+    undamped spring's energy error (the books: E − E0, nothing else does work) grows with k and dt and exceeds the
+    nail's whole energy drift (which is the nail's work) from k = 1e4 N/m on; past RK4's stability limit
+    (dt·sqrt(k/m) ≈ 2.8) the step injects energy without bound and the run stops as diverged."""
+    nail = held("nail")
+    errors = {k: held("penalty", k)["max_energy_error_J"] for k in (1e3, 1e4, 1e5)}
+    assert errors[1e3] < errors[1e4] < errors[1e5]
+    assert errors[1e4] > 10 * nail["max_energy_error_J"]
+    assert held("penalty", 1e4, dt=2e-3)["max_energy_error_J"] > 4 * errors[1e4]      # grows with the step
+    wild = held("penalty", 1e7)
+    assert wild["status"] == "diverged" and wild["last_t_s"] < 0.1
+
+
+def test_cylinder_sweep_command(tmp_path):
+    """`python -m core sweep` runs a cylinder grid (bench = "cylinder"): results.csv, table.md, both figures."""
+    spec = tmp_path / "c.toml"
+    spec.write_text(f'bench = "cylinder"\nscene = "{SCENES / "nail_cylinder_on_constraint.json"}"\n'
+                    'duration = 0.5\nstiffness = [1e3, 1e7]\ndt = [0.001]\n')
+    out = tmp_path / "out"
+    proc = subprocess.run([sys.executable, "-m", "core", "sweep", str(spec), "--out", str(out), "--workers", "1"],
+                          capture_output=True, text=True, cwd=ROOT)
+    assert proc.returncode == 0, proc.stderr
+    from core.bench.cylinder import CYLINDER_COLUMNS
+    import csv
+    rows = list(csv.DictReader(open(out / "results.csv")))
+    assert tuple(rows[0]) == CYLINDER_COLUMNS and [r["method"] for r in rows] == ["nail", "penalty", "penalty"]
+    assert [r["status"] for r in rows] == ["ok", "ok", "diverged"]
+    assert (out / "fig2_7_energy.png").stat().st_size > 10_000 and (out / "fig2_penalty.png").stat().st_size > 10_000
+    assert "| penalty | rk4 | 0.001 | 1000 |" in (out / "table.md").read_text()
+    bad = tmp_path / "bad.toml"
+    bad.write_text('bench = "cylinder"\nstiffness = [-1]\nmethods = ["glue"]\n')
+    proc = subprocess.run([sys.executable, "-m", "core", "sweep", str(bad), "--out", str(tmp_path / "o")],
+                          capture_output=True, text=True, cwd=ROOT)
+    assert proc.returncode == 2 and "$.stiffness[0]" in proc.stderr and "$.methods[0]" in proc.stderr

@@ -10,6 +10,11 @@ is drawn only when the grid holds what it needs; :func:`draw_figures` returns th
 - fig3_8_gravity.png — a) absolute L2 errors with and without gravity, b) normalized errors with gravity.
 - fig3_9_viscosity.png — normalized errors on arms with nonlinear viscosity (scenes with force elements).
 - fig3_10_parameters.png — adaptive parameters of the mixture compensator against time (fig. 3.10).
+- fig3_2_trajectories.png — the desired trajectories (fig. 3.2): a) the joint-space areas the grid's trajectories
+  cover, b) the Sanner–Slotine sinusoid, c) a point-to-point sequence, circles 20 ms apart (drawn from the spec
+  alone, whatever was run).
+- fig_variants.png — for a grid with ``variants``: the mean normalized error of each controller (and η) under
+  each variant, unstable trials counted; the thesis's figures are drawn only for grids without variants.
 
 Figures with IDSL bars say in a caption which parameters IDSL adapted on each arm and with which gain (the
 ``parameterization`` and ``gamma`` columns of the results).
@@ -141,7 +146,7 @@ def fig3_3(out, rows, res):
     if len({r["k"] for r in pd}) < 2:
         return None
     trajs = list(dict.fromkeys(r["trajectory"] for r in pd))
-    traj = "bandwidth" if "bandwidth" in trajs else trajs[0]
+    traj = next((t for t in trajs if t.split("@")[0] == "bandwidth"), trajs[0])
     arms = sorted({r["arm"] for r in pd}, key=lambda a: (a != "uno_kawato", a))   # the human arm first
     plt = _plt()
     fig, axes = plt.subplots(1, len(arms), figsize=(4.2 * len(arms), 3.4), squeeze=False)
@@ -178,7 +183,8 @@ def _fast_sinusoid(rows, res):
            and not r["gravity"] and r["arm"] in _plain(res)]
     if not sin:
         return None
-    trajs = [t for t in ("sanner_slotine",) if any(r["trajectory"] == t for r in sin)] or [sin[0]["trajectory"]]
+    trajs = [t for t in dict.fromkeys(r["trajectory"] for r in sin) if t.split("@")[0] == "sanner_slotine"] \
+        or [sin[0]["trajectory"]]
     k = max(r["k"] for r in sin if r["trajectory"] == trajs[0])
     return trajs[0], k
 
@@ -346,11 +352,102 @@ def fig3_10(out, rows, res):
     return _save(fig, out / "fig3_10_parameters.png")
 
 
+def fig3_2(out, rows, res):
+    """Fig. 3.2: a) the joint-space areas covered by the grid's trajectories, b) the Sanner–Slotine sinusoid
+    (shoulder 0.75π, elbow 2π rad/s, eq. 3.38–3.39) and c) a point-to-point sequence (eq. 3.40–3.43), circles
+    20 ms apart, at k = 1."""
+    from ..control.trajectories import PointToPoint, Sinusoid
+    from ..scene.schema import TrajectorySpec
+    from pydantic import TypeAdapter
+    from ..control.trajectories import from_spec
+    adapter = TypeAdapter(TrajectorySpec)
+    built = {name: from_spec(adapter.validate_python({**t, "time_scale": 1.0}))
+             for name, t in res.trajectories.items() if t.get("type") in ("sinusoid", "point_to_point")}
+    built = {n: t for n, t in built.items() if t.n == 2}
+    if not built:
+        return None
+    plt = _plt()
+    fig, axes = plt.subplots(1, 3, figsize=(13, 4.2))
+    colours = {}
+    for name, traj in built.items():
+        area = name.split("@")[1] if "@" in name else ""
+        colour = colours.setdefault(area, f"C{len(colours)}")
+        span = traj.duration if isinstance(traj, PointToPoint) else 8.0      # the sinusoids repeat after 8 s
+        q = traj.sample(np.linspace(0.0, span, 1500))
+        axes[0].plot(q[:, 0], q[:, 1], "-", color=colour, lw=0.8, alpha=0.8,
+                     label=(f"area {area}" if area else None) if name.split("@")[0] == "sanner_slotine" else None)
+    axes[0].set_title("a) joint-space areas of the grid's trajectories", fontsize=9)
+    for ax, kind in ((axes[1], Sinusoid), (axes[2], PointToPoint)):
+        pick = next(((n, t) for n, t in built.items() if isinstance(t, kind)
+                     and n.split("@")[0] in ("sanner_slotine", "point_to_point")), None) \
+            or next(((n, t) for n, t in built.items() if isinstance(t, kind)), None)
+        if pick is None:
+            ax.set_visible(False)
+            continue
+        name, traj = pick
+        span = 8.0 if kind is Sinusoid else min(traj.duration, 4.0)     # one period of 0.75π and 2π rad/s
+        fine = traj.sample(np.linspace(0.0, span, 2000))
+        dots = traj.sample(np.arange(0.0, span + 1e-9, 0.02))
+        ax.plot(fine[:, 0], fine[:, 1], "k-", lw=0.8)
+        ax.plot(dots[:, 0], dots[:, 1], "o", ms=3, mfc="none", mec="tab:red", mew=0.6)
+        ax.set_title(("b) sinusoid " if kind is Sinusoid else "c) point-to-point ") + f"{name}, "
+                     f"{span:.3g} s, circles 20 ms apart", fontsize=9)
+    for ax in axes:
+        ax.set_xlabel("shoulder θ1 (rad)")
+        ax.set_ylabel("elbow θ2 (rad)")
+        ax.set_aspect("equal", adjustable="datalim")
+    if colours and any(colours):
+        axes[0].legend(fontsize=7)
+    fig.suptitle("Fig. 3.2: desired trajectories for tracking (k = 1)", fontsize=10)
+    return _save(fig, out / "fig3_2_trajectories.png")
+
+
+def fig_variants(out, rows, res):
+    """Mean normalized error per controller (and η) under each variant of the grid; unstable trials counted."""
+    variants = list(dict.fromkeys(r["variant"] for r in rows))
+    if len(variants) < 2 and not res.spec.variants:
+        return None
+    labels = [c for c in _controller_order(rows) if _base(c) != "pd" and _default_gains({"controller": c})]
+    etas = sorted({r["eta"] for r in rows if r["eta"] is not None})
+    keys = [(c, e) for c in labels for e in (etas if any(r["eta"] is not None for r in rows if r["controller"] == c)
+                                             else [None])]
+    groups = sorted({(r["arm"], r["gravity"]) for r in rows})
+    plt = _plt()
+    fig, axes = plt.subplots(len(groups), 1, figsize=(max(8.0, 0.5 * len(keys) * len(variants) / 2 + 4),
+                                                      3.4 * len(groups)), squeeze=False)
+    width = 0.8 / len(variants)
+    for ax, (arm, gravity) in zip(axes[:, 0], groups):
+        top = 0.0
+        for j, v in enumerate(variants):
+            for i, (c, e) in enumerate(keys):
+                sel = [r for r in rows if r["variant"] == v and r["arm"] == arm and r["gravity"] == gravity
+                       and r["controller"] == c and (e is None or r["eta"] == e)]
+                vals = np.array([r["normalized_error"] for r in sel if r["status"] == "ok"
+                                 and math.isfinite(r["normalized_error"])])
+                mean = vals.mean() if vals.size else 0.0
+                x = i + (j - (len(variants) - 1) / 2) * width
+                ax.bar(x, mean, width=width * 0.95, color=f"C{j}", label=v if i == 0 else None)
+                top = max(top, mean)
+                bad = sum(r["status"] == "unstable" for r in sel)
+                if bad:
+                    ax.text(x, mean, f"{bad}✗", ha="center", va="bottom", fontsize=6, color="tab:red")
+        ax.set_xticks(np.arange(len(keys)), [display(c) + ("" if e is None else f"\nη={e:g}") for c, e in keys],
+                      fontsize=7)
+        ax.set_ylabel("normalized L2 (mean)")
+        ax.set_title(f"{arm} arm, {'gravity' if gravity else 'no gravity'} (✗: unstable trials, left out)",
+                     fontsize=9)
+        ax.legend(fontsize=7, ncol=min(4, len(variants)))
+    fig.suptitle(f"Variants of {Path(res.source).name}", fontsize=10)
+    return _save(fig, out / "fig_variants.png")
+
+
 def draw_figures(out, rows, res) -> list[Path]:
     """Every figure the rows support; returns the paths written."""
     out = Path(out)
     written = []
-    for f in (fig3_3, fig3_4, fig3_5, fig3_6, fig3_7, fig3_8, fig3_9, fig3_10):
+    if res.spec.variants:
+        return [p for p in (fig3_2(out, rows, res), fig_variants(out, rows, res)) if p is not None]
+    for f in (fig3_2, fig3_3, fig3_4, fig3_5, fig3_6, fig3_7, fig3_8, fig3_9, fig3_10):
         p = f(out, rows, res)
         if p is not None:
             written.append(p)

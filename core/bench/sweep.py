@@ -24,6 +24,14 @@ The SPEC file (JSON, or TOML with the same fields)::
     dt, integrator, tolerance   the largest step (s), "cash_karp" (the thesis's adaptive Runge–Kutta) | "rk4"
                   | "semi_implicit_euler", the cash_karp error tolerance          default 0.01, "cash_karp", 1e-6
     unstable_error  a trial is unstable once |e| exceeds this (rad)                 default 30
+    areas         joint-space areas (fig. 3.2a): a table name → [offset per joint]; every trajectory is run in
+                  every area, translated by the offset (eq. 3.38–3.39's α; point-to-point points too) and named
+                  "<trajectory>@<area>"                                            default {} (as given)
+    variants      list of tables {name, and any of integrator, dt, tolerance, sigma, adapt, measure, initial
+                  ("zero" | "model": IDSL's initial estimates)}: the whole grid is run once per variant with
+                  those settings replaced; results.csv names it in ``variant``, PD normalizes per variant,
+                  and fig_variants.png compares them (the thesis's figures are drawn for grids without
+                  variants)                                                         default [] (one run)
     traces        write DIR/traces/<trial>.npz (errors, q, q_d every 20 ms; parameters every 0.05 s)   default true
     figures       draw the thesis's figures as PNG                                  default true
 
@@ -31,9 +39,10 @@ PD runs once per task (it has no η) and is added when a grid lacks it, since no
 ``normalized_error = L2(controller) / L2(PD with the same gains)`` on the same arm, trajectory, k and gravity.
 Controllers with a non-default gain level are labelled ``<controller>_kp<K_p>_kd<K_d>``.
 ``results.csv`` has the columns ``arm, trajectory, k, controller, eta, gravity, l2_error, normalized_error,
-unstable, status, reason, parameterization, gamma`` (η empty for controllers without adaptation, errors ``nan``
+unstable, status, reason, parameterization, gamma, variant`` (η empty for controllers without adaptation, errors ``nan``
 for unstable and failed trials; ``status`` ok, unstable or failed, ``reason`` why; for IDSL the parameters it
-adapted, e.g. ``custom(a1,a2,a3,a4)``, and its gain, ``eta*I`` for Γ = η·1).
+adapted, e.g. ``custom(a1,a2,a3,a4)``, and its gain, ``eta*I`` for Γ = η·1). ``table.md`` gives the mean
+normalized error ± s.d. and the unstable count of every (variant, arm, gravity, controller, η) over its tasks.
 
 Failing well: every controller label is checked against each arm's scene before the first trial (one scene per
 arm, trajectory and label is built and compiled: ``m100`` is refused there, with the scene's own message); a
@@ -63,13 +72,13 @@ from ..fileio import (atomic_write_bytes, atomic_write_text, check_replaceable, 
                       staging_directory)
 from ..scene.io import Problem
 from .trial import (DEFAULT_GAINS, TRAJECTORIES, Trial, TrialResult, adaptive, build_model, controller_key,
-                    failed_result, parse_controller, run_trial, trial_id)
+                    failed_result, in_area, parse_controller, run_trial, trial_id)
 
 __all__ = ["SweepSpec", "SweepSpecError", "ClusterError", "read_sweep_spec", "parse_sweep_spec", "make_trials", "run_sweep",
            "write_results", "COLUMNS", "check_dask_address", "DASK_CONNECT_TIMEOUT", "DASK_WORKER_TIMEOUT"]
 
 COLUMNS = ("arm", "trajectory", "k", "controller", "eta", "gravity", "l2_error", "normalized_error", "unstable",
-           "status", "reason", "parameterization", "gamma")
+           "status", "reason", "parameterization", "gamma", "variant")
 DASK_CONNECT_TIMEOUT = 10.0      # seconds to reach the scheduler
 DASK_WORKER_TIMEOUT = 60.0       # seconds for the scheduler to have a worker
 SCENES = Path(__file__).resolve().parents[2] / "scenes"
@@ -84,6 +93,18 @@ class ArmEntry(_Strict):
     scene: str
     idsl_parameters: Any = None
     idsl_gamma: Any = None
+
+
+class Variant(_Strict):
+    """Settings that replace the spec's own for one run of the whole grid (see the module docstring)."""
+    name: Annotated[str, Field(pattern=r"^[A-Za-z0-9_.+-]{1,40}$")]
+    integrator: Literal["rk4", "cash_karp", "semi_implicit_euler"] | None = None
+    dt: Annotated[float, Field(ge=1e-6, le=0.1)] | None = None
+    tolerance: Annotated[float, Field(ge=1e-14, le=1.0)] | None = None
+    sigma: Annotated[float, Field(gt=0)] | None = None
+    adapt: Annotated[float, Field(ge=0, le=3600.0)] | None = None
+    measure: Annotated[float, Field(gt=0, le=3600.0)] | None = None
+    initial: Literal["zero", "model"] | None = None
 
 
 def _adaptive_label(label: str) -> bool:
@@ -118,19 +139,30 @@ class SweepSpec(_Strict):
     integrator: Literal["rk4", "cash_karp", "semi_implicit_euler"] = "cash_karp"
     tolerance: Annotated[float, Field(ge=1e-14, le=1.0)] = 1e-6
     unstable_error: Annotated[float, Field(gt=0)] = 30.0
+    areas: dict[Annotated[str, Field(pattern=r"^[A-Za-z0-9_.+-]{1,40}$")], list[float]] = Field(default_factory=dict)
+    variants: list[Variant] = Field(default_factory=list)
     traces: bool = True
     figures: bool = True
 
     @model_validator(mode="after")
     def _bounded(self):
         labels = sum(len(self.eta) if _adaptive_label(c) else 1 for c in self.controllers)
-        cells = len(self.arms) * len(self.trajectories) * len(self.k) * labels * len(self.gravity) * len(self.gains)
+        cells = (len(self.arms) * len(self.trajectories) * max(1, len(self.areas)) * len(self.k) * labels
+                 * len(self.gravity) * len(self.gains) * max(1, len(self.variants)))
         if cells > MAX_TRIALS:
-            raise ValueError(f"the grid has {cells} trials (arms × trajectories × k × controllers, each adaptive one "
-                             f"× eta, × gravity × gains), more than the {MAX_TRIALS} a sweep may run; split it")
-        if self.adapt + self.measure > MAX_TRIAL_SECONDS:
-            raise ValueError(f"adapt + measure is {self.adapt + self.measure:g} s, more than the "
-                             f"{MAX_TRIAL_SECONDS:g} s a trial may last")
+            raise ValueError(f"the grid has {cells} trials (arms × trajectories × areas × k × controllers, each "
+                             f"adaptive one × eta, × gravity × gains × variants), more than the {MAX_TRIALS} a "
+                             "sweep may run; split it")
+        for v in [None, *self.variants]:
+            adapt = self.adapt if v is None or v.adapt is None else v.adapt
+            measure = self.measure if v is None or v.measure is None else v.measure
+            if adapt + measure > MAX_TRIAL_SECONDS:
+                raise ValueError(f"adapt + measure is {adapt + measure:g} s"
+                                 + (f" in variant {v.name!r}" if v is not None else "")
+                                 + f", more than the {MAX_TRIAL_SECONDS:g} s a trial may last")
+        names = [v.name for v in self.variants]
+        if len(set(names)) != len(names):
+            raise ValueError(f"variant names must differ: {names}")
         return self
 
 
@@ -187,6 +219,9 @@ def parse_sweep_spec(raw: Any, source: str = "<sweep>", base: Path | None = None
     from pydantic import TypeAdapter
 
     base = base or Path.cwd()
+    from .cylinder import is_cylinder_spec, parse_cylinder_spec
+    if is_cylinder_spec(raw):                             # thesis §2.3.2–2.3.3: the nailed cylinder's grid
+        return parse_cylinder_spec(raw, source, base)
     if not isinstance(raw, dict):
         raise SweepSpecError([Problem("$", "a sweep spec must be an object (a JSON object or a TOML table)",
                                       raw, True)], source)
@@ -261,6 +296,16 @@ def parse_sweep_spec(raw: Any, source: str = "<sweep>", base: Path | None = None
             if dims != nj:
                 problems.append(Problem(f"$.trajectories[{n}]", f"gives {dims} coordinates but arm {arm!r} has {nj} "
                                         "joints", name, True))
+    if spec.areas and not problems:                  # fig. 3.2a: every trajectory in every joint-space area
+        placed = {}
+        for area, offset in spec.areas.items():
+            for arm, nj in n_joints.items():
+                if len(offset) != nj:
+                    problems.append(Problem(f"$.areas.{area}", f"gives {len(offset)} offsets but arm {arm!r} has "
+                                            f"{nj} joints", offset, True))
+            for name, traj in trajectories.items():
+                placed[f"{name}@{area}"] = in_area(traj, offset)
+        trajectories = placed
     if problems:
         raise SweepSpecError(problems, source)
     res = ResolvedSpec(spec, arms, trajectories, source, has_forces, idsl)
@@ -342,25 +387,32 @@ def make_trials(res: ResolvedSpec) -> list[Trial]:
     cells = [(tuple(g), c) for g in s.gains for c in controllers]
     cells += [(tuple(g), "pd") for g in s.pd_gains if tuple(g) not in {tuple(x) for x in s.gains}]
     trials = []
-    for arm, scene in res.arms.items():
-        for tname, traj in res.trajectories.items():
-            for k in s.k:
-                for gravity in s.gravity:
-                    for gains, c in cells:
-                        for eta in (s.eta if adaptive(c) else [None]):
-                            trials.append(Trial(
-                                arm=arm, scene=scene, trajectory_name=tname, trajectory=traj, k=float(k),
-                                controller=c, eta=eta, gravity=bool(gravity), kp=float(gains[0]), kd=float(gains[1]),
-                                sigma=s.sigma, adapt=s.adapt, measure=s.measure, dt=s.dt, integrator=s.integrator,
-                                tolerance=s.tolerance, unstable_error=s.unstable_error, label=_label(c, gains),
-                                idsl_parameters=res.arm_idsl.get(arm, (None, None))[0],
-                                idsl_gamma=res.arm_idsl.get(arm, (None, None))[1]))
+    for v in (s.variants or [None]):
+        over = {} if v is None else {f: getattr(v, f) for f in ("integrator", "dt", "tolerance", "sigma", "adapt",
+                                                                 "measure", "initial") if getattr(v, f) is not None}
+        settings = dict(sigma=s.sigma, adapt=s.adapt, measure=s.measure, dt=s.dt, integrator=s.integrator,
+                        tolerance=s.tolerance, initial="zero")
+        settings.update(over)
+        for arm, scene in res.arms.items():
+            for tname, traj in res.trajectories.items():
+                for k in s.k:
+                    for gravity in s.gravity:
+                        for gains, c in cells:
+                            for eta in (s.eta if adaptive(c) else [None]):
+                                trials.append(Trial(
+                                    arm=arm, scene=scene, trajectory_name=tname, trajectory=traj, k=float(k),
+                                    controller=c, eta=eta, gravity=bool(gravity), kp=float(gains[0]),
+                                    kd=float(gains[1]), unstable_error=s.unstable_error, label=_label(c, gains),
+                                    idsl_parameters=res.arm_idsl.get(arm, (None, None))[0],
+                                    idsl_gamma=res.arm_idsl.get(arm, (None, None))[1],
+                                    variant="" if v is None else v.name, **settings))
     return trials
 
 
-def _rows(results: list[TrialResult]) -> list[dict]:
+def _rows(results: list[TrialResult], variants: tuple = ()) -> list[dict]:
     """The CSV rows, with the normalized errors against PD of the same task and gains."""
-    key = lambda t: (t["arm"], t["trajectory_name"], t["k"], t["gravity"], t["kp"], t["kd"])   # noqa: E731
+    key = lambda t: (t["arm"], t["trajectory_name"], t["k"], t["gravity"], t["kp"], t["kd"],      # noqa: E731
+                     t.get("variant", ""))
     ok = lambda r: not r.unstable and not getattr(r, "failed", False)                           # noqa: E731
     pd = {key(r.trial): r.l2_error for r in results if r.trial["controller"] == "pd" and ok(r)}
     rows = []
@@ -372,10 +424,33 @@ def _rows(results: list[TrialResult]) -> list[dict]:
         rows.append({"arm": t["arm"], "trajectory": t["trajectory_name"], "k": t["k"], "controller": t["label"],
                      "eta": t["eta"], "gravity": t["gravity"], "l2_error": r.l2_error, "normalized_error": norm,
                      "unstable": r.unstable, "status": status, "reason": r.reason,
-                     "parameterization": getattr(r, "parameterization", ""), "gamma": getattr(r, "gamma", "")})
-    rows.sort(key=lambda r: (r["arm"], r["trajectory"], r["gravity"], r["k"], controller_key(r["controller"]),
-                             -1 if r["eta"] is None else r["eta"]))
+                     "parameterization": getattr(r, "parameterization", ""), "gamma": getattr(r, "gamma", ""),
+                     "variant": t.get("variant", "")})
+    order = {name: n for n, name in enumerate(variants)}                # the spec's order
+    rows.sort(key=lambda r: (order.get(r["variant"], 0), r["arm"], r["trajectory"], r["gravity"], r["k"],
+                             controller_key(r["controller"]), -1 if r["eta"] is None else r["eta"]))
     return rows
+
+
+def results_table(rows: list[dict]) -> str:
+    """A Markdown table of the rows: per (variant, arm, gravity, controller, η) the mean normalized error ± s.d.
+    over its tasks, the mean L2 error (rad) and how many trials were unstable or failed."""
+    groups: dict = {}
+    for r in rows:
+        key = (r["variant"], r["arm"], r["gravity"], r["controller"], r["eta"])
+        groups.setdefault(key, []).append(r)
+    lines = ["| variant | arm | gravity | controller | η | tasks | normalized L2 (mean ± s.d.) | L2 mean (rad) | "
+             "unstable | failed |", "|---|---|---|---|---|---|---|---|---|---|"]
+    for (variant, arm, gravity, controller, eta), sel in groups.items():
+        ok = [r for r in sel if r["status"] == "ok"]
+        norm = np.array([r["normalized_error"] for r in ok if math.isfinite(r["normalized_error"])])
+        l2 = np.array([r["l2_error"] for r in ok if math.isfinite(r["l2_error"])])
+        cell = f"{norm.mean():.3f} ± {norm.std():.3f}" if norm.size else "–"
+        lines.append(f"| {variant or '–'} | {arm} | {'yes' if gravity else 'no'} | {controller} | "
+                     f"{'' if eta is None else f'{eta:g}'} | {len(sel)} | {cell} | "
+                     f"{f'{l2.mean():.4g}' if l2.size else '–'} | {sum(r['status'] == 'unstable' for r in sel)} | "
+                     f"{sum(r['status'] == 'failed' for r in sel)} |")
+    return "\n".join(lines) + "\n"
 
 
 def _fmt(v) -> str:
@@ -388,9 +463,9 @@ def _fmt(v) -> str:
     return str(v)
 
 
-def write_results(out: Path, results: list[TrialResult]) -> list[dict]:
-    """Write ``out/results.csv`` atomically; return its rows."""
-    rows = _rows(results)
+def write_results(out: Path, results: list[TrialResult], variants: tuple = ()) -> list[dict]:
+    """Write ``out/results.csv`` atomically (variants in the order given); return its rows."""
+    rows = _rows(results, variants)
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
     w.writerow(COLUMNS)
@@ -507,10 +582,16 @@ def run_sweep(res: ResolvedSpec, out: str | os.PathLike, workers: int | None = N
     unless it is an earlier sweep's output and ``replace`` (:func:`core.fileio.check_replaceable`)."""
     out = Path(out)
     check_replaceable(out, "sweep", replace)
+    from .cylinder import CylinderResolved, run_cylinder_sweep
+    if isinstance(res, CylinderResolved):                     # the cylinder grid is small: local cores only
+        dask = None
     client = connect_dask(dask) if dask else None            # (before anything is written)
     staged = staging_directory(out)
     try:
-        summary = _run_into(res, staged, workers, dask, client, progress)
+        if isinstance(res, CylinderResolved):
+            summary = run_cylinder_sweep(res, staged, workers, progress)
+        else:
+            summary = _run_into(res, staged, workers, dask, client, progress)
         mark_output(staged, "sweep")
         publish_directory(staged, out, replace=replace, command="sweep")
     except BaseException:
@@ -548,7 +629,8 @@ def _run_into(res: ResolvedSpec, out: Path, workers, dask, client, progress: boo
     if bar is not None:
         bar.close()
     wall = time.perf_counter() - start
-    rows = write_results(out, results)
+    rows = write_results(out, results, tuple(v.name for v in res.spec.variants))
+    atomic_write_text(out / "table.md", results_table(rows))
     figures, figures_error = [], None
     if res.spec.figures:
         from .figures import draw_figures

@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["adapted", "Trial", "TrialResult", "run_trial", "failed_result", "build_model", "controller_spec", "trajectory_spec", "TRAJECTORIES",
+__all__ = ["in_area", "adapted", "Trial", "TrialResult", "run_trial", "failed_result", "build_model", "controller_spec", "trajectory_spec", "TRAJECTORIES",
            "adaptive", "parse_controller", "controller_key", "trial_id", "DEFAULT_GAINS"]
 
 DEFAULT_GAINS = (9.0, 1.0)
@@ -40,11 +40,27 @@ TRAJECTORIES = {
                        "omega": [0.75 * math.pi, 2.0 * math.pi]},
     # fig. 3.3: q_d = (1.33 (1 − cos 2πkt), 0.75 cos 2πkt)
     "bandwidth": {"type": "sinusoid", "alpha": [0.0, 0.0], "beta": [1.33, 0.75], "omega": [2.0 * math.pi] * 2},
-    # fig. 3.2c: straight movements with bell-shaped speed profiles around the same region, repeated, 1 s each
+    # fig. 3.2c: straight movements with bell-shaped speed profiles around the same region, 1 s each, repeated for
+    # 160 s (longer adaptation windows than the thesis's 30 + 10 s still track a moving target)
     "point_to_point": {"type": "point_to_point",
-                       "points": [[0.0, 0.75], [1.33, -0.75], [2.66, 0.75], [1.33, 0.0]] * 10 + [[0.0, 0.75]],
+                       "points": [[0.0, 0.75], [1.33, -0.75], [2.66, 0.75], [1.33, 0.0]] * 40 + [[0.0, 0.75]],
                        "durations": 1.0, "rate": 12.0},
 }
+
+
+def in_area(trajectory: dict, offset) -> dict:
+    """A trajectory spec translated by ``offset`` in joint space: fig. 3.2a's joint-space areas, eq. 3.38–3.39's α
+    ("α_i and β_i are chosen to translate and scale the trajectory into one of the joint space regions"); the
+    points of a point-to-point trajectory and a set point move by the same offset."""
+    out = dict(trajectory)
+    off = np.asarray(offset, dtype=float)
+    if out["type"] == "sinusoid":
+        out["alpha"] = (np.asarray(out["alpha"], dtype=float) + off).tolist()
+    elif out["type"] == "point_to_point":
+        out["points"] = (np.asarray(out["points"], dtype=float) + off).tolist()
+    elif out["type"] == "set_point":
+        out["q"] = (np.asarray(out["q"], dtype=float) + off).tolist()
+    return out
 
 
 def parse_controller(label: str) -> dict:
@@ -76,7 +92,9 @@ def trial_id(t: dict) -> str:
     eta = "" if t["eta"] is None else f"_eta{t['eta']:g}"
     traj = t.get("trajectory_name", t.get("trajectory"))
     label = t.get("label") or t["controller"]
-    return f"{t['arm']}__{traj}__k{t['k']:g}__{label}{eta}__{'gravity' if t['gravity'] else 'nogravity'}"
+    variant = f"__{t['variant']}" if t.get("variant") else ""
+    return (f"{t['arm']}__{traj}__k{t['k']:g}__{label}{eta}__{'gravity' if t['gravity'] else 'nogravity'}"
+            f"{variant}")
 
 
 def adaptive(label: str) -> bool:
@@ -110,6 +128,8 @@ class Trial:
     label: str = ""                          # the controller column (with a gains suffix when not the defaults)
     idsl_parameters: Any = None              # the arm's own IDSL parameterization ("base", or a custom object)
     idsl_gamma: Any = None                   # and its Γ (None: the identity)
+    initial: str = "zero"                    # IDSL's initial estimates: "zero" (the thesis's) or "model"
+    variant: str = ""                        # the spec's variant this trial runs under ("" when it has none)
 
 
 @dataclass
@@ -160,6 +180,8 @@ def controller_spec(trial: Trial, trajectory: dict) -> dict:
                 out["parameters"] = parameters
             if gamma is not None:
                 out["gamma"] = gamma
+        if trial.initial != "zero":
+            out["initial_parameters"] = trial.initial
         return out
     return {**base, "type": "mixture", "kp": trial.kp, "kd": trial.kd, "eta": trial.eta, "experts": info["experts"],
             "rule": info["rule"], "sigma": trial.sigma}
