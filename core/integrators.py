@@ -411,12 +411,6 @@ def advance(tree, tab, ws, stage, y, active, slip, touched, clock, out, trace, e
                 ck.status = NOT_FINITE                        # a finite state whose evaluation overflows
                 ck.evaluated = False
                 break
-            if st.integrator != SEMI_IMPLICIT_EULER and _books_blown(out, y1, nq, nv, active.shape[0],
-                                                                     ck.corrections + correction, ck.energy0,
-                                                                     ck.energy_scale):
-                ck.status = BOOKS
-                ck.evaluated = False
-                break
             if find(tab, ws, out, t + h, y1[:nq], active, slip, touched, False) > 0:
                 # an event inside the step: bisect the step from its start until the first crossing is
                 # bracketed within the event tolerance (the first stage, at y0, is kept in k[0])
@@ -478,6 +472,14 @@ def advance(tree, tab, ws, stage, y, active, slip, touched, clock, out, trace, e
                     ck.status = EVENT
                     break
                 continue
+            # the books judged where a step is taken: a step with an event inside is taken again to the event, its
+            # unresolved end (a contact crossed, a lift-off not made) is never a state of the run
+            if st.integrator != SEMI_IMPLICIT_EULER and _books_blown(out, y1, nq, nv, active.shape[0],
+                                                                     ck.corrections + correction, ck.energy0,
+                                                                     ck.energy_scale):
+                ck.status = BOOKS
+                ck.evaluated = False
+                break
             y[:] = y1                                         # no event: the step is taken
             t = target
             ck.corrections += correction
