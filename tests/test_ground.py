@@ -50,6 +50,23 @@ def test_a_box_dropped_on_a_one_line_ground_rests_on_its_face_carrying_its_weigh
     assert (normal_forces(model, sim.data) >= -1e-9).all()
 
 
+def test_a_body_with_its_own_contact_on_the_ground_plane_is_left_to_it():
+    """The same points twice against one plane would be the same rows twice (a rank-deficient J, and a contact
+    scene ten times slower): a body that lists its own contact against the ground's plane keeps that one; one
+    against another plane (a wall) still gets the ground's."""
+    doc = _box_scene()
+    doc["contacts"] = [{"name": "mine", "body": "box"}]                   # the plane against gravity: the ground's
+    model = compile_scene(parse_spec(doc, "box"))
+    assert [c.name for c in model.contacts] == ["mine"]
+    sim = _settle(model, 1.5)
+    assert sim.state.q[2] == pytest.approx(0.1, abs=1e-6)
+    assert normal_forces(model, sim.data).sum() == pytest.approx(2.0 * G, rel=1e-6)
+    doc["contacts"][0]["plane"] = {"normal": [1, 0, 0], "origin": [-1, 0, 0]}   # a wall: both
+    assert [c.name for c in compile_scene(parse_spec(doc, "box")).contacts] == ["mine", "box.ground"]
+    doc["contacts"][0]["plane"] = {"normal": [0, 0, 2], "origin": [5, 3, 0]}    # the ground's plane, written so
+    assert [c.name for c in compile_scene(parse_spec(doc, "box")).contacts] == ["mine"]
+
+
 def test_the_ground_keeps_its_origin_normal_and_friction():
     """A tilted ground (10°) with μ = 0.5 > tan 10°: the box sticks on the slope, its weight's normal part
     carried; with μ = 0.1 it slides down the slope at g (sin α − μ cos α)."""
@@ -119,7 +136,8 @@ def test_ground_references_are_checked_with_their_path():
     doc = _box_scene(exclude=["box"])
     assert compile_scene(parse_spec(doc, "box")).contacts == ()
     doc = _box_scene()
-    doc["contacts"] = [{"name": "box.ground", "body": "box", "points": [[0, 0, 0]]}]
+    doc["contacts"] = [{"name": "box.ground", "body": "box", "points": [[0, 0, 0]],
+                        "plane": {"normal": [1, 0, 0], "origin": [-1, 0, 0]}}]        # (a wall: both wanted)
     with pytest.raises(SceneError) as err:
         compile_scene(parse_spec(doc, "box"))
     assert "$.ground" in str(err.value) and "box.ground" in str(err.value)

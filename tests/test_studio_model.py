@@ -138,6 +138,36 @@ def test_the_overview_of_a_long_run_stays_bounded_and_spans_it():
     assert h.count == 0 and len(h.recent()) == 0 and len(h.whole()) == 0
 
 
+def test_a_wide_layout_keeps_fewer_rows_within_the_memory_bound():
+    narrow, wide = History(10, capacity=40_000), History(1000, capacity=40_000)
+    assert narrow.capacity == 40_000 and narrow.overview_capacity == 20_000
+    held = wide._ring.nbytes + wide._overview.nbytes
+    assert held <= 48 * 2**20 < 8 * 1000 * (2 * 40_000 + 20_000)       # unbounded, it would take 800 MB
+    assert 0 < wide.capacity < 40_000 and 2 <= wide.overview_capacity < 20_000
+
+
+@pytest.mark.parametrize("new_width", [3, 4000])         # the same capacity, and a row so wide it holds fewer
+def test_remap_keeps_each_column_s_history(new_width):
+    h = History(2, capacity=2000, overview_capacity=400, max_bytes=2**20)
+    t = np.arange(5000.0)
+    h.append(np.column_stack([t, -t]))
+    source = [0, None, 1] + [None] * (new_width - 3)
+    before_recent, before_whole = h.recent().copy(), h.whole().copy()
+    h.remap(new_width, source)
+    assert h.width == new_width
+    recent, whole = h.recent(), h.whole()
+    assert np.all(np.isnan(recent[:, 1])) and np.array_equal(recent[:, 2], -recent[:, 0])
+    assert np.array_equal(whole[:, 2], -whole[:, 0]) and np.all(np.diff(whole[:, 0]) > 0)
+    assert recent[-1, 0] == 4999 and whole[-1, 0] == 4999 and whole[0, 0] == 0
+    if new_width == 3:                                   # nothing lost
+        assert np.array_equal(recent[:, [0, 2]], before_recent) and np.array_equal(whole[:, [0, 2]], before_whole)
+    else:                                                # the newest rows the smaller ring holds
+        assert h.capacity < 2000 and len(recent) == h.capacity
+        assert np.array_equal(recent[:, 0], before_recent[-h.capacity:, 0])
+    h.append(np.full((1, new_width), np.nan))            # and it goes on
+    assert h.count > 0
+
+
 # ---- samples, probe and reload (the worker's side) ------------------------------------------------------------
 def test_sample_rows_hold_what_the_plots_show():
     sim = core.Simulation(core.load_scene(ARM))

@@ -185,3 +185,49 @@ def test_the_frame_rate_overlay_is_a_view_toggle_that_shows_frames_per_second(wi
     action.trigger()
     qtbot.waitUntil(lambda: not label.isVisible())
     win.pause()
+
+
+def test_a_plot_of_many_series_draws_the_largest_and_says_so(qtbot):
+    """A scene whose contacts give a hundred constraint rows: each plot draws the MAX_CURVES series largest over the
+    time shown (chosen again as they change), with their dashed partners, and its title says how many of how many."""
+    from studio.qt.window.plotfigure import MAX_CURVES
+    from studio.run.samples import SampleLayout
+    k = 100
+    names = tuple(f"c{i}" for i in range(k))
+    groups, labels, start = {}, {}, 0
+    for group, size, lab in (("t", 1, ("t",)), ("energy", 5, ("T", "V", "E", "W", "audit")), ("force", k, names),
+                             ("deviation", k, names), ("deviation_rate", k, names), ("residual", k, names),
+                             ("singular", 1, ("σ1",)), ("joint", 0, ())):
+        groups[group], labels[group] = slice(start, start + size), lab
+        start += size
+    layout = SampleLayout(groups=groups, labels=labels, joint_q=(), joint_units=())
+    panel = PlotPanel()
+    qtbot.addWidget(panel)
+    panel.resize(600, 900)
+    panel.show()
+    qtbot.waitExposed(panel)
+
+    def batch(t0, big):                               # the series of index in ``big`` are the largest
+        t = t0 + 1e-3 * np.arange(50)
+        rows = np.full((50, layout.width), 1e-3)
+        rows[:, 0] = t
+        for g in ("force", "deviation", "deviation_rate", "residual"):
+            cols = np.arange(groups[g].start, groups[g].stop)
+            rows[:, cols[list(big)]] = 1.0 + np.arange(len(big))
+        return SampleBatch(run=1, layout=layout, rows=rows)
+
+    first = range(k - MAX_CURVES, k)
+    panel.add_batch(batch(0.0, first))
+    qtbot.waitUntil(lambda: panel.redraws >= 1)
+    panel.redraw()
+    drawn = [label for label, *_ in panel.figure.curve_data("force")]
+    assert drawn == [f"c{i}" for i in first]
+    dashed = [label for label, *_ in panel.figure.curve_data("deviation") if label.endswith("(rate)")]
+    assert dashed == [f"c{i} (rate)" for i in first]             # the partners of the solid ones drawn
+    assert f"the {MAX_CURVES} largest of {k}" in panel.figure.plots["force"].titleLabel.text
+    assert len(panel.curves["force"]) == MAX_CURVES               # a pool, not a curve per series
+    later = range(0, 2 * MAX_CURVES, 2)
+    panel.set_window(0.01)                                        # only the newest samples in view
+    panel.add_batch(batch(0.05, later))
+    panel.redraw()
+    assert [label for label, *_ in panel.figure.curve_data("force")] == [f"c{i}" for i in later]

@@ -32,7 +32,8 @@ import numpy as np
 from .io import Problem
 from .placement import shape_pose
 
-__all__ = ["RIM_POINTS", "MESH_DIRECTIONS", "shape_points", "body_points", "ground_contacts", "touches"]
+__all__ = ["RIM_POINTS", "MESH_DIRECTIONS", "shape_points", "body_points", "ground_contacts", "touches",
+           "world_plane"]
 
 RIM_POINTS = 8
 #: The 14 directions whose furthest hull vertices stand for a mesh (a 14-DOP), unit vectors in the mesh's frame.
@@ -104,6 +105,23 @@ def body_points(body, ground=None) -> list[tuple[np.ndarray, float]]:
     return [pt for shape in body.shapes if touches(shape, ground) for pt in shape_points(shape)]
 
 
+def world_plane(normal, origin, gravity) -> tuple[np.ndarray, np.ndarray]:
+    """``(unit normal, origin)`` of a plane fixed in the world: ``normal`` if given, else against ``gravity``, else
+    +z; ``origin`` if given, else the world's origin."""
+    if normal is not None:
+        n = np.array(normal, dtype=float)
+    elif np.linalg.norm(gravity) > 0:
+        n = -np.asarray(gravity, dtype=float)
+    else:
+        n = np.array([0.0, 0.0, 1.0])
+    return n / np.linalg.norm(n), np.array(origin if origin is not None else (0.0, 0.0, 0.0), dtype=float)
+
+
+def _same_plane(a, b) -> bool:
+    (n1, o1), (n2, o2) = a, b
+    return float(n1 @ n2) > 1.0 - 1e-12 and abs(float(n1 @ (o2 - o1))) <= 1e-12 * (1.0 + np.linalg.norm(o2 - o1))
+
+
 def ground_contacts(spec) -> tuple[list, list, list[Problem]]:
     """``(contacts, points, problems)`` of the scene's ``ground``: one :class:`ContactSpec` per body with shapes
     that touch it (named ``<body>.ground``), the (point, radius) list of each, and what is wrong with the
@@ -121,8 +139,11 @@ def ground_contacts(spec) -> tuple[list, list, list[Problem]]:
     taken = {c.name for c in spec.contacts} | {c.name for c in spec.constraints}
     contacts, points = [], []
     chosen = set(g.bodies) if g.bodies is not None else None
+    plane = world_plane(g.normal, g.origin, spec.gravity)
+    own = {c.body for c in spec.contacts if c.plane.body is None
+           and _same_plane(plane, world_plane(c.plane.normal, c.plane.origin, spec.gravity))}
     for body in spec.bodies:
-        if body.name in g.exclude or (chosen is not None and body.name not in chosen):
+        if body.name in g.exclude or body.name in own or (chosen is not None and body.name not in chosen):
             continue
         pts = body_points(body, g)
         if not pts:

@@ -24,7 +24,7 @@ from ..joint_constraints import JointSpaceConstraint, derivative_problems, joint
 from ..kinematics import normalize_configuration
 from ..points import link_kinematics, position_at
 from . import limits
-from .collision import body_points, ground_contacts
+from .collision import body_points, ground_contacts, world_plane
 from .io import Problem, SceneError
 from .placement import shape_pose
 
@@ -213,13 +213,7 @@ def _contact_plane(c, bodies: dict, gravity: np.ndarray, here: str, problems: li
     otherwise (a box face: from the shape's pose and size); None with a problem added if it cannot be made."""
     plane = c.plane
     if plane.body is None:
-        if plane.normal is not None:
-            normal = np.array(plane.normal, dtype=float)
-        elif np.linalg.norm(gravity) > 0:
-            normal = -gravity
-        else:
-            normal = np.array([0.0, 0.0, 1.0])
-        return normal, np.array(plane.origin or (0.0, 0.0, 0.0), dtype=float)
+        return world_plane(plane.normal, plane.origin, gravity)
     if plane.face is None:
         return (np.array(plane.normal or (0.0, 0.0, 1.0), dtype=float),
                 np.array(plane.origin or (0.0, 0.0, 0.0), dtype=float))

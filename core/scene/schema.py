@@ -606,7 +606,8 @@ class GroundSpec(Strict):
     ``collision``, passing the ``contype``/``conaffinity`` filter) become a contact of that body with the plane
     through ``origin`` along ``normal`` (default: against gravity, or +z without gravity), named
     ``<body>.ground``, with the shapes' default contact points (:func:`core.scene.collision.contact_points`).
-    ``bodies`` keeps only those bodies, ``exclude`` leaves those out. ``restitution``, ``friction``,
+    ``bodies`` keeps only those bodies, ``exclude`` leaves those out; a body with a listed contact of its own
+    against the same plane is left to that contact. ``restitution``, ``friction``,
     ``rest_speed``, ``stabilization`` and ``liftoff_delay`` as in a contact. A robot include's own ground (an
     MJCF floor) is used when the document gives none."""
     origin: Vec3 = (0.0, 0.0, 0.0)

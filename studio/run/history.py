@@ -9,24 +9,35 @@ Thread: any (used by :mod:`studio.qt.window.plots` on the GUI thread). Plain Num
   window never copies;
 - the *overview* of the whole run: every ``stride``-th row; when it fills, every other row is dropped and the
   stride doubles, so its size stays under ``overview_capacity`` however long the run.
+
+Both are allocated up front, so their memory is bounded by ``max_bytes`` (48 MiB by default): a wide layout — a
+scene whose contacts give hundreds of constraint rows, each with its force, deviation, rate and residual — keeps
+proportionally fewer rows rather than a gigabyte (100 000 rows of 946 columns would be 760 MB).
 """
 from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["History"]
+__all__ = ["History", "MAX_BYTES"]
+
+MAX_BYTES = 48 * 2**20
 
 
 class History:
     """Any thread, one at a time (the plots use it on the GUI thread). Rows of ``width`` floats appended in time
     order (column 0 = t)."""
 
-    def __init__(self, width: int, capacity: int = 60_000, overview_capacity: int = 20_000):
+    def __init__(self, width: int, capacity: int = 60_000, overview_capacity: int = 20_000,
+                 max_bytes: int = MAX_BYTES):
         if capacity < 1 or overview_capacity < 2:
             raise ValueError("capacities must be positive (overview at least 2)")
         self.width = int(width)
-        self.capacity = int(capacity)
-        self.overview_capacity = int(overview_capacity)
+        rows = 2 * int(capacity) + int(overview_capacity)            # what the two buffers hold together
+        fit = max_bytes // (8 * max(self.width, 1))
+        scale = min(1.0, fit / rows)
+        self.capacity = max(1, int(capacity * scale))
+        self.overview_capacity = max(2, int(overview_capacity * scale))
+        self._asked = (int(capacity), int(overview_capacity), int(max_bytes))
         self._ring = np.full((2 * self.capacity, self.width), np.nan)
         self._overview = np.full((self.overview_capacity, self.width), np.nan)
         self.clear()
@@ -137,13 +148,23 @@ class History:
 
     def remap(self, width: int, source: list) -> None:
         """Change the row layout to ``width`` columns, column j taken from old column ``source[j]`` (None: NaN):
-        the plots keep their history when an edit adds or removes a constraint."""
+        the plots keep their history when an edit adds or removes a constraint. A wider row may hold fewer rows
+        (``max_bytes``): then the newest are kept, and the overview thinned as appending would have."""
+        kept = [(j, k) for j, k in enumerate(source) if k is not None]
+        to = np.array([j for j, _ in kept], dtype=np.intp)
+        take = np.array([k for _, k in kept], dtype=np.intp)
+
         def moved(a: np.ndarray) -> np.ndarray:
             out = np.full((a.shape[0], int(width)), np.nan)
-            for j, k in enumerate(source):
-                if k is not None:
-                    out[:, j] = a[:, k]
+            out[:, to] = a[:, take]
             return out
-        self._ring = moved(self._ring)
-        self._overview = moved(self._overview)
-        self.width = int(width)
+        resized = History(width, self._asked[0], self._asked[1], self._asked[2])
+        if (resized.capacity, resized.overview_capacity) == (self.capacity, self.overview_capacity):
+            self._ring, self._overview = moved(self._ring), moved(self._overview)
+            self.width = int(width)
+            return
+        overview, ring = moved(self.whole()), moved(self.recent())
+        older = overview[overview[:, 0] < ring[0, 0]] if len(ring) and len(overview) else overview
+        resized.append(older if len(ring) else overview)        # (thinned already: kept as it was, then thinned)
+        resized.append(ring)
+        self.__dict__.update(resized.__dict__)

@@ -26,6 +26,10 @@ Readable at any value:
   of them: the event list has them all); the time axis's label names the kinds shown in their colours, and
   hovering near a line says what happened (kind, time, contact point or constraint, impulse or force).
 
+At most :data:`MAX_CURVES` series a plot: a scene whose contacts give hundreds of constraint rows draws, of each
+plot, the series largest over the time shown (their dashed partners with them), chosen again at every draw, and
+the title says how many of how many it shows ("the 24 largest of 154"). The rest are in the recorded CSV.
+
 Cheap to redraw: :meth:`PlotFigure.draw` may be told which plots to update (those in sight), each plot is painted
 once per draw (the view boxes take their new ranges at once, not at the next paint, which painted every plot
 twice), and pyqtgraph clips the curves to the view and thins them to the plot's width (peak mode).
@@ -57,6 +61,9 @@ LINEAR_MIN_RANGE = 0.01
 #: Margins between the curves and the plot's edges: of the y range on each side, and of the time window.
 PADDING = 0.06
 X_PADDING = 0.01
+#: The most series one plot draws at a time (solid ones; each may bring its dashed partner): those largest over
+#: the time shown.
+MAX_CURVES = 24
 AXIS_WIDTH = 66               # px of every left axis (aligned plots): room for "−2.5·10⁻¹⁵"
 SUPERSCRIPT = str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹")
 BACKGROUND = (30, 32, 36)
@@ -370,7 +377,8 @@ class PlotFigure(QObject):
         self.shown: dict[str, bool] = {p.key: p.shown for p in PLOTS}
         self.log: dict[str, bool] = {p.key: p.log for p in PLOTS}
         self.plots: dict[str, pg.PlotItem] = {}
-        self.curves: dict[str, list] = {}          # key -> [(column, curve, ghost curve, label, colour, dashed)]
+        self.curves: dict[str, list] = {}          # key -> [[column, curve, ghost curve, label, colour, dashed]]
+        self._series: dict[str, tuple] = {}        # key -> (solid, dashed) of a plot with too many to draw
         self._markers: dict[str, list] = {}
         self._cursor: dict[str, pg.InfiniteLine] = {}
         self._hover: dict[str, pg.InfiniteLine] = {}
@@ -410,6 +418,7 @@ class PlotFigure(QObject):
         self.graphics.clear()
         self.plots.clear()
         self.curves.clear()
+        self._series.clear()
         self._markers.clear()
         self._cursor.clear()
         self._hover.clear()
@@ -462,8 +471,11 @@ class PlotFigure(QObject):
                 self.graphics.ci.layout.effectiveSizeHint(Qt.SizeHint.MinimumSize).height()))
 
     def _make_curves(self, plot, spec: PlotSpec) -> list:
+        """The curves of ``spec``'s plot: one per series, or a pool of :data:`MAX_CURVES` (and their dashed
+        partners) that :meth:`draw` gives the largest series when there are more (their descriptions kept in
+        ``_series``)."""
         lay = self.layout_spec
-        curves = []
+        solid, dashed = [], []                       # [column, label, colour, dashed]
         first = list(lay.labels[spec.groups[0]])
         for n, group in enumerate(spec.groups):
             if group not in lay.groups:
@@ -476,16 +488,60 @@ class PlotFigure(QObject):
                 # a dashed curve takes the colour of the solid one it belongs to (q_d of joint j: q of joint j)
                 match = label.split(": ")[-1]
                 k = first.index(match) if n and match in first else k
-                colour = PALETTE[k % len(PALETTE)]
-                style = Qt.PenStyle.DashLine if n else Qt.PenStyle.SolidLine
-                pen = pg.mkPen(colour, width=1, style=style)   # 1 px: the raster engine's fast path (1.5 px: 2x)
-                ghost = plot.plot([], [], pen=pg.mkPen(colour + (GHOST_ALPHA,), width=1, style=style))
-                ghost.setZValue(-1)
-                ghost.setVisible(False)
-                curve = plot.plot([], [], pen=pen)
-                curves.append((col, curve, ghost, label if n == 0 else f"{label} (q_d)" if group == "desired"
-                               else f"{label} (rate)", colour, bool(n)))
-        return curves
+                shown = label if n == 0 else f"{label} (q_d)" if group == "desired" else f"{label} (rate)"
+                (dashed if n else solid).append([col, shown, PALETTE[k % len(PALETTE)], bool(n), match])
+        if len(solid) > MAX_CURVES:
+            self._series[spec.key] = (solid, dashed)
+            pool = solid[:MAX_CURVES] + (dashed[:MAX_CURVES] if dashed else [])
+        else:
+            pool = solid + dashed
+        return [[col, *self._curve_pair(plot, colour, is_dashed), label, colour, is_dashed]
+                for col, label, colour, is_dashed, _ in pool]
+
+    @staticmethod
+    def _curve_pair(plot, colour, dashed: bool):
+        style = Qt.PenStyle.DashLine if dashed else Qt.PenStyle.SolidLine
+        ghost = plot.plot([], [], pen=pg.mkPen(colour + (GHOST_ALPHA,), width=1, style=style))
+        ghost.setZValue(-1)
+        ghost.setVisible(False)
+        curve = plot.plot([], [], pen=pg.mkPen(colour, width=1, style=style))   # 1 px: the raster engine's fast
+        return curve, ghost                                                    # path (1.5 px: 2x)
+
+    def _choose(self, key: str, rows: np.ndarray, lo: float, hi: float) -> None:
+        """Give the curve pool of plot ``key`` the :data:`MAX_CURVES` series largest over [lo, hi] (in their
+        order; the dashed partners of those), a curve taking its series' colour."""
+        solid, dashed = self._series[key]
+        inside = rows[(rows[:, 0] >= lo) & (rows[:, 0] <= hi)] if len(rows) else rows
+        columns = np.array([d[0] for d in solid])
+        if len(inside):
+            with np.errstate(all="ignore"):
+                size = np.nan_to_num(np.nanmax(np.abs(inside[:, columns]), axis=0, initial=0.0), nan=0.0)
+        else:
+            size = np.zeros(len(columns))
+        order = np.argsort(-size, kind="stable")[:MAX_CURVES]
+        chosen = [solid[i] for i in sorted(order)]
+        names = {d[4] for d in chosen}
+        partners = [d for d in dashed if d[4] in names][:MAX_CURVES]
+        pool = self.curves[key]
+        solid_pool = [e for e in pool if not e[5]]
+        dashed_pool = [e for e in pool if e[5]]
+        for entries, picks in ((solid_pool, chosen), (dashed_pool, partners)):
+            for entry, pick in zip(entries, picks + [None] * (len(entries) - len(picks))):
+                if pick is None:
+                    entry[0] = None
+                    continue
+                col, label, colour, is_dashed, _ = pick
+                if entry[4] != colour:
+                    style = Qt.PenStyle.DashLine if is_dashed else Qt.PenStyle.SolidLine
+                    entry[1].setPen(pg.mkPen(colour, width=1, style=style))
+                    entry[2].setPen(pg.mkPen(colour + (GHOST_ALPHA,), width=1, style=style))
+                entry[0], entry[3], entry[4] = col, label, colour
+
+    def undrawn(self, key: str) -> int:
+        """How many series of plot ``key`` are not drawn now (:data:`MAX_CURVES`)."""
+        if key not in self._series:
+            return 0
+        return len(self._series[key][0]) - sum(1 for e in self.curves[key] if not e[5] and e[0] is not None)
 
     def set_log(self, key: str, on: bool) -> None:
         self.log[key] = bool(on)
@@ -505,7 +561,7 @@ class PlotFigure(QObject):
             k = int(np.clip(np.searchsorted(self._rows[:, 0], t), 0, len(self._rows) - 1))
             row = self._rows[k]
         for col, _, _, label, colour, dashed in self.curves[key]:
-            if dashed and row is None:
+            if col is None or (dashed and row is None):
                 continue                       # the legend names the solid curves; dashed ones say so in the title
             mark = "╌" if dashed else "━"
             value = "" if row is None else " " + _value(float(row[col]))
@@ -527,6 +583,10 @@ class PlotFigure(QObject):
             used += w
         rest = len(entries) - len(shown)
         more = f" &nbsp;<span style='color:#8a8f98'>+{rest}</span>" if rest else ""
+        if key in self._series:
+            total = len(self._series[key][0])
+            more += (f" &nbsp;<span style='color:#8a8f98'>(the {total - self.undrawn(key)} largest of "
+                     f"{total})</span>")
         text = f"<b>{title}</b> &nbsp; " + " &nbsp;".join(shown) + more
         plot.setTitle(text, size=self.title_size, color=TITLE_COLOUR)
         plot.layout.setRowFixedHeight(0, TITLE_HEIGHT)
@@ -583,7 +643,13 @@ class PlotFigure(QObject):
                 continue
             log = self.log[key]
             shown = []
+            if key in self._series:
+                self._choose(key, rows, lo, hi)
             for col, curve, ghost_curve, *_ in curves:
+                if col is None:                       # a pool curve with no series to draw
+                    curve.setData([], [])
+                    ghost_curve.setVisible(False)
+                    continue
                 y = rows[:, col] if len(rows) else np.zeros(0)
                 if log:
                     y = np.where(y > LOG_FLOOR, y, np.where(np.isnan(y), np.nan, LOG_FLOOR))
@@ -697,4 +763,4 @@ class PlotFigure(QObject):
 
     def curve_data(self, key: str) -> list:
         """``[(label, x, y)]`` of the shown curves of plot ``key`` (for tests and exports)."""
-        return [(label, c.xData, c.yData) for _, c, _, label, _, _ in self.curves.get(key, [])]
+        return [(label, c.xData, c.yData) for col, c, _, label, _, _ in self.curves.get(key, []) if col is not None]
