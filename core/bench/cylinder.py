@@ -103,7 +103,7 @@ def parse_cylinder_spec(raw: dict, source: str, base: Path):
     """A validated cylinder SPEC and its scene document, or :class:`core.bench.sweep.SweepSpecError`."""
     from ..scene import SceneError, compile_scene, read_spec
     from ..scene.io import Problem
-    from .sweep import SweepSpecError, _path
+    from .specs import SweepSpecError, spec_path as _path
     try:
         spec = CylinderSpec.model_validate(raw)
     except ValidationError as exc:

@@ -71,6 +71,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from ..fileio import (atomic_write_bytes, atomic_write_text, check_replaceable, mark_output, publish_directory,
                       staging_directory)
 from ..scene.io import Problem
+from .specs import SweepSpecError, spec_path as _path
 from .trial import (DEFAULT_GAINS, TRAJECTORIES, Trial, TrialResult, adaptive, build_model, controller_key,
                     failed_result, in_area, parse_controller, run_trial, trial_id)
 
@@ -166,16 +167,6 @@ class SweepSpec(_Strict):
         return self
 
 
-class SweepSpecError(ValueError):
-    """A sweep SPEC that cannot be run; ``problems`` lists everything wrong, each with its JSON path."""
-
-    def __init__(self, problems: list[Problem], source: str):
-        self.problems = list(problems)
-        self.source = source
-        lines = "\n".join(f"  {p}" for p in self.problems)
-        super().__init__(f"{source}: {len(self.problems)} problem(s):\n{lines}")
-
-
 @dataclass
 class ResolvedSpec:
     """A validated spec with its arms loaded (name → scene document) and trajectories resolved
@@ -186,18 +177,6 @@ class ResolvedSpec:
     source: str = "<sweep>"
     arm_has_forces: dict[str, bool] = field(default_factory=dict)
     arm_idsl: dict[str, tuple] = field(default_factory=dict)     # name → an arm entry's (parameters, gamma)
-
-
-def _path(loc) -> str:
-    out = "$"
-    for el in loc:
-        if isinstance(el, int):
-            out += f"[{el}]"
-        elif el in ("str", "ArmEntry", "dict[str,any]") or "[" in str(el):
-            continue
-        else:
-            out += f".{el}"
-    return out
 
 
 def _arm_path(entry, base: Path) -> tuple[str, Path]:
