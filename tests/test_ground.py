@@ -9,6 +9,7 @@ feet with no contact point written by hand, its normal forces summing to m g.
 from __future__ import annotations
 
 import json
+import math
 import warnings
 
 import numpy as np
@@ -321,3 +322,38 @@ def test_example_robot_data_solo12_stands_on_a_one_line_ground_with_a_pd(tmp_pat
     assert N.sum() == pytest.approx(m * G, rel=1e-3)
     assert N[feet].sum() == pytest.approx(N.sum(), rel=1e-12)
     assert sim.state.q[2] > 0.15 and np.abs(sim.state.qd).max() < 0.2      # (a soft PD: its joints still sway)
+
+
+def test_a_robot_file_s_actuators_get_sliders_that_drive_it(tmp_path, gl_renderer, qtbot):
+    """An MJCF robot's position actuators, which the document does not list, get a slider each in the control
+    panel spanning their command (a target angle here, not a torque), and moving one drives its joint there."""
+    pytest.importorskip("mujoco")
+    from PySide6.QtCore import QSettings
+    from studio.qt.window.control_panel import SLIDER_STEPS
+    from studio.qt.window.main_window import MainWindow
+    from test_studio import FIRST_USE_MS, show
+    robot = _quadruped(tmp_path)
+    scene = tmp_path / "scene.json"
+    scene.write_text(json.dumps({"format_version": 1, "name": "quad", "gravity": [0, 0, 0],
+                                 "robot": {"file": str(robot)}}))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = core.load_scene(scene)
+    win = MainWindow(model, path=scene, settings=QSettings(str(tmp_path / "s.ini"), QSettings.Format.IniFormat))
+    show(qtbot, win, 1280, 720)
+    qtbot.waitUntil(lambda: "fl_hip_actuator" in win.controls.actuator_sliders, timeout=FIRST_USE_MS)
+    assert set(win.controls.actuator_sliders) == {f"{n}_hip_actuator" for n in ("fl", "fr", "rl", "rr")}
+    slider = win.controls.actuator_sliders["fl_hip_actuator"]
+    low, high = slider.span
+    assert (low, high) == (-10.0, 10.0)                       # no ctrlrange in the file: ±10 of its command
+    slider.setValue(round(0.5 / high * SLIDER_STEPS))          # a target of 0.5 rad, past the joint's range
+
+    win.play()
+    qtbot.waitUntil(lambda: win.sim_thread.latest.t > 3.0, timeout=60_000)
+    win.pause()
+    qtbot.waitUntil(lambda: not win.sim_thread.latest.playing)
+    q = win.sim_thread.latest.q
+    # (the file's range="-1 1" is in degrees, MJCF's default): driven to its upper limit
+    assert q[model.q_slice("fl_hip")][0] == pytest.approx(math.radians(1.0), abs=1e-3)
+    assert abs(q[model.q_slice("fr_hip")][0]) < 1e-3           # the others hold their target, 0
+    win.close()

@@ -13,11 +13,13 @@ that the worker applies in place at a step boundary (gains keep the adaptive sta
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 from PySide6.QtCore import Qt, Signal, Slot
 from PySide6.QtWidgets import (QBoxLayout, QComboBox, QFormLayout, QGroupBox, QHBoxLayout, QLabel, QMenu,
                                QSlider, QToolButton, QVBoxLayout, QWidget)
 
+from core.forces import ACTUATOR
 from core.scene import SceneError
 
 from studio.document import edits
@@ -58,6 +60,7 @@ class ControlPanel(QWidget):
         self.actuator_box.setMinimumWidth(200)
         layout.addWidget(self.actuator_box, 2)
         self.actuator_sliders: dict[str, QSlider] = {}
+        self._model = None                        # the compiled model running (show_model), None before one
         document.changed.connect(lambda spec, _sel: self._show_spec(spec))
         document.loaded.connect(self._show_spec)
         self._show_spec(document.spec)
@@ -216,8 +219,7 @@ class ControlPanel(QWidget):
         self.dt_editor.set_value(s.dt)
         self.integrator_editor.set_value(s.integrator)
         self.formulation_editor.set_value(s.formulation)
-        actuators = [f for f in spec.forces if f.type == "actuator"]
-        wanted = [(f.name, f.joint, f.limit, f.torque) for f in actuators]
+        wanted = _actuator_rows(spec, self._model)
         # a controller drives the joints and there are no actuators: the controller's editor takes the room
         self.actuator_box.setVisible(bool(wanted) or not self.controller_editor.isVisibleTo(self))
         if wanted == getattr(self, "_actuators_shown", None):
@@ -229,10 +231,10 @@ class ControlPanel(QWidget):
             if item.widget() is not None:
                 item.widget().deleteLater()
         self.actuator_sliders.clear()
-        for name, joint, limit, torque in wanted:
-            bound = "" if limit is None else f", ±{format_number(limit)}"
-            box.addWidget(QLabel(f"{name} <span style='color: gray'>(joint {joint}{bound})</span>"))
-            box.addWidget(self._actuator_row(name, limit, torque))
+        for row in wanted:
+            box.addWidget(QLabel(f"{row.name} <span style='color: gray'>({row.joint}, {row.what} "
+                                 f"{format_number(row.low)} … {format_number(row.high)}{row.unit_text})</span>"))
+            box.addWidget(self._actuator_row(row))
         if not wanted:
             hint = QLabel("This scene has no actuators (add one: Edit ▸ Add ▸ Force ▸ Actuator).")
             hint.setWordWrap(True)
@@ -240,39 +242,53 @@ class ControlPanel(QWidget):
             box.addWidget(hint)
         box.addStretch(1)
 
-    def _actuator_row(self, name: str, limit: float | None, torque: float) -> QWidget:
-        span = float(limit) if limit is not None else max(10.0, 2.0 * abs(torque))
+    def show_model(self, model) -> None:
+        """Take the compiled model the simulation runs (its actuators include those a robot file brings, which
+        the document does not list)."""
+        if model is self._model:
+            return
+        self._model = model
+        self._show_spec(self._document.spec)
+
+    def _actuator_row(self, a: "_Actuator") -> QWidget:
         row = QWidget()
         h = QHBoxLayout(row)
         h.setContentsMargins(0, 0, 0, 0)
         slider = wheel_only_when_focused(QSlider(Qt.Orientation.Horizontal))
         slider.setRange(-SLIDER_STEPS, SLIDER_STEPS)
-        value = editor_for("float", {}, "N·m")
+        value = editor_for("float", {}, a.unit)
         h.addWidget(slider, 1)
         h.addWidget(value)
         value.edit.setFixedWidth(70)
+        low, high = a.low, a.high
+
+        def of_step(k: int) -> float:
+            return low + (high - low) * (k + SLIDER_STEPS) / (2 * SLIDER_STEPS)
+
+        def step_of(v: float) -> int:
+            return round((v - low) / (high - low) * 2 * SLIDER_STEPS) - SLIDER_STEPS if high > low else 0
 
         def from_slider(k: int) -> None:
-            v = span * k / SLIDER_STEPS
+            v = of_step(k)
             value.set_value(v)
-            self.actuator_changed.emit(name, v)
+            self.actuator_changed.emit(a.name, v)
 
         def from_text(v) -> None:
-            v = max(-span, min(span, float(v)))
+            v = max(low, min(high, float(v)))
             slider.blockSignals(True)
-            slider.setValue(round(v / span * SLIDER_STEPS))
+            slider.setValue(step_of(v))
             slider.blockSignals(False)
             value.set_value(v)
-            self.actuator_changed.emit(name, v)
+            self.actuator_changed.emit(a.name, v)
 
         slider.valueChanged.connect(from_slider)
         value.committed.connect(lambda v: from_text(v) if v is not None else None)
         slider.blockSignals(True)
-        slider.setValue(round(max(-span, min(span, torque)) / span * SLIDER_STEPS))
+        slider.setValue(step_of(max(low, min(high, a.value))))
         slider.blockSignals(False)
-        value.set_value(torque)
-        slider.span = span
-        self.actuator_sliders[name] = slider
+        value.set_value(a.value)
+        slider.span = (low, high)
+        self.actuator_sliders[a.name] = slider
         return row
 
     def reset_actuators(self) -> None:
@@ -280,3 +296,63 @@ class ControlPanel(QWidget):
         self._actuators_shown = None
         self._show_spec(self._document.spec)
 
+
+@dataclass(frozen=True)
+class _Actuator:
+    """One actuator's slider: its name, the joint it drives, the command's range and its value now."""
+    name: str
+    joint: str
+    low: float
+    high: float
+    value: float
+    plain: bool                                  # the command is the torque (gain 1, no bias)
+
+    @property
+    def unit(self) -> str:
+        return "N·m" if self.plain else ""
+
+    @property
+    def what(self) -> str:
+        return "torque" if self.plain else "command"
+
+    @property
+    def unit_text(self) -> str:
+        return " N·m" if self.plain else ""
+
+
+def _command_range(command_range, limit, force_range, torque, gain, bias) -> tuple[float, float]:
+    """The range a slider spans: the command's own range when it has one; for a plain actuator (the command is
+    the force) its force range; else ± max(10, 2 |value|)."""
+    if command_range is not None and all(math.isfinite(float(v)) for v in command_range):
+        return float(command_range[0]), float(command_range[1])
+    plain = gain == 1.0 and tuple(bias) == (0.0, 0.0, 0.0)
+    if plain and limit is not None and math.isfinite(limit):
+        return -float(limit), float(limit)
+    if plain and force_range is not None:
+        return float(force_range[0]), float(force_range[1])
+    span = max(10.0, 2.0 * abs(torque))
+    return -span, span
+
+
+def _actuator_rows(spec, model) -> list:
+    """The actuators of the scene: those its document lists, then those only the compiled ``model`` has (a robot
+    file's), each with the range its slider spans."""
+    rows, named = [], set()
+    for f in spec.forces:
+        if f.type == "actuator":
+            low, high = _command_range(f.command_range, f.limit, f.force_range, f.torque, f.gain, f.bias)
+            rows.append(_Actuator(f.name, f"joint {f.joint}", low, high, f.torque,
+                                  f.gain == 1.0 and tuple(f.bias) == (0.0, 0.0, 0.0)))
+            named.add(f.name)
+    if model is not None:
+        joint_of = {}
+        for i in range(model.n_links):
+            start = int(model.v_start[i])
+            for k in range(start, start + int(model.nv_j[i])):
+                joint_of[k] = model.joint_link_names[i]
+        for f in model.forces:
+            if f.kind == ACTUATOR and f.name not in named:
+                low, high = _command_range(f.command_range, f.limit, f.force_range, f.torque, f.gain, f.bias)
+                rows.append(_Actuator(f.name, f"joint {joint_of.get(int(f.dof), '?')}, from the robot file", low,
+                                      high, f.torque, f.gain == 1.0 and tuple(f.bias) == (0.0, 0.0, 0.0)))
+    return rows
