@@ -8,6 +8,7 @@ Runs are shared between tests (one per scene and duration) and use the scenes' o
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from functools import lru_cache
@@ -355,3 +356,31 @@ def test_cylinder_sweep_command(tmp_path):
     proc = subprocess.run([sys.executable, "-m", "core", "sweep", str(bad), "--out", str(tmp_path / "o")],
                           capture_output=True, text=True, cwd=ROOT)
     assert proc.returncode == 2 and "$.stiffness[0]" in proc.stderr and "$.methods[0]" in proc.stderr
+
+
+def _dies_on_stiff_springs(task):
+    """A cylinder run whose worker process dies on the stiffest spring (as if killed, or out of memory)."""
+    from core.bench.cylinder import run_cylinder
+    if task["run"]["stiffness"] == 1e7:
+        os._exit(1)
+    index = task.pop("index")
+    return dict(run_cylinder(**task), _index=index)
+
+
+def test_a_dead_cylinder_worker_fails_only_its_run(tmp_path, monkeypatch):
+    """The cylinder grid runs on the sweep's pool (core.bench.pool): a worker that dies fails its run alone,
+    named in the table, and the others keep their order and results."""
+    import core.bench.cylinder as cylinder
+    from core.__main__ import main as core_main
+    spec = tmp_path / "c.toml"
+    spec.write_text(f'bench = "cylinder"\nscene = "{SCENES / "nail_cylinder_on_constraint.json"}"\n'
+                    'duration = 0.2\nstiffness = [1e3, 1e7, 1e4]\ndt = [0.001]\nfigures = false\n')
+    monkeypatch.setattr(cylinder, "_run_task", _dies_on_stiff_springs)
+    out = tmp_path / "out"
+    assert core_main(["sweep", str(spec), "--out", str(out), "--workers", "2", "--quiet"]) == 0
+    import csv
+    rows = list(csv.DictReader(open(out / "results.csv")))
+    assert [(r["method"], r["stiffness"], r["status"]) for r in rows] == [
+        ("nail", "", "ok"), ("penalty", "1000", "ok"), ("penalty", "1e+07", "failed"), ("penalty", "10000", "ok")]
+    assert "failed: RuntimeError: its worker process died" in (out / "table.md").read_text()
+    assert json.loads((out / "summary.json").read_text())["failed"] == 1

@@ -24,7 +24,9 @@ max_energy_error_J, energy_rate_J_per_s, audit_error_J, steps, wall_time_s``; en
 mechanical energy, kinetic + gravity + the penalty spring's elastic energy; ``audit_error`` what the energy
 books leave unexplained, E − E0 − the constraint's and dampers' work, i.e. the integrator's own error), the
 figures, ``table.md`` and ``summary.json``; a run whose energy books or state blow up is ``diverged``, its
-measures taken over its records up to the last good state (``last_t_s``). It runs on the local cores.
+measures taken over its records up to the last good state (``last_t_s``). It runs on the local cores
+(:func:`core.bench.pool.local_results`, as the sweep): a run that raises or whose worker dies is ``failed``, the
+reason in ``table.md``, and the others stand.
 """
 from __future__ import annotations
 
@@ -33,11 +35,12 @@ import io
 import json
 import math
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Literal
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 __all__ = ["CylinderSpec", "is_cylinder_spec", "parse_cylinder_spec", "run_cylinder_sweep", "cylinder_runs",
            "run_cylinder", "penalty_document", "CYLINDER_COLUMNS"]
@@ -103,17 +106,8 @@ def parse_cylinder_spec(raw: dict, source: str, base: Path):
     """A validated cylinder SPEC and its scene document, or :class:`core.bench.sweep.SweepSpecError`."""
     from ..scene import SceneError, compile_scene, read_spec
     from ..scene.io import Problem
-    from .specs import SweepSpecError, spec_path as _path
-    try:
-        spec = CylinderSpec.model_validate(raw)
-    except ValidationError as exc:
-        problems = []
-        for err in exc.errors(include_url=False):
-            message = err["msg"].removeprefix("Value error, ")
-            if err["type"] == "extra_forbidden":
-                message = "unknown field (check its spelling); fields: " + ", ".join(CylinderSpec.model_fields)
-            problems.append(Problem(_path(err["loc"]), message, err.get("input"), err["type"] != "missing"))
-        raise SweepSpecError(problems, source) from None
+    from .specs import SweepSpecError, validated
+    spec = validated(CylinderSpec, raw, source)
     path = Path(spec.scene)
     path = path if path.is_absolute() else base / path
     try:
@@ -129,9 +123,12 @@ def parse_cylinder_spec(raw: dict, source: str, base: Path):
     return CylinderResolved(spec, doc, source)
 
 
+@dataclass(frozen=True)
 class CylinderResolved:
-    def __init__(self, spec: CylinderSpec, scene: dict, source: str):
-        self.spec, self.scene, self.source = spec, scene, source
+    """A validated cylinder SPEC, its scene document and where it came from."""
+    spec: CylinderSpec
+    scene: dict
+    source: str
 
 
 def penalty_document(doc: dict, stiffness: float, damping_ratio: float) -> dict:
@@ -196,6 +193,23 @@ def run_cylinder(scene: dict, run: dict, duration: float, tolerance: float, reco
     return out
 
 
+def _run_task(task: dict) -> dict:
+    """:func:`run_cylinder` of one task of the pool (:func:`core.bench.pool.local_results`), with its index in
+    the grid (the pool gives rows as they finish)."""
+    task = dict(task)
+    index = task.pop("index")
+    return dict(run_cylinder(**task), _index=index)
+
+
+def _failed_task(task: dict, exc: BaseException) -> dict:
+    """The row of a run that raised or whose worker died: status ``failed``, the reason kept, no measures."""
+    nan = math.nan
+    return dict(task["run"], _index=task["index"], status="failed", error=f"{type(exc).__name__}: {exc}"[:300],
+                max_deviation_m=nan, final_deviation_m=nan, energy_change_J=nan, max_energy_error_J=nan,
+                energy_rate_J_per_s=nan, audit_error_J=nan, last_t_s=0.0, steps=0, wall_time_s=0.0,
+                _trace={"t": np.zeros(0), "deviation": np.zeros(0), "energy_change": np.zeros(0)})
+
+
 def _fmt(v) -> str:
     if v is None:
         return ""
@@ -213,7 +227,10 @@ def _label(r: dict) -> str:
 def _table(rows: list[dict]) -> str:
     lines = ["| method | integrator | dt (s) | k (N/m) | ζ | λ (1/s) | status | max drift (m) | E(T) − E(0) (J) | "
              "books' error (J) |", "|---|---|---|---|---|---|---|---|---|---|"]
-    done = lambda r: r["status"] + ("" if r["status"] == "ok" else f" at {r['last_t_s']:.3g} s")   # noqa: E731
+    def done(r) -> str:
+        if r["status"] == "failed":
+            return f"failed: {r['error']}".replace("|", "/")
+        return r["status"] + ("" if r["status"] == "ok" else f" at {r['last_t_s']:.3g} s")
     for r in rows:
         lines.append(f"| {r['method']} | {r['integrator']} | {r['dt']:g} | {_fmt(r['stiffness'])} | "
                      f"{_fmt(r['damping_ratio'])} | {_fmt(r['stabilization'])} | {done(r)} | "
@@ -302,19 +319,16 @@ def _figures(out: Path, rows: list[dict], spec: CylinderSpec) -> list[Path]:
 
 def run_cylinder_sweep(res: CylinderResolved, out: Path, workers: int | None = None, progress: bool = True) -> dict:
     """Run every cell into ``out`` (a staging folder), write its files; return the summary."""
-    from ..fileio import atomic_write_text
     import os
-    from concurrent.futures import ProcessPoolExecutor
+    from ..fileio import atomic_write_text
+    from .pool import local_results
     spec = res.spec
     runs = cylinder_runs(spec)
     start = time.perf_counter()
     workers = workers or os.cpu_count() or 1
-    args = [(res.scene, r, spec.duration, spec.tolerance, spec.record_every) for r in runs]
-    if workers <= 1:
-        rows = [run_cylinder(*a) for a in args]
-    else:
-        with ProcessPoolExecutor(max_workers=workers) as ex:
-            rows = list(ex.map(run_cylinder, *zip(*args)))
+    tasks = [dict(index=k, scene=res.scene, run=r, duration=spec.duration, tolerance=spec.tolerance,
+                  record_every=spec.record_every) for k, r in enumerate(runs)]
+    rows = sorted(local_results(workers, tasks, _run_task, _failed_task), key=lambda row: row["_index"])
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
     w.writerow(CYLINDER_COLUMNS)
@@ -329,7 +343,8 @@ def run_cylinder_sweep(res: CylinderResolved, out: Path, workers: int | None = N
         except Exception as exc:                                  # noqa: BLE001 — the results stand without them
             figures_error = f"{type(exc).__name__}: {exc}"[:300]
     summary = {"spec": res.source, "bench": "cylinder", "trials": len(rows),
-               "unstable": sum(r["status"] != "ok" for r in rows), "failed": 0, "workers": workers, "dask": None,
+               "unstable": sum(r["status"] == "diverged" for r in rows),
+               "failed": sum(r["status"] == "failed" for r in rows), "workers": workers, "dask": None,
                "wall_time_s": time.perf_counter() - start, "figures": [p.name for p in figures],
                "figures_error": figures_error, "spec_resolved": json.loads(spec.model_dump_json())}
     atomic_write_text(out / "summary.json", json.dumps(summary, indent=2) + "\n")

@@ -71,7 +71,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from ..fileio import (atomic_write_bytes, atomic_write_text, check_replaceable, mark_output, publish_directory,
                       staging_directory)
 from ..scene.io import Problem
-from .specs import SweepSpecError, spec_path as _path
+from .pool import local_results
+from .specs import SweepSpecError, spec_path as _path, validated
 from .trial import (DEFAULT_GAINS, TRAJECTORIES, Trial, TrialResult, adaptive, build_model, controller_key,
                     failed_result, in_area, parse_controller, run_trial, trial_id)
 
@@ -204,16 +205,7 @@ def parse_sweep_spec(raw: Any, source: str = "<sweep>", base: Path | None = None
     if not isinstance(raw, dict):
         raise SweepSpecError([Problem("$", "a sweep spec must be an object (a JSON object or a TOML table)",
                                       raw, True)], source)
-    try:
-        spec = SweepSpec.model_validate(raw)
-    except ValidationError as exc:
-        problems = []
-        for err in exc.errors(include_url=False):
-            message = err["msg"].removeprefix("Value error, ")
-            if err["type"] == "extra_forbidden":
-                message = "unknown field (check its spelling); fields: " + ", ".join(SweepSpec.model_fields)
-            problems.append(Problem(_path(err["loc"]), message, err.get("input"), err["type"] != "missing"))
-        raise SweepSpecError(problems, source) from None
+    spec = validated(SweepSpec, raw, source)
     problems: list[Problem] = []
     for n, label in enumerate(spec.controllers):
         try:
@@ -523,36 +515,6 @@ def _dask_results(client, trials: list[dict]):
                 yield failed_result(index[fut.key], exc)
 
 
-def _local_results(workers: int, trials: list[dict]):
-    """Each trial's result, from ``workers`` processes. A worker that dies (killed, out of memory) breaks the
-    pool and every trial in it: those are run again, then one per process, so only the trial that kills its
-    process is failed."""
-    if workers <= 1:
-        for t in trials:
-            yield run_trial(t)
-        return
-    from concurrent.futures import ProcessPoolExecutor, as_completed
-    from concurrent.futures.process import BrokenProcessPool
-    pending, alone = list(trials), False
-    while pending:
-        batch, pending = (pending[:1], pending[1:]) if alone else (pending, [])
-        broken = []
-        with ProcessPoolExecutor(max_workers=1 if alone else workers) as ex:
-            futures = {ex.submit(run_trial, t): t for t in batch}
-            for fut in as_completed(futures):
-                try:
-                    yield fut.result()
-                except BrokenProcessPool:
-                    broken.append(futures[fut])
-                except Exception as exc:      # noqa: BLE001 — that trial failed
-                    yield failed_result(futures[fut], exc)
-        if alone:
-            for t in broken:
-                yield failed_result(t, RuntimeError("its worker process died (killed, or out of memory)"))
-        elif broken:
-            pending, alone = broken, True
-
-
 def run_sweep(res: ResolvedSpec, out: str | os.PathLike, workers: int | None = None, dask: str | None = None,
               progress: bool = True, replace: bool = False) -> dict:
     """Run every trial, write ``results.csv``, the traces and the figures into ``out``; return a summary. The
@@ -590,7 +552,7 @@ def _run_into(res: ResolvedSpec, out: Path, workers, dask, client, progress: boo
     trials.sort(key=lambda t: -cost.get(t["controller"], 1.5 + 0.1 * len(t["controller"])))
     workers = workers or os.cpu_count() or 1
     start = time.perf_counter()
-    source = _dask_results(client, trials) if dask else _local_results(workers, trials)
+    source = _dask_results(client, trials) if dask else local_results(workers, trials, run_trial, failed_result)
     bar = None
     if progress:
         from tqdm import tqdm

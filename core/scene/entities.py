@@ -162,7 +162,7 @@ def compile_contacts(model, spec) -> tuple[tuple, list, list]:
     grounds, ground_points, problems = ground_contacts(spec)
     slot = 0
     listed = [(c, f"$.contacts[{n}]", None) for n, c in enumerate(spec.contacts)]
-    for n, (c, here, given) in enumerate(listed + [(c, "$.ground", p) for c, p in zip(grounds, ground_points)]):
+    for c, here, given in listed + [(c, "$.ground", p) for c, p in zip(grounds, ground_points)]:
         link, R_LB, p_LB = model.body_frame(c.body)
         if c.points is None:
             points = body_points(bodies[c.body]) if given is None else given

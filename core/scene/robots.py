@@ -49,13 +49,18 @@ def robot_scene(include: RobotInclude) -> Scene:
     return scene
 
 
+def _is_mjcf(file) -> bool:
+    """Whether robot file ``file`` is MJCF (read through MuJoCo) rather than URDF."""
+    return Path(file).suffix.lower() == ".xml"
+
+
 @lru_cache(maxsize=8)
 def _read(key) -> tuple[Scene, tuple[Warning, ...]]:
     """The robot's scene and the warnings its importer gave, in order."""
     file, _, _, base, inertia, q0, base_pose = key
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        if Path(file).suffix.lower() == ".xml":
+        if _is_mjcf(file):
             scene = _mjcf(file, base, dict(q0), base_pose)
         else:
             from .urdf import urdf_to_spec
@@ -112,7 +117,7 @@ def expand(spec: Scene) -> Scene:
     if free and data.get("ground") is None and not data.get("contacts"):
         from .mjcf import MJCFWarning
         from .urdf import URDFWarning
-        kind = MJCFWarning if Path(spec.robot.file).suffix.lower() == ".xml" else URDFWarning
+        kind = MJCFWarning if _is_mjcf(spec.robot.file) else URDFWarning
         warnings.warn(f"{spec.robot.file}: the robot's {', '.join(free[:3])} floats free and nothing is under it: "
                       "it falls for ever; give the scene a ground (\"ground\": {} in the document, Add ▸ Ground in "
                       "the studio)", kind, stacklevel=2)

@@ -13,13 +13,11 @@ that the worker applies in place at a step boundary (gains keep the adaptive sta
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 
 from PySide6.QtCore import Qt, Signal, Slot
 from PySide6.QtWidgets import (QBoxLayout, QComboBox, QFormLayout, QGroupBox, QHBoxLayout, QLabel, QMenu,
                                QSlider, QToolButton, QVBoxLayout, QWidget)
 
-from core.forces import ACTUATOR
 from core.scene import SceneError
 
 from studio.document import edits
@@ -60,7 +58,6 @@ class ControlPanel(QWidget):
         self.actuator_box.setMinimumWidth(200)
         layout.addWidget(self.actuator_box, 2)
         self.actuator_sliders: dict[str, QSlider] = {}
-        self._model = None                        # the compiled model running (show_model), None before one
         document.changed.connect(lambda spec, _sel: self._show_spec(spec))
         document.loaded.connect(self._show_spec)
         self._show_spec(document.spec)
@@ -219,7 +216,7 @@ class ControlPanel(QWidget):
         self.dt_editor.set_value(s.dt)
         self.integrator_editor.set_value(s.integrator)
         self.formulation_editor.set_value(s.formulation)
-        wanted = _actuator_rows(spec, self._model)
+        wanted = [(f.name, f.joint, _span(f), f.torque, _plain(f)) for f in _actuators(spec)]
         # a controller drives the joints and there are no actuators: the controller's editor takes the room
         self.actuator_box.setVisible(bool(wanted) or not self.controller_editor.isVisibleTo(self))
         if wanted == getattr(self, "_actuators_shown", None):
@@ -231,10 +228,11 @@ class ControlPanel(QWidget):
             if item.widget() is not None:
                 item.widget().deleteLater()
         self.actuator_sliders.clear()
-        for row in wanted:
-            box.addWidget(QLabel(f"{row.name} <span style='color: gray'>({row.joint}, {row.what} "
-                                 f"{format_number(row.low)} … {format_number(row.high)}{row.unit_text})</span>"))
-            box.addWidget(self._actuator_row(row))
+        for name, joint, (low, high), value, plain in wanted:
+            what = "torque" if plain else "command"
+            box.addWidget(QLabel(f"{name} <span style='color: gray'>(joint {joint}, {what} {format_number(low)} … "
+                                 f"{format_number(high)}{' N·m' if plain else ''})</span>"))
+            box.addWidget(self._actuator_row(name, low, high, value, "N·m" if plain else ""))
         if not wanted:
             hint = QLabel("This scene has no actuators (add one: Edit ▸ Add ▸ Force ▸ Actuator).")
             hint.setWordWrap(True)
@@ -242,25 +240,16 @@ class ControlPanel(QWidget):
             box.addWidget(hint)
         box.addStretch(1)
 
-    def show_model(self, model) -> None:
-        """Take the compiled model the simulation runs (its actuators include those a robot file brings, which
-        the document does not list)."""
-        if model is self._model:
-            return
-        self._model = model
-        self._show_spec(self._document.spec)
-
-    def _actuator_row(self, a: "_Actuator") -> QWidget:
+    def _actuator_row(self, name: str, low: float, high: float, value_now: float, unit: str) -> QWidget:
         row = QWidget()
         h = QHBoxLayout(row)
         h.setContentsMargins(0, 0, 0, 0)
         slider = wheel_only_when_focused(QSlider(Qt.Orientation.Horizontal))
         slider.setRange(-SLIDER_STEPS, SLIDER_STEPS)
-        value = editor_for("float", {}, a.unit)
+        value = editor_for("float", {}, unit)
         h.addWidget(slider, 1)
         h.addWidget(value)
         value.edit.setFixedWidth(70)
-        low, high = a.low, a.high
 
         def of_step(k: int) -> float:
             return low + (high - low) * (k + SLIDER_STEPS) / (2 * SLIDER_STEPS)
@@ -271,7 +260,7 @@ class ControlPanel(QWidget):
         def from_slider(k: int) -> None:
             v = of_step(k)
             value.set_value(v)
-            self.actuator_changed.emit(a.name, v)
+            self.actuator_changed.emit(name, v)
 
         def from_text(v) -> None:
             v = max(low, min(high, float(v)))
@@ -279,16 +268,16 @@ class ControlPanel(QWidget):
             slider.setValue(step_of(v))
             slider.blockSignals(False)
             value.set_value(v)
-            self.actuator_changed.emit(a.name, v)
+            self.actuator_changed.emit(name, v)
 
         slider.valueChanged.connect(from_slider)
         value.committed.connect(lambda v: from_text(v) if v is not None else None)
         slider.blockSignals(True)
-        slider.setValue(step_of(max(low, min(high, a.value))))
+        slider.setValue(step_of(max(low, min(high, value_now))))
         slider.blockSignals(False)
-        value.set_value(a.value)
+        value.set_value(value_now)
         slider.span = (low, high)
-        self.actuator_sliders[a.name] = slider
+        self.actuator_sliders[name] = slider
         return row
 
     def reset_actuators(self) -> None:
@@ -297,62 +286,33 @@ class ControlPanel(QWidget):
         self._show_spec(self._document.spec)
 
 
-@dataclass(frozen=True)
-class _Actuator:
-    """One actuator's slider: its name, the joint it drives, the command's range and its value now."""
-    name: str
-    joint: str
-    low: float
-    high: float
-    value: float
-    plain: bool                                  # the command is the torque (gain 1, no bias)
-
-    @property
-    def unit(self) -> str:
-        return "N·m" if self.plain else ""
-
-    @property
-    def what(self) -> str:
-        return "torque" if self.plain else "command"
-
-    @property
-    def unit_text(self) -> str:
-        return " N·m" if self.plain else ""
+def _actuators(spec) -> list:
+    """The scene's actuators: those its document lists, then those of its included robot file (which the
+    document does not list; the scene tree reads that file the same way)."""
+    listed = [f for f in spec.forces if f.type == "actuator"]
+    if getattr(spec, "robot", None) is None:
+        return listed
+    from core.scene.robots import robot_scene
+    try:
+        robot = robot_scene(spec.robot)
+    except SceneError:                      # (the file is named at its field; the run says why)
+        return listed
+    return listed + [f for f in robot.forces if f.type == "actuator"]
 
 
-def _command_range(command_range, limit, force_range, torque, gain, bias) -> tuple[float, float]:
-    """The range a slider spans: the command's own range when it has one; for a plain actuator (the command is
-    the force) its force range; else ± max(10, 2 |value|)."""
-    if command_range is not None and all(math.isfinite(float(v)) for v in command_range):
-        return float(command_range[0]), float(command_range[1])
-    plain = gain == 1.0 and tuple(bias) == (0.0, 0.0, 0.0)
-    if plain and limit is not None and math.isfinite(limit):
-        return -float(limit), float(limit)
-    if plain and force_range is not None:
-        return float(force_range[0]), float(force_range[1])
-    span = max(10.0, 2.0 * abs(torque))
+def _plain(f) -> bool:
+    """Whether actuator ``f``'s command is its torque (gain 1, no bias)."""
+    return f.gain == 1.0 and tuple(f.bias) == (0.0, 0.0, 0.0)
+
+
+def _span(f) -> tuple[float, float]:
+    """The range actuator ``f``'s slider spans: its command's range when it has one; a plain actuator's force
+    range; else ± max(10, 2 |command|)."""
+    if f.command_range is not None:
+        return float(f.command_range[0]), float(f.command_range[1])
+    if _plain(f) and f.limit is not None:
+        return -float(f.limit), float(f.limit)
+    if _plain(f) and f.force_range is not None:
+        return float(f.force_range[0]), float(f.force_range[1])
+    span = max(10.0, 2.0 * abs(f.torque))
     return -span, span
-
-
-def _actuator_rows(spec, model) -> list:
-    """The actuators of the scene: those its document lists, then those only the compiled ``model`` has (a robot
-    file's), each with the range its slider spans."""
-    rows, named = [], set()
-    for f in spec.forces:
-        if f.type == "actuator":
-            low, high = _command_range(f.command_range, f.limit, f.force_range, f.torque, f.gain, f.bias)
-            rows.append(_Actuator(f.name, f"joint {f.joint}", low, high, f.torque,
-                                  f.gain == 1.0 and tuple(f.bias) == (0.0, 0.0, 0.0)))
-            named.add(f.name)
-    if model is not None:
-        joint_of = {}
-        for i in range(model.n_links):
-            start = int(model.v_start[i])
-            for k in range(start, start + int(model.nv_j[i])):
-                joint_of[k] = model.joint_link_names[i]
-        for f in model.forces:
-            if f.kind == ACTUATOR and f.name not in named:
-                low, high = _command_range(f.command_range, f.limit, f.force_range, f.torque, f.gain, f.bias)
-                rows.append(_Actuator(f.name, f"joint {joint_of.get(int(f.dof), '?')}, from the robot file", low,
-                                      high, f.torque, f.gain == 1.0 and tuple(f.bias) == (0.0, 0.0, 0.0)))
-    return rows

@@ -676,8 +676,6 @@ class MainWindow(QMainWindow):
             self.play_action.blockSignals(False)
             self._show_playing(snap.playing)
         self.plots.set_cursor(None if snap.playing else snap.t)        # before the frame the plots redraw with
-        if snap.model is not None:
-            self.controls.show_model(snap.model)                       # (a robot file's actuators)
         self.presenter.show(snap)
 
     @Slot()

@@ -574,6 +574,12 @@ class PlotFigure(QObject):
         metrics = QFontMetricsF(font)
         font.setBold(True)
         used = QFontMetricsF(font).horizontalAdvance(title) + 30
+        note = ""                                # a plot of more series than it draws says so before its legend
+        if key in self._series:
+            total = len(self._series[key][0])
+            note = f"(the {total - self.undrawn(key)} largest of {total})"
+            used += metrics.horizontalAdvance(note) + 14
+            note = f"<span style='color:#8a8f98'>{note}</span> &nbsp;"
         shown = []
         for html, plain in entries:
             w = metrics.horizontalAdvance(plain) + 14
@@ -583,11 +589,7 @@ class PlotFigure(QObject):
             used += w
         rest = len(entries) - len(shown)
         more = f" &nbsp;<span style='color:#8a8f98'>+{rest}</span>" if rest else ""
-        if key in self._series:
-            total = len(self._series[key][0])
-            more += (f" &nbsp;<span style='color:#8a8f98'>(the {total - self.undrawn(key)} largest of "
-                     f"{total})</span>")
-        text = f"<b>{title}</b> &nbsp; " + " &nbsp;".join(shown) + more
+        text = f"<b>{title}</b> &nbsp; " + note + " &nbsp;".join(shown) + more
         plot.setTitle(text, size=self.title_size, color=TITLE_COLOUR)
         plot.layout.setRowFixedHeight(0, TITLE_HEIGHT)
         plot.titleLabel.setMaximumHeight(TITLE_HEIGHT)
