@@ -104,7 +104,8 @@ class ItemActions(QObject):
 
     def add_ground(self) -> bool:
         """Give the scene a ground (``"ground": {}``: a plane through the origin against gravity), undoably; a
-        scene that has one, or whose robot brings one, keeps it."""
+        document that has one keeps it (refused), and the new one takes the place of an included robot file's
+        floor."""
         spec, before = self._document.spec, self._selection.path
         try:
             new = edits.add_ground(spec)
