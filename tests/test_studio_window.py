@@ -724,3 +724,30 @@ def test_the_inspector_shows_help_without_sphinx_markup(window, qtbot):
     assert "<code>points</code>" in about.text()
     assert help_html(":class:`~core.model.Model`, :ref:`the guide <guide>`, ``a < b``") == \
         "Model, the guide, <code>a &lt; b</code>"
+
+
+def test_cyclic_garbage_is_collected_on_the_gui_thread_while_the_worker_runs(window, qtbot):
+    """Freeing Qt objects on the worker thread (Python's collector runs wherever an allocation trips it) deadlocked
+    the studio: the worker's collection disconnecting a plot item's signals waited for the GIL, the GUI thread
+    holding it waited for Qt's connection lock. While a simulation thread runs, automatic collection is off and
+    the GUI thread collects on a timer; it is back on when the last window's worker has stopped."""
+    import gc
+    import weakref
+
+    from studio.qt.run.collection import GuiThreadCollection
+    was_enabled = gc.isenabled()
+    win = window()
+    assert GuiThreadCollection.active() and not gc.isenabled()
+
+    class Node:
+        pass
+    a, b = Node(), Node()
+    a.other, b.other = b, a                          # a cycle only the cyclic collector frees
+    gone = weakref.ref(a)
+    del a, b
+    alive = [Node() for _ in range(gc.get_threshold()[0] + 10)]   # past the youngest generation's threshold
+    qtbot.waitUntil(lambda: gone() is None, timeout=5_000)   # collected, by the GUI thread's timer
+    del alive
+    win.close()
+    qtbot.waitUntil(lambda: not win.sim_thread.thread.isRunning(), timeout=10_000)
+    assert gc.isenabled() == was_enabled or not GuiThreadCollection.active()

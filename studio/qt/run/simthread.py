@@ -17,6 +17,7 @@ import sys
 
 from PySide6.QtCore import QCoreApplication, QEvent, QObject, QThread, QTimer, Signal, Slot
 
+from studio.qt.run.collection import GuiThreadCollection
 from studio.run.messages import Command, CommandKind, Edit, SampleBatch, Snapshot
 from studio.qt.run.worker import SimulationWorker
 
@@ -42,7 +43,9 @@ class SimulationThread(QObject):
         self._thread.setObjectName("simulation")
         # Destroyed without shutdown() (say, its window garbage-collected without being closed): stop the worker
         # before Qt deletes the running QThread child, which would abort the process. No reference to self here.
-        self.destroyed.connect(functools.partial(_stop, self._commands, self._thread))
+        # While the worker runs, cyclic garbage is collected on this thread only (studio.qt.run.collection).
+        self._collection = GuiThreadCollection()
+        self.destroyed.connect(functools.partial(_stop, self._commands, self._thread, collection=self._collection))
         self._worker = SimulationWorker(simulation, self._commands, **worker_options)
         self._worker.moveToThread(self._thread)
         self._thread.started.connect(self._worker.run)
@@ -65,6 +68,7 @@ class SimulationThread(QObject):
         # to the GUI thread (each PyOpenGL call releases and takes it back) can wait 5 ms and a frame takes 200.
         if sys.getswitchinterval() > SWITCH_INTERVAL:
             sys.setswitchinterval(SWITCH_INTERVAL)
+        self._collection.hold()
         self._thread.start()
 
     def send(self, kind: CommandKind, value=None) -> None:
@@ -146,7 +150,7 @@ class SimulationThread(QObject):
 
     def shutdown(self, timeout_ms: int = 5000) -> bool:
         """Stop the worker and wait for its thread to finish; True when it did within ``timeout_ms``."""
-        return _stop(self._commands, self._thread, timeout_ms)
+        return _stop(self._commands, self._thread, timeout_ms, self._collection)
 
     # ---- what the worker sends -----------------------------------------------------------------------------
     @Slot(object)
@@ -180,12 +184,17 @@ class SimulationThread(QObject):
         self.busy.emit(message)
 
 
-def _stop(commands: queue.Queue, thread: QThread, timeout_ms: int = 10_000) -> bool:
-    """Ask the worker to quit and wait for its thread (GUI thread)."""
+def _stop(commands: queue.Queue, thread: QThread, timeout_ms: int = 10_000,
+          collection: GuiThreadCollection | None = None) -> bool:
+    """Ask the worker to quit and wait for its thread (GUI thread); once it has stopped, hand collection back."""
     if not thread.isRunning():
+        if collection is not None:
+            collection.release()
         return True
     commands.put(Command(CommandKind.QUIT))
     if thread.wait(timeout_ms):
+        if collection is not None:
+            collection.release()
         return True
     print(f"limbstudio: the simulation thread did not stop within {timeout_ms / 1000:g} s", file=sys.stderr)
     return False
