@@ -186,6 +186,7 @@ def _plot_keys(text: str, layout) -> list[str]:
 
 
 def _viewport(model, size):
+    from PySide6.QtCore import QEventLoop
     from PySide6.QtWidgets import QApplication
 
     from studio.qt.viewport.viewport import Viewport
@@ -193,8 +194,15 @@ def _viewport(model, size):
     view.set_legend_visible(False)
     view.resize(*size)
     view.show()
-    for _ in range(5):
-        QApplication.processEvents()
+    # The window is mapped and its GL context made when the display server answers: a fixed number of event rounds
+    # was not enough on a loaded machine (render_image then had no context). Wait for the context, bounded.
+    deadline = time.monotonic() + 10.0
+    QApplication.processEvents()
+    while not view.isValid() and time.monotonic() < deadline:
+        QApplication.processEvents(QEventLoop.ProcessEventsFlag.AllEvents, 50)
+        time.sleep(0.005)
+    if not view.isValid():
+        raise RuntimeError("the 3D view got no OpenGL context within 10 s (is a display or Xvfb running?)")
     view.frame_scene(initial=True)
     return view
 

@@ -300,6 +300,23 @@ def test_viewport_moves_shapes_with_the_configuration(qtbot, gl_renderer):
 
 
 @pytest.mark.gui
+def test_a_view_never_shown_refuses_to_render_and_one_shown_headless_renders(qtbot, gl_renderer):
+    """render_image needs the view's GL context, made when the window is mapped: before that it names the cause
+    (it used to return a null image after every item failed to draw). The headless commands' view waits for it."""
+    from studio.headless import _viewport
+    model = core.load_scene(DEFAULT_SCENE)
+    hidden = Viewport(model)
+    qtbot.addWidget(hidden)
+    with pytest.raises(RuntimeError, match="no OpenGL context"):
+        hidden.render_image((64, 48))
+    view = _viewport(model, (160, 120))
+    qtbot.addWidget(view)
+    assert view.isValid()
+    rgb = rgb_array(view.render_image((160, 120)))
+    assert max(pixels_of_colour(rgb, s.rgba) for s in model.shapes) > 20
+
+
+@pytest.mark.gui
 def test_two_viewports_in_one_process_both_draw(qtbot, gl_renderer):
     models = [core.load_scene(p) for p in SCENES[:2]] if len(SCENES) >= 2 else [core.load_scene(DEFAULT_SCENE)] * 2
     views = [show(qtbot, Viewport(m)) for m in models]

@@ -423,6 +423,8 @@ class Viewport(gl.GLViewWidget):
         shown). Antialiased (4 samples). What is shown on screen is left as it was."""
         w, h = size if size is not None else (self.width(), self.height())
         w, h = max(16, int(w)), max(16, int(h))
+        if not self.isValid():   # never shown yet: makeCurrent would leave no context and every item fail to draw
+            raise RuntimeError("the 3D view has no OpenGL context yet: it has not been shown")
         saved = (self._poses.copy(), self.overlays.last, self.opts["center"], self.overlays.selection.visible(),
                  self.overlays.hover.visible(), [item._tint.copy() for item, _ in self._items])
         try:
