@@ -176,8 +176,9 @@ def _print_events(events: list) -> None:
 
 def contact_report(model, events) -> list[str]:
     """One line per contact of ``model``: its touchdowns, bounces, lift-offs, slips and sticks in ``events``
-    (:mod:`core.contacts`), the first and last times, and its hops (lift-offs after which none of its points
-    touches, each followed by a touchdown)."""
+    (:mod:`core.contacts`), the first and last times, and its hops: the lift-offs after which none of its points
+    touches — a hop is counted when it leaves the ground, as the hopping programs count theirs
+    (:mod:`core.programs.hopping`), so a run that ends in flight counts its last hop too."""
     lines = []
     for c in model.contacts:
         mine = [e for e in events if e.contact == c.name]
@@ -187,16 +188,13 @@ def contact_report(model, events) -> list[str]:
         counts: dict[str, int] = {}
         for e in mine:
             counts[e.kind] = counts.get(e.kind, 0) + 1
-        touching, hops, airborne = set(), 0, False
+        touching, hops = set(), 0
         for e in mine:
             if e.kind == "touchdown":
-                if airborne and not touching:
-                    hops += 1
                 touching.add(e.what)
-                airborne = False
-            elif e.kind == "lift-off":
+            elif e.kind == "lift-off" and e.what in touching:
                 touching.discard(e.what)
-                airborne = airborne or not touching
+                hops += not touching
         kinds = ", ".join(f"{n} {k}{'s' if n != 1 else ''}" for k, n in counts.items())
         lines.append(f"contact {c.name!r}: {kinds}; {hops} hop{'s' if hops != 1 else ''}; "
                      f"first at t = {mine[0].t:.6g} s, last at t = {mine[-1].t:.6g} s")

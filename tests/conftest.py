@@ -6,6 +6,7 @@ platform; never on ``offscreen``, which cannot host a QOpenGLWidget.
 """
 from __future__ import annotations
 
+import gc
 import os
 import sys
 
@@ -16,11 +17,23 @@ if sys.platform.startswith("linux"):
     os.environ.setdefault("QT_QPA_PLATFORM", "xcb")
 
 try:
-    from PySide6.QtCore import QCoreApplication, Qt
+    from PySide6.QtCore import QCoreApplication, QEvent, Qt
 except ImportError:  # the core's tests do not need Qt
     QCoreApplication = None
 else:
     QCoreApplication.setAttribute(Qt.ApplicationAttribute.AA_ShareOpenGLContexts)
+
+
+@pytest.hookimpl(wrapper=True, tryfirst=True)
+def pytest_runtest_teardown(item):
+    """After pytest-qt has closed a test's widgets (``deleteLater``): delete them now and collect what they leave
+    in reference cycles. Left to a later automatic collection, a test's OpenGL view was freed in the middle of
+    another test's drawing, and its destructor released the context that drawing was using (a null picture)."""
+    result = yield
+    if "qtbot" in item.fixturenames and QCoreApplication is not None and QCoreApplication.instance() is not None:
+        QCoreApplication.sendPostedEvents(None, QEvent.Type.DeferredDelete)
+        gc.collect()
+    return result
 
 
 def pytest_sessionstart(session):

@@ -5,6 +5,7 @@ hopping on (§5)."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -161,6 +162,15 @@ def test_raibert_hopper_hops_on_at_the_commanded_speed_with_no_angular_momentum_
     lift = [e for e in sim.events if e.kind == "lift-off"]
     touch = [e for e in sim.events if e.kind == "touchdown"]
     assert len(touch) == len(lift) + 1 and all(a.t < b.t for a, b in zip(touch, lift))
+    assert _reported_hops(model, sim.events) == len(hops)
+
+
+def _reported_hops(model, events) -> int:
+    """The hops ``python -m core run`` prints for the scene's one contact (one hop count everywhere: Kearney's
+    program and the command line both count a lift-off after a stance)."""
+    from core.__main__ import contact_report
+    (line,) = contact_report(model, events)
+    return int(re.search(r"; (\d+) hops?;", line).group(1))
 
 
 def test_a_view_that_follows_an_unknown_body_is_refused():
@@ -190,6 +200,7 @@ def test_the_anthropomorphic_hopper_hops_on_a_kneed_leg():
     H = np.array([h.get("angular_momentum") for h in settled])
     assert np.abs(H).max() < 0.05, H
     assert all(0.15 < h.get("stance_time") < 0.2 for h in settled)
+    assert _reported_hops(model, sim.events) == len(hops)
 
 
 @register
@@ -394,3 +405,67 @@ def test_a_step_that_fails_in_a_scene_with_programs_did_not_happen():
             sim.step()
     assert sim.state is good and sim.events == logged and sim.steps_taken == taken
     assert any(e.kind == "touchdown" for e in logged) and sim.state.t < 1.0   # (it got as far as a stance)
+
+
+# ---- Kearney's pendulum (fig. 1, eq. 1–8) ---------------------------------------------------------------------
+
+def _rigid_motion(model, q, qd, qdd, body):
+    """World rotation, centre, angular velocity and acceleration of ``body``, read from three points on its axes
+    (rigid-body kinematics, independent of the model's joint coordinates): v_p = v_c + ω × r,
+    a_p = a_c + ω̇ × r + ω × (ω × r)."""
+    def at(point):
+        return (core.point_position(model, q, body, point), core.point_velocity(model, q, qd, body, point),
+                core.point_acceleration(model, q, qd, qdd, body, point))
+    c, vc, ac = at("center")
+    rows = [at(tuple(e)) for e in np.eye(3)]
+    R = np.column_stack([p - c for p, _, _ in rows])
+    cross = np.vstack([-_skew(p - c) for p, _, _ in rows])
+    omega = np.linalg.lstsq(cross, np.concatenate([v - vc for _, v, _ in rows]), rcond=None)[0]
+    spin = np.concatenate([a - ac - np.cross(omega, np.cross(omega, p - c)) for p, _, a in rows])
+    omega_dot = np.linalg.lstsq(cross, spin, rcond=None)[0]
+    return R, c, vc, ac, omega, omega_dot
+
+
+def test_kearneys_pendulum_holds_its_hinge_with_the_force_of_eq_5_to_8():
+    """Fig. 1 as listed: a 1 × 4 × 1 rod and an 8 × 1 × 1 base (density 1: 4 and 8 kg), free bodies joined by a
+    ball-and-socket at their hinge points. Along 10 s of the run the hinge points stay together (eq. 3, to 1e-9 m),
+    the linear and angular momentum of the pair and its kinetic energy are constant (the hinge force is internal
+    and does no work), and at states of the run the reported constraint force is the f_hinge of eq. 5–8: the
+    base's m r̈ and its Euler equation, the rod's with the opposite force, all to round-off."""
+    model = core.load_scene(ROOT / "scenes" / "kearney_pendulum.json")
+    size = {"rod1": np.array([1.0, 4.0, 1.0]), "base": np.array([8.0, 1.0, 1.0])}
+    mass = {b: float(np.prod(s)) for b, s in size.items()}                  # density 1
+    inertia = {b: mass[b] / 12 * np.diag([s[1]**2 + s[2]**2, s[0]**2 + s[2]**2, s[0]**2 + s[1]**2])
+               for b, s in size.items()}
+    hinge = {"rod1": "bottom_hingepoint", "base": "top_hingepoint"}
+
+    def books(q, qd, qdd):
+        P, L, T, out = np.zeros(3), np.zeros(3), 0.0, {}
+        for b in size:
+            R, c, vc, ac, w, wd = out[b] = _rigid_motion(model, q, qd, qdd, b)
+            J = R @ inertia[b] @ R.T
+            P += mass[b] * vc
+            L += np.cross(c, mass[b] * vc) + J @ w
+            T += 0.5 * mass[b] * vc @ vc + 0.5 * w @ J @ w
+        return P, L, T, out
+
+    sim = core.Simulation(model)
+    P0, L0, T0, _ = books(sim.state.q, sim.state.qd, np.zeros(model.nv))
+    assert np.allclose(P0, [-8.0, 0, 0]) and T0 > 10
+    for _ in range(5):
+        sim.run(2.0)
+        q, qd = sim.state.q, sim.state.qd
+        gap = core.point_position(model, q, "rod1", hinge["rod1"]) - core.point_position(model, q, "base",
+                                                                                          hinge["base"])
+        assert np.linalg.norm(gap) < 1e-9
+        data = core.evaluate(model, sim.state)
+        P, L, T, motion = books(q, qd, data.qdd)
+        assert np.allclose(P, P0, atol=1e-9) and np.allclose(L, L0, atol=1e-8) and abs(T - T0) < 1e-8
+        f_hinge = -data.constraint_force[0]                        # reported on point a (the rod): eq. 7's −f
+        assert np.linalg.norm(f_hinge) > 0.5                       # the hinge works: not a trivially zero force
+        for body, f in (("base", f_hinge), ("rod1", -f_hinge)):
+            R, c, vc, ac, w, wd = motion[body]
+            J = R @ inertia[body] @ R.T
+            arm = core.point_position(model, q, body, hinge[body]) - c
+            assert np.allclose(mass[body] * ac, f, atol=1e-9 * max(1, np.abs(f).max()))          # eq. 5, 7
+            assert np.allclose(J @ wd + np.cross(w, J @ w), np.cross(arm, f), atol=1e-8)          # eq. 6, 8

@@ -104,11 +104,13 @@ def test_the_studio_draws_a_urdf_with_its_meshes(tmp_path, gl_renderer, qtbot):
     model = core.load_urdf(urdf)
     boxes = dataclasses.replace(model, shapes=tuple(Shape(s.link, "box", {"size": s.size["size"]}, s.R_LS, s.p_LS,
                                                           s.rgba) for s in model.shapes))
-    pictures = []
+    pictures, views = [], []
     for m in (model, boxes):
-        view = _viewport(m, (480, 360))
-        qtbot.addWidget(view)                              # closed and deleted by pytest-qt, on this thread
-        pictures.append(rgb_array(view.render_image((480, 360), None)).astype(int))
+        # each view held to the end (pytest-qt's reference is weak): the first, freed by a collection while the
+        # second drew, took the current context with it (a null picture, seen in CI)
+        views.append(_viewport(m, (480, 360)))
+        qtbot.addWidget(views[-1])                         # closed and deleted by pytest-qt, on this thread
+        pictures.append(rgb_array(views[-1].render_image((480, 360), None)).astype(int))
     mesh, box = pictures
     gold = np.array([0.9, 0.7, 0.1]) * 255
 

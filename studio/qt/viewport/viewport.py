@@ -34,7 +34,7 @@ from OpenGL import GL
 from pyqtgraph.opengl import shaders
 from pyqtgraph.opengl.GLGraphicsItem import GLGraphicsItem
 from PySide6.QtCore import Qt, Signal
-from PySide6.QtGui import QCursor, QMatrix4x4, QVector3D
+from PySide6.QtGui import QCursor, QMatrix4x4, QOpenGLContext, QVector3D
 from PySide6.QtOpenGL import QOpenGLFramebufferObject, QOpenGLFramebufferObjectFormat
 from PySide6.QtWidgets import QLabel
 
@@ -442,6 +442,9 @@ class Viewport(gl.GLViewWidget):
             fbo.bind()
             GL.glViewport(0, 0, w, h)
             self.paint(region=(0, 0, w, h), viewport=(0, 0, w, h))
+            if QOpenGLContext.currentContext() is None:
+                # another GL widget's destructor (a view freed by a garbage collection mid-draw) released it
+                raise RuntimeError("the OpenGL context was released while the view was drawing")
             fbo.release()
             image = fbo.toImage()
             self.doneCurrent()
