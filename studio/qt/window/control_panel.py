@@ -21,6 +21,7 @@ from PySide6.QtWidgets import (QBoxLayout, QComboBox, QFormLayout, QGroupBox, QH
 from core.scene import SceneError
 
 from studio.document import edits
+from studio.document.robot import included_robot
 from studio.qt.window.editors import editor_for, format_number, wheel_only_when_focused
 from studio.qt.window.inspector import Inspector
 from studio.qt.document.selection import Selection
@@ -290,14 +291,8 @@ def _actuators(spec) -> list:
     """The scene's actuators: those its document lists, then those of its included robot file (which the
     document does not list; the scene tree reads that file the same way)."""
     listed = [f for f in spec.forces if f.type == "actuator"]
-    if getattr(spec, "robot", None) is None:
-        return listed
-    from core.scene.robots import robot_scene
-    try:
-        robot = robot_scene(spec.robot)
-    except SceneError:                      # (the file is named at its field; the run says why)
-        return listed
-    return listed + [f for f in robot.forces if f.type == "actuator"]
+    robot = included_robot(spec)
+    return listed if robot is None else listed + [f for f in robot.forces if f.type == "actuator"]
 
 
 def _plain(f) -> bool:

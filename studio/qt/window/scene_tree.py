@@ -131,15 +131,11 @@ def build_tree_model(spec, model: QStandardItemModel | None = None) -> QStandard
 def _robot_group(spec) -> QStandardItem | None:
     """The included robot file (``spec.robot``), selectable (the inspector edits the include), with its links,
     constraints and joint springs listed but not edited one by one (Edit ▸ Unpack the Robot into Bodies)."""
-    if getattr(spec, "robot", None) is None:
-        return None
     from pathlib import Path
 
-    from core.scene import SceneError
-    from core.scene.robots import robot_scene
-    try:
-        robot = robot_scene(spec.robot)
-    except SceneError:
+    from studio.document.robot import included_robot
+    robot = included_robot(spec)
+    if robot is None:
         return None
     group = _item(f"Robot {Path(spec.robot.file).name}  ({len(robot.bodies)})", ("robot",),
                   tip=f"{spec.robot.file}\n{robot.description}\nIncluded: its links are drawn and simulated; select "
