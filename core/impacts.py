@@ -439,6 +439,18 @@ def impact(tree, tab, ws, q, qd, ke, active, ents, new, n_ent, qd_out, result):
             mode = FRICTIONLESS
         else:
             mode = SLIP if sliding[i] or not inside[i] else STICK
+            if mode == SLIP and inside[i] and nts[i] > 0:
+                # Coulomb at rest: a point the impact left without slip velocity (the other rows hold it still: a
+                # heel that lands behind a sticking toe) sticks; the settle after the impact makes it slip again,
+                # in its stick force's direction, if that force leaves the cone
+                vt = 0.0
+                for t in range(nts[i]):
+                    st = 0.0
+                    for j in range(nv):
+                        st += R[o + 1 + t, j] * qd_out[j]
+                    vt += st * st
+                if np.sqrt(vt) <= 1e-9 * (1.0 + abs(vn[i])):
+                    mode = STICK
         result[e, 4] = vn[i]
         result[e, 5] = mode
         if not inside[i]:

@@ -27,6 +27,7 @@ from .formulations import FORMULATIONS
 from .joint_constraints import JOINT_SPACE
 from .model import Model, State
 from .plan import NO_TRACE, one_step, plan_of, run
+from .programs import answer as answer_events
 from .records import record_width, split
 from .scene.limits import MIN_DT
 from .step import (FAILED, INTEGRATOR_NAMES, DivergenceError, Inputs, controllers_under, evaluate, failure, record_layout,
@@ -101,14 +102,17 @@ class Simulation:
         """Back to the initial state: constraints as enabled in the scene, work integrals zero, no events, the
         scene's inputs (gains, formulation)."""
         self.inputs = self._base_inputs
-        self.state, events = self.model.initial_state(), []
+        self.state, events, logged = self.model.initial_state(), [], []
+        if self.model.programs:        # the programs start first, so the contacts close under their declarations
+            self.state, logged = start_programs(self.model, self.state)
         try:
             self.state, events = touching_at_start(self.model, self.state, self.inputs)
         except DivergenceError:
             pass                                              # (the first step reports it, with its time)
-        if self.model.programs:                               # the programs start at the state they will run from
-            self.state, logged = start_programs(self.model, self.state, events)
-            events = list(events) + logged
+        if self.model.programs and events:                    # then they hear of the contacts closed at t = 0
+            self.state, answered = answer_events(self.model, self.state, events)
+            logged = list(logged) + answered
+        events = list(events) + list(logged)
         self.events: list = list(events)
         self.events_dropped = 0
         self.steps_taken = 0

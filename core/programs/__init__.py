@@ -341,12 +341,16 @@ class Controls:
 
     def in_contact(self, contact: str) -> bool:
         """Whether any point of ``contact`` touches now."""
+        return self.points_touching(contact) > 0
+
+    def points_touching(self, contact: str) -> int:
+        """How many points of ``contact`` touch now (a planar foot: both heel and toe, or one)."""
         m = self.model
         modes = point_modes(m, replace(self.state, active=self.active))
         k = 0
         for c in m.contacts:
             if c.name == contact:
-                return bool(np.any(modes[k:k + len(c.points)] != OPEN))
+                return int(np.count_nonzero(modes[k:k + len(c.points)] != OPEN))
             k += len(c.points)
         self._fail(f"no contact {contact!r}")
 
@@ -589,4 +593,4 @@ def answer(model, state, events) -> tuple:
     return _handle(model, state, call)
 
 
-from . import hopping, particle  # noqa: E402,F401  (registers the programs)
+from . import flip, hopping, particle  # noqa: E402,F401  (registers the programs)
