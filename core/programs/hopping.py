@@ -21,7 +21,8 @@ Stance control (``stance_control``):
   - eq. 13, ``leg_spring``: f_c · r̂ = k_l (r_s − |r|), r the virtual leg from the foot to the centre of mass,
     k_l ``leg_stiffness``, the rest length r_s = |r| at touchdown; "energy is injected by gradually increasing
     the resting length": from the leg's bottom (|r| stops shortening, a watch) r_s grows at a constant rate over
-    ``thrust_time`` by Δr_s, set at the bottom from the energy the hop needs (k_l Δr_s ≤ ``max_thrust``);
+    ``thrust_time`` by Δr_s, set at the bottom from the energy the hop needs (k_l Δr_s ≤ ``max_thrust``; Δr_s < 0,
+    r_s shortened, when the hop has too much);
   - eq. 14, ``moment``: (r_G × f_c)·ŷ = k_h (H̃_G − H_G), the moment about the centre of mass (r_G from it to the
     foot) driving the angular momentum about it (eq. 15) to H̃_G = −``attitude_gain`` · pitch (k_h:
     ``momentum_gain``): with a small attitude gain the body lifts off with |H_G| ≈ attitude_gain · |pitch|, and
@@ -238,8 +239,9 @@ class RaibertHopper(ControlProgram):
         commanded apex. The centre of mass's energy now, with the virtual spring's, is E_b = m g z + ½ m |ċ|² +
         ½ k_l c², c = r_s − |r| its compression; lengthening r_s by Δ adds k_l (c Δ + Δ²/2) (at once; grown over
         ``thrust_time`` it adds less — the loss estimate takes that up). Wanted at lift-off: E = m g h + ½ m ẋ_d²
-        plus the estimated loss, so Δ = −c + √(c² + 2 W / k_l), W = E − E_b + loss, clipped to 0 ≤ k_l Δ ≤
-        ``max_thrust``."""
+        plus the estimated loss, so Δ = −c + √(c² + 2 W / k_l), W = E − E_b + loss, clipped to −c/2 ≤ Δ ≤
+        ``max_thrust`` / k_l: a hop with too much energy shortens r_s (still pushing: the spring keeps at least a
+        quarter of its energy), taking energy out."""
         p = self.p
         k = p["leg_stiffness"]
         g = float(np.linalg.norm(ctl.model.gravity))
@@ -247,10 +249,10 @@ class RaibertHopper(ControlProgram):
         squeeze = self.rest - ctl.value("leg_r")
         now = self.mass * g * c[2] + 0.5 * self.mass * float(cd @ cd) + 0.5 * k * squeeze ** 2
         wanted = self.mass * g * p["height"] + 0.5 * self.mass * p["speed"] ** 2 + self.loss - now
-        growth = -squeeze + float(np.sqrt(squeeze ** 2 + 2 * max(wanted, 0.0) / k))
-        top = p["max_thrust"] / k
-        self.saturated = 1 if growth >= top else (-1 if wanted <= 0 else 0)
-        self.growth = float(min(growth, top))
+        top, bottom = p["max_thrust"] / k, -0.5 * max(squeeze, 0.0)
+        growth = -squeeze + float(np.sqrt(max(squeeze ** 2 + 2 * wanted / k, 0.0)))
+        self.saturated = 1 if growth >= top else (-1 if growth <= bottom else 0)
+        self.growth = float(np.clip(growth, bottom, top))
         self.grow_start = ctl.t
         self.push = k * self.growth
 
@@ -294,7 +296,7 @@ class RaibertHopper(ControlProgram):
                 ctl.log("apex", hop=self.hops, height=self.apex)
                 if p["stance_control"] == "contact_force":
                     # 1. the loss estimate adapted on the apex's error, bounded, and not pushed further by an
-                    # error the thrust could not answer (its growth at its largest, or at none): anti-windup
+                    # error the thrust could not answer (Δr_s at its largest, or at its most negative): anti-windup
                     g = float(np.linalg.norm(ctl.model.gravity))
                     error = self.mass * g * (p["height"] - self.apex)
                     if not (self.saturated > 0 and error > 0 or self.saturated < 0 and error < 0):
