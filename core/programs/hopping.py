@@ -49,7 +49,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..forces import ACTUATOR
-from . import ControlProgram, Equation, register
+from . import ControlProgram, Equation, ProgramError, register
 
 
 @register
@@ -89,6 +89,9 @@ class RaibertHopper(ControlProgram):
         "leg_kp": 800.0, "leg_kd": 20.0,       # flight: leg extension hold (N/m, N·s/m)
         "max_placement": 0.3,            # m, the largest foot placement ahead or behind
         "stance_control": "virtual_leg",  # or "contact_force": Kearney's eq. 13–14 on the ground's force
+        "liftoff_hold": 0.0,             # s, the hip and the leg held where they are for this long after lift-off
+        "hip_hold": "",                  # the program's own joint-space constraint on the hip joint that holds it
+        "leg_hold": "",                  #   (and on the leg's joint): both needed when liftoff_hold > 0
     }
 
     @classmethod
@@ -120,6 +123,16 @@ class RaibertHopper(ControlProgram):
             if not (isinstance(p["leg_stiffness"], (int, float)) and p["leg_stiffness"] > 0):
                 problems.append(("leg_stiffness", "must be positive with stance_control 'contact_force' (k_l of "
                                                   "Kearney's eq. 13)"))
+        if not (isinstance(p["liftoff_hold"], (int, float)) and 0 <= p["liftoff_hold"] < 10):
+            problems.append(("liftoff_hold", "must be a number of seconds from 0 to 10"))
+        elif p["liftoff_hold"] > 0:
+            from ..joint_constraints import JOINT_SPACE
+            kinds = {c.name: c.kind for c in model.constraints}
+            for key in ("hip_hold", "leg_hold"):
+                if kinds.get(p[key]) != JOINT_SPACE:
+                    problems.append((key, f"must name a joint-space constraint of the scene (the program's own, "
+                                          f"holding the {'hip' if key == 'hip_hold' else 'leg'}) when liftoff_hold "
+                                          f"is positive, not {p[key]!r}"))
         if isinstance(p["max_loss"], (int, float)) and p["max_loss"] < 0:
             problems.append(("max_loss", "must not be negative (the bound of the loss estimate, J)"))
         if not (isinstance(p["hip_point"], (list, tuple)) and len(p["hip_point"]) == 3):
@@ -152,11 +165,16 @@ class RaibertHopper(ControlProgram):
         ctl.declare("com_z", "centre_of_mass", axis=z)
         ctl.declare("com_vz", "rate", of="com_z")
         ctl.declare("foot_height", "point", body=foot.link, point=foot.r, axis=n)
+        ctl.declare("time", "time")
+        if p["liftoff_hold"] > 0:
+            for key in ("hip_hold", "leg_hold"):
+                if p[key] not in self.owned:
+                    raise ProgramError(f"program {self.name!r}: {key} {p[key]!r} is not among its own constraints "
+                                       f"({', '.join(self.owned) or 'none'})")
         self.ground = float(np.dot(n, o))
         if p["stance_control"] == "contact_force":
             ctl.declare("leg_r", "distance", body=foot.link, point=foot.r, body_b=None)   # foot to centre of mass
             ctl.declare("leg_r_rate", "rate", of="leg_r")
-            ctl.declare("time", "time")
         self.stance = ctl.in_contact(p["foot"])
         self.stance_start = ctl.t if self.stance else None
         self.stance_time = float(p["stance_time"])
@@ -174,6 +192,8 @@ class RaibertHopper(ControlProgram):
         self.growth = 0.0                # m, Δr_s of the current stance (contact_force)
         self.saturated = 0               # +1: the last thrust was at its largest, −1: at none (anti-windup)
         self.grow_start = 0.0            # s, when r_s started to grow (contact_force)
+        self.landing = None              # m, |r| at the landing's first contact (a bounce before the touchdown)
+        self.held = False                # the hip and the leg held after lift-off
         if self.stance and p["stance_control"] == "contact_force":
             self.touchdown_length = self.rest = ctl.value("leg_r")
         if self.stance:
@@ -289,6 +309,8 @@ class RaibertHopper(ControlProgram):
                 self._stance(ctl, thrust=False)
             elif name == "extended":                              # the thrust's stroke is over
                 self._stance(ctl, thrust=False)
+            elif name == "released":                              # the hold after lift-off is over
+                self._release(ctl)
             elif name == "clear":                                 # the foot is clear: swing it
                 self._flight(ctl, rising=True, clear=True)
             elif name == "apex":
@@ -307,6 +329,10 @@ class RaibertHopper(ControlProgram):
             return
         if event.contact != p["foot"]:
             return
+        if event.kind == "bounce" and not self.stance and self.landing is None \
+                and p["stance_control"] == "contact_force":
+            self.landing = ctl.value("leg_r")                     # the landing began here: r_s is this length
+            return
         touching = ctl.in_contact(p["foot"])
         if touching and not self.stance:
             self.stance, self.stance_start = True, event.t
@@ -323,8 +349,9 @@ class RaibertHopper(ControlProgram):
             self.apex = None
             ctl.unwatch("apex")
             ctl.unwatch("clear")
+            self._release(ctl)
             if p["stance_control"] == "contact_force":
-                self.touchdown_length = self.rest = ctl.value("leg_r")
+                self.touchdown_length = self.rest = self.landing if self.landing is not None else ctl.value("leg_r")
                 self.growth = 0.0
                 ctl.watch("bottom", "leg_r_rate", 0.0, +1)
             else:
@@ -355,10 +382,27 @@ class RaibertHopper(ControlProgram):
             rising = float(cd[2]) > 0
             clear = not (p["clearance"] > 0 and rising)
             self._flight(ctl, rising=rising, clear=clear)
+            self.landing = None
+            if p["liftoff_hold"] > 0:
+                # Kearney §5.3: "the knee and hip joints were held in place for a short period as the hopper gained
+                # height" — the program's own joint-space constraints at the joints' lift-off values (their
+                # multipliers the holding torques, solved with the dynamics), released by a watch on time
+                ctl.hold(p["hip_hold"], ctl.joint(p["hip"])[0])
+                ctl.hold(p["leg_hold"], ctl.joint(p["leg"])[0])
+                self.held = True
+                ctl.watch("released", "time", ctl.t + p["liftoff_hold"], +1)
             if not clear:
                 ctl.watch("clear", "foot_height", self.ground + p["clearance"], +1)
             if rising:
                 ctl.watch("apex", "com_vz", 0.0, -1)
+
+    def _release(self, ctl) -> None:
+        """End the hold after lift-off (if any): its watch and its constraints removed (logged)."""
+        if self.held:
+            ctl.unwatch("released")
+            ctl.remove(self.p["hip_hold"])
+            ctl.remove(self.p["leg_hold"])
+            self.held = False
 
     def status(self) -> dict:
         return {"hops": self.hops, "stance": self.stance, "last_liftoff": self.last_liftoff}
