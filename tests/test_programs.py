@@ -393,8 +393,10 @@ def test_control_equations_on_the_ground_force_hold_at_every_state_and_are_logge
 def test_a_zero_moment_about_the_centre_of_mass_keeps_its_angular_momentum_to_the_integrators_order():
     """Eq. 12, Ḣ_G = r × f_c: with the moment imposed zero at every integrator stage (not held over a step), H_G
     changes in stance only by what the planar base's two 1 g slider links take from the world (their orientation
-    is held, measured 4.4e-5 kg·m²/s over 0.1 s, the same at both steps) — no integration error of first order
-    remains (it was 9.7e-4 and 5.0e-4 at dt = 1 and 0.5 ms when the equations were solved once per step)."""
+    is held, measured 2.3e-4 kg·m²/s over 0.1 s on the anthropomorphic hopper with its legs of 14 % and 5 % of
+    the mass and its knee forward, the same to 0.3 % at both steps; 4.4e-5 on its earlier light legs) — no
+    integration error of first order remains (it was 9.7e-4 and 5.0e-4 at dt = 1 and 0.5 ms on the light legs
+    when the equations were solved once per step)."""
     drift = []
     for dt in (2e-3, 1e-3):
         _, _, seen = _pressing(dt)
@@ -402,7 +404,7 @@ def test_a_zero_moment_about_the_centre_of_mass_keeps_its_angular_momentum_to_th
         H = np.array([h for _, h in seen])
         k = int(np.searchsorted(t, t[0] + 0.1))
         drift.append(abs(H[k] - H[0]))
-    assert drift[1] < 1e-4, drift
+    assert drift[1] < 4e-4, drift
     assert abs(drift[0] - drift[1]) < 0.01 * drift[1], drift
 
 
