@@ -19,10 +19,11 @@ Stance control (``stance_control``):
   stage (:meth:`core.programs.Controls.impose`), added at touchdown and removed at lift-off, both logged —
 
   - eq. 13, ``leg_spring``: f_c · r̂ = k_l (r_s − |r|), r the virtual leg from the foot to the centre of mass,
-    k_l ``leg_stiffness``, the rest length r_s = |r| at touchdown; "energy is injected by gradually increasing
-    the resting length": from the leg's bottom (|r| stops shortening, a watch) r_s grows at a constant rate over
-    ``thrust_time`` by Δr_s, set at the bottom from the energy the hop needs (k_l Δr_s ≤ ``max_thrust``; Δr_s < 0,
-    r_s shortened, when the hop has too much);
+    k_l ``leg_stiffness`` (Kearney writes r from the centre of mass to the foot: k_l (|r| − r_s)), the rest
+    length r_s = |r| at touchdown (at the landing's first contact if the foot bounced before it rested); "energy
+    is injected by gradually increasing the resting length": from the leg's bottom (|r| stops shortening, a
+    watch) r_s grows at a constant rate over ``thrust_time`` by Δr_s, set at the bottom from the energy the hop
+    needs (k_l Δr_s ≤ ``max_thrust``; Δr_s < 0, r_s shortened, when the hop has too much);
   - eq. 14, ``moment``: (r_G × f_c)·ŷ = k_h (H̃_G − H_G), the moment about the centre of mass (r_G from it to the
     foot) driving the angular momentum about it (eq. 15) to H̃_G = −``attitude_gain`` · pitch (k_h:
     ``momentum_gain``): with a small attitude gain the body lifts off with |H_G| ≈ attitude_gain · |pitch|, and
@@ -35,8 +36,11 @@ Stance control (``stance_control``):
   leg (hip to foot) Jacobian, τ = J_Lᵀ F + J_θᵀ M (a static map: the legs' own inertia makes the ground's force
   differ from F).
 
-Kearney's transition after touchdown, a lift-off armed only after a short wait so the leg loads first, is the
-contact's ``liftoff_delay`` in the scene.
+Kearney's transitions (§5.3): a lift-off armed only after a short wait, so the leg loads first, is the contact's
+``liftoff_delay`` in the scene; "the knee and hip joints were held in place for a short period as the hopper
+gained height": for ``liftoff_hold`` seconds after each lift-off the program holds the hip and the leg's joint at
+their lift-off values with its own joint-space constraints ``hip_hold`` and ``leg_hold``
+(:meth:`core.programs.Controls.hold`: their multipliers are the holding torques), released by a watch on time.
 
 Lift-off and touchdown come from the contact's events, which the program answers at the event (inside the
 step); it counts hops (a lift-off after a stance) and logs each (``hop``) with the forward speed, the angular
