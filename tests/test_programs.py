@@ -96,6 +96,37 @@ def test_a_programs_own_check_names_the_parameter():
     assert [p.path for p in info.value.problems] == ["$.programs[0].parameters.hip"]
 
 
+@pytest.mark.parametrize("changes, parameter, words", [
+    ({"leg_stiffness": 0.0}, "leg_stiffness", "k_l of Kearney's eq. 13"),
+    ({"momentum_gain": 0.0}, "momentum_gain", "k_h of Kearney's eq. 14"),
+    ({"thrust_time": 0.0}, "thrust_time", "positive"),
+    ({"max_loss": -1.0}, "max_loss", "must not be negative"),
+    ({"liftoff_hold": -0.1}, "liftoff_hold", "seconds"),
+    ({"hip_hold": "pitch_hold"}, "hip_hold", "joint-space constraint"),
+    ({"leg_hold": "ghost"}, "leg_hold", "joint-space constraint"),
+])
+def test_the_hoppers_stance_and_hold_parameters_are_checked_by_name(changes, parameter, words):
+    """Kearney's stance needs both gains of eq. 13–14 positive; the energy's parameters are in range; a hold after
+    lift-off names the scene's joint-space constraints it holds."""
+    doc = _doc("raibert_hopper")
+    doc["programs"][0]["parameters"].update(changes)
+    with pytest.raises(SceneError) as info:
+        compile_scene(parse_spec(doc))
+    problems = [(p.path, str(p)) for p in info.value.problems]
+    assert [path for path, _ in problems] == [f"$.programs[0].parameters.{parameter}"], problems
+    assert words in problems[0][1], problems
+
+
+def test_a_hold_the_program_does_not_own_is_refused_when_it_starts():
+    """``hip_hold`` must be one of the program's own constraints (its ``constraints``), or ``ctl.hold`` could not
+    hold it: the program says so by name when the run starts."""
+    doc = _doc("raibert_hopper")
+    doc["programs"][0]["constraints"] = ["leg_hold"]
+    model = compile_scene(parse_spec(doc))
+    with pytest.raises(ProgramError, match="hip_hold 'hip_hold' is not among its own constraints"):
+        core.Simulation(model)
+
+
 def test_snapshot_and_restore_bring_back_the_programs_state():
     model = core.load_scene(ROOT / "scenes" / "raibert_hopper.json")
     sim = core.Simulation(model)
