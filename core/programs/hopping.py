@@ -142,8 +142,8 @@ class RaibertHopper(ControlProgram):
         if not (isinstance(p["hip_point"], (list, tuple)) and len(p["hip_point"]) == 3):
             problems.append(("hip_point", "must be body coordinates [x, y, z]"))
         for key in ("leg_stiffness", "leg_damping", "leg_preload", "retract", "clearance", "speed_integral",
-                    "max_loss", "attitude_gain",
-                    "momentum_gain", "speed", "height_gain", "speed_gain", "hip_kp", "hip_kd", "pitch_kp", "pitch_kd", "leg_kp", "leg_kd"):
+                    "max_loss", "attitude_gain", "momentum_gain", "speed", "height_gain", "speed_gain", "hip_kp",
+                    "hip_kd", "pitch_kp", "pitch_kd", "leg_kp", "leg_kd"):
             if not (isinstance(p[key], (int, float)) and abs(p[key]) < 1e6):
                 problems.append((key, "must be a number of magnitude below 1e6"))
         return problems
@@ -185,7 +185,7 @@ class RaibertHopper(ControlProgram):
         self.hops = 0
         self.last_liftoff = None
         self.apex = None                 # the highest centre-of-mass height of the current flight
-        self.push = 0.0                  # N, the thrust of the current stance
+        self.push = 0.0                  # N, the thrust of the current stance (contact_force: k_l Δr_s)
         self.loss = 0.0                  # J, the estimated energy a hop loses (adapted on the apex errors)
         self.stroke = 0.1                # m, the leg's extension in the last stance's thrust phase
         self.mass = float(m.mass.sum())
@@ -194,7 +194,7 @@ class RaibertHopper(ControlProgram):
         self.touchdown_length = None     # m, the virtual leg from the foot to the centre of mass at touchdown
         self.rest = None                 # m, eq. 13's rest length r_s now (contact_force); grows by self.growth
         self.growth = 0.0                # m, Δr_s of the current stance (contact_force)
-        self.saturated = 0               # +1: the last thrust was at its largest, −1: at none (anti-windup)
+        self.saturated = 0               # +1: the last Δr_s at its largest, −1: at its most negative (anti-windup)
         self.grow_start = 0.0            # s, when r_s started to grow (contact_force)
         self.landing = None              # m, |r| at the landing's first contact (a bounce before the touchdown)
         self.held = False                # the hip and the leg held after lift-off
