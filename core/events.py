@@ -140,6 +140,9 @@ class Event:
         speed = self.get("speed")
         if kind == "hop" and speed is not None:
             return float(speed), "forward speed", "m/s"
+        height = self.get("height")
+        if kind == "apex" and height is not None:
+            return float(height), "height", "m"
         return _NAN, "", ""
 
     @property

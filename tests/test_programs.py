@@ -96,6 +96,37 @@ def test_a_programs_own_check_names_the_parameter():
     assert [p.path for p in info.value.problems] == ["$.programs[0].parameters.hip"]
 
 
+@pytest.mark.parametrize("changes, parameter, words", [
+    ({"leg_stiffness": 0.0}, "leg_stiffness", "k_l of Kearney's eq. 13"),
+    ({"momentum_gain": 0.0}, "momentum_gain", "k_h of Kearney's eq. 14"),
+    ({"thrust_time": 0.0}, "thrust_time", "positive"),
+    ({"max_loss": -1.0}, "max_loss", "must not be negative"),
+    ({"liftoff_hold": -0.1}, "liftoff_hold", "seconds"),
+    ({"hip_hold": "pitch_hold"}, "hip_hold", "joint-space constraint"),
+    ({"leg_hold": "ghost"}, "leg_hold", "joint-space constraint"),
+])
+def test_the_hoppers_stance_and_hold_parameters_are_checked_by_name(changes, parameter, words):
+    """Kearney's stance needs both gains of eq. 13–14 positive; the energy's parameters are in range; a hold after
+    lift-off names the scene's joint-space constraints it holds."""
+    doc = _doc("raibert_hopper")
+    doc["programs"][0]["parameters"].update(changes)
+    with pytest.raises(SceneError) as info:
+        compile_scene(parse_spec(doc))
+    problems = [(p.path, str(p)) for p in info.value.problems]
+    assert [path for path, _ in problems] == [f"$.programs[0].parameters.{parameter}"], problems
+    assert words in problems[0][1], problems
+
+
+def test_a_hold_the_program_does_not_own_is_refused_when_it_starts():
+    """``hip_hold`` must be one of the program's own constraints (its ``constraints``), or ``ctl.hold`` could not
+    hold it: the program says so by name when the run starts."""
+    doc = _doc("raibert_hopper")
+    doc["programs"][0]["constraints"] = ["leg_hold"]
+    model = compile_scene(parse_spec(doc))
+    with pytest.raises(ProgramError, match="hip_hold 'hip_hold' is not among its own constraints"):
+        core.Simulation(model)
+
+
 def test_snapshot_and_restore_bring_back_the_programs_state():
     model = core.load_scene(ROOT / "scenes" / "raibert_hopper.json")
     sim = core.Simulation(model)
@@ -140,29 +171,118 @@ def _skew(v):
 
 # ---- Raibert's hopper ---------------------------------------------------------------------------------------
 
-def test_raibert_hopper_hops_on_at_the_commanded_speed_with_no_angular_momentum_at_lift_off():
-    """Kearney §5: twenty hops in a row without falling (the body's pitch within ±0.1 rad, the hip above
-    0.3 m), the forward speed at lift-off within 0.05 m/s of the commanded 0.5 m/s from the fifth hop on
-    (measured 0.472), and the angular momentum about the centre of mass at lift-off below 0.02 kg·m²/s
-    (measured 0.010; the body's pitch servo in stance)."""
-    model = core.load_scene(ROOT / "scenes" / "raibert_hopper.json")
-    assert "raibert_hopper" in PROGRAMS
+def _hopping(name: str, duration: float, **parameters):
+    """The scene ``name`` run for ``duration`` (its program's ``parameters`` changed): the model, the simulation,
+    the record (every 20th step), its hops and its apexes (the program's logs)."""
+    doc = _doc(name)
+    doc["programs"][0]["parameters"].update(parameters)
+    model = compile_scene(parse_spec(doc))
     sim = core.Simulation(model)
-    rec = sim.run(12.0, record_every=10)
-    hops = [e for e in sim.events if e.kind == "hop"]
-    assert len(hops) >= 20
+    rec = sim.run(duration, record_every=20)
+    return model, sim, rec, [e for e in sim.events if e.kind == "hop"], [e for e in sim.events if e.kind == "apex"]
+
+
+def _holds_kearneys_targets(name: str, height: float, speed: float):
+    """Kearney §5 on scene ``name`` over 40 s (the issue's targets): at least 60 hops without falling; from the
+    fifth hop the apex of the centre of mass within 2 % of the commanded ``height`` and the forward speed at
+    lift-off within 5 % of the commanded ``speed``; the angular momentum about the centre of mass at every lift-off
+    within 0.01 kg·m²/s; Kearney's hold of the hip and the leg for 50 ms after each lift-off in use; one hop count
+    for the program and ``core run``. Returns the hops and the apexes."""
+    doc = _doc(name)
+    assert doc["programs"][0]["parameters"]["stance_control"] == "contact_force"     # the one stance law
+    model, sim, rec, hops, apexes = _hopping(name, 40.0)
+    assert sim.state.t == pytest.approx(40.0)
+    assert len(hops) >= 60
     assert [h.get("hop") for h in hops] == list(range(1, len(hops) + 1))
     z, pitch = rec["q"][:, model.q_slice("z").start], rec["q"][:, model.q_slice("pitch").start]
-    assert z.min() > 0.3 and np.abs(pitch).max() < 0.1               # it never fell
-    settled = hops[4:]
-    speeds = np.array([h.get("speed") for h in settled])
-    assert np.abs(speeds - 0.5).max() < 0.05, speeds
-    H = np.array([h.get("angular_momentum") for h in settled])
-    assert np.abs(H).max() < 0.02, H
+    assert z.min() > 0.25 and np.abs(pitch).max() < 0.05                 # it never fell (the hip's lowest, crouched:
+    #                                                                      0.37 and 0.31 m)
+    # Kearney's transitions in use: after every lift-off the hip and the leg held, released 50 ms later
+    held = [(e.t, e.kind, e.constraint) for e in sim.events if e.constraint in ("hip_hold", "leg_hold")]
+    assert len(held) >= 4 * (len(hops) - 1)
+    for h in hops[:-1]:
+        mine = [(kind, c) for t, kind, c in held if h.t - 1e-12 <= t <= h.t + 0.05 + 1e-6]
+        assert sorted(mine) == [("added", "hip_hold"), ("added", "leg_hold"), ("removed", "hip_hold"),
+                                ("removed", "leg_hold")], (h.t, mine)
+    # the apex of each flight from the fifth hop's, as the program logs it (its watch: the centre of mass's
+    # vertical speed crossing zero) and as the record has it between lift-offs
+    settled = [a for a in apexes if a.get("hop") >= 5]
+    assert len(settled) >= len(hops) - 5
+    heights = np.array([a.get("height") for a in settled])
+    assert np.abs(heights - height).max() < 0.02 * height, heights
+    com = np.array([momentum(model, q, qd)[0][2] for q, qd in zip(rec["q"], rec["qd"])])
+    lifts = [h.t for h in hops]
+    for a in settled[:-1]:
+        start, end = lifts[a.get("hop") - 1], lifts[a.get("hop")]
+        recorded = com[(rec["t"] > start) & (rec["t"] < end)].max()
+        assert a.get("height") - 0.005 < recorded <= a.get("height") + 1e-9
+    speeds = np.array([h.get("speed") for h in hops[4:]])
+    assert np.abs(speeds - speed).max() < 0.05 * speed, speeds
+    H = np.array([h.get("angular_momentum") for h in hops])
+    assert np.abs(H).max() <= 0.01, H
+    # the loss estimate is regulated, not wound up against a thrust clipped to nothing (the old anthropomorphic
+    # hopper's: 0 N on every hop, the loss at −34 J)
+    assert all(h.get("thrust") > 0 for h in hops[4:])
+    assert all(abs(h.get("loss")) < 5.0 for h in hops)
+    assert _reported_hops(model, sim.events) == len(hops)
+    return hops, apexes
+
+
+def test_raibert_hopper_hops_on_at_the_commanded_speed_with_no_angular_momentum_at_lift_off():
+    """The CMU-style hopper (telescoping leg, air spring) under Kearney's stance, eq. 13–14 on the ground's force
+    (the same law as the anthropomorphic hopper's), over 40 s: measured 70 hops; from the fifth hop the apex
+    0.6490–0.6500 m for 0.65 (0.16 %), the lift-off speed 0.4985–0.5002 m/s for 0.5 (0.31 %); |H_G| at lift-off
+    at most 0.0033 kg·m²/s; stances of 0.199–0.207 s; the body's pitch within ±0.015 rad."""
+    assert "raibert_hopper" in PROGRAMS
+    hops, _ = _holds_kearneys_targets("raibert_hopper", 0.65, 0.5)
+    assert all(0.18 < h.get("stance_time") < 0.22 for h in hops[4:])
+
+
+def test_the_raibert_hoppers_virtual_leg_stance_is_an_alternative_that_hops_too():
+    """``stance_control: virtual_leg`` (Raibert's constant thrust while the leg extends, the hip servoing the
+    body's pitch, mapped by the virtual leg's Jacobian) on the same scene, with the foot placement's gains it was
+    tuned with (k_ẋ 0.08 s, no integral; the scene's 0.04 and 0.04 give 0.47–0.59 m/s over hops 5–10 with it):
+    12 s, measured 24 hops, from the fifth the apex within 0.15 % of 0.65 m, the lift-off speed 0.488–0.490 m/s
+    (2.3 % short), |H_G| at most 0.0005 kg·m²/s (0.016 at the second lift-off); no control equations; its
+    touchdowns and lift-offs alternate."""
+    model, sim, rec, hops, apexes = _hopping("raibert_hopper", 12.0, stance_control="virtual_leg", speed_gain=0.08,
+                                             speed_integral=0.0)
+    assert len(hops) >= 20
+    pitch = rec["q"][:, model.q_slice("pitch").start]
+    assert np.abs(pitch).max() < 0.05
+    heights = np.array([a.get("height") for a in apexes if a.get("hop") >= 5])
+    assert np.abs(heights - 0.65).max() < 0.02 * 0.65, heights
+    speeds = np.array([h.get("speed") for h in hops[4:]])
+    assert np.abs(speeds - 0.5).max() < 0.05 * 0.5, speeds
+    assert np.abs([h.get("angular_momentum") for h in hops[4:]]).max() < 0.01
+    assert not any(e.kind in ("added", "removed") and e.get("control") == "equation" for e in sim.events)
     lift = [e for e in sim.events if e.kind == "lift-off"]
     touch = [e for e in sim.events if e.kind == "touchdown"]
-    assert len(touch) == len(lift) + 1 and all(a.t < b.t for a, b in zip(touch, lift))
+    assert len(touch) - len(lift) in (0, 1) and all(a.t < b.t for a, b in zip(touch, lift))
     assert _reported_hops(model, sim.events) == len(hops)
+
+
+def test_the_hoppers_loss_estimate_does_not_wind_up_while_the_thrust_is_at_its_largest():
+    """Eq. 13's rest length grows by at most ``max_thrust`` / k_l: commanded to 0.75 m with 3 N of thrust, the
+    CMU-style hopper cannot reach it (apexes near 0.57 m) and its loss estimate is not integrated (it stays at
+    its last unsaturated value, 0 J, against the 20 J bound it would wind up to); given its thrust back and 0.65
+    m, its second apex after is within 2 % (measured 0.640, then 0.658, 0.650, ...) — a wound-up estimate of
+    20 J would have overshot by about 0.2 m."""
+    doc = _doc("raibert_hopper")
+    doc["programs"][0]["parameters"].update(height=0.75, max_thrust=3.0)
+    model = compile_scene(parse_spec(doc))
+    sim = core.Simulation(model)
+    sim.run(10.0, record_every=100)
+    hops = [e for e in sim.events if e.kind == "hop"]
+    assert len(hops) >= 15
+    assert all(h.get("thrust") == pytest.approx(3.0) for h in hops[1:])        # at its largest on every hop
+    assert all(abs(h.get("loss")) < 0.5 for h in hops)                         # not wound up
+    assert max(a.get("height") for a in sim.events if a.kind == "apex") < 0.7
+    sim.state.programs[0].p.update(height=0.65, max_thrust=400.0)             # the thrust back, a reachable height
+    seen = len(sim.events)
+    sim.run(5.0, record_every=100)
+    apexes = [a.get("height") for a in sim.events[seen:] if a.kind == "apex"]
+    assert np.abs(np.array(apexes[1:]) - 0.65).max() < 0.02 * 0.65, apexes
 
 
 def _reported_hops(model, events) -> int:
@@ -182,25 +302,15 @@ def test_a_view_that_follows_an_unknown_body_is_refused():
 
 
 def test_the_anthropomorphic_hopper_hops_on_a_kneed_leg():
-    """Kearney §5's three-link hopper (torso, upper and lower leg; hip and knee actuators, no spring) under the same
-    program on its virtual leg, its stance as Kearney's eq. 13–14 on the ground's force: twenty hops in a row without
-    falling (pitch within ±0.05 rad), the lift-off speed within 0.1 m/s of the commanded 0.4 from the fifth hop on
-    and within 0.01 m/s from the seventh (measured 0.394–0.401 from the seventh, 0.400 ± 0.0003 from the twelfth),
-    and the angular momentum about the centre of mass at lift-off below 0.05 kg·m²/s (measured 0.026)."""
-    model = core.load_scene(ROOT / "scenes" / "anthropomorphic_hopper.json")
-    sim = core.Simulation(model)
-    rec = sim.run(12.0, record_every=10)
-    hops = [e for e in sim.events if e.kind == "hop"]
-    assert len(hops) >= 20
-    z, pitch = rec["q"][:, model.q_slice("z").start], rec["q"][:, model.q_slice("pitch").start]
-    assert z.min() > 0.3 and np.abs(pitch).max() < 0.05
-    settled = hops[4:]
-    speeds = np.array([h.get("speed") for h in settled])
-    assert np.abs(speeds - 0.4).max() < 0.1 and np.abs(speeds[2:] - 0.4).max() < 0.01, speeds
-    H = np.array([h.get("angular_momentum") for h in settled])
-    assert np.abs(H).max() < 0.05, H
-    assert all(0.15 < h.get("stance_time") < 0.2 for h in settled)
-    assert _reported_hops(model, sim.events) == len(hops)
+    """Kearney §5's three-link hopper (a 7 kg torso, a 1.2 kg thigh and a 0.45 kg shank, the knee bending forward;
+    hip and knee actuators, no spring) under the same program and stance law as the CMU-style hopper (eq. 13–14 on
+    the ground's force), over 40 s: measured 67 hops; from the fifth hop the apex 0.8499–0.8521 m for 0.85
+    (0.24 %), the lift-off speed 0.3927–0.4031 m/s for 0.4 (1.8 %); |H_G| at lift-off at most 0.0071 kg·m²/s;
+    stances of 0.200–0.212 s; the torso's pitch within ±0.04 rad. Without the hold after lift-off the hops
+    alternate (lift-off speeds −0.1 and 0.9 m/s, apexes 0.82 and 0.88 m). (Before this law, on the old light legs:
+    the thrust clipped to 0 N on every hop and the apex was not regulated.)"""
+    hops, _ = _holds_kearneys_targets("anthropomorphic_hopper", 0.85, 0.4)
+    assert all(0.18 < h.get("stance_time") < 0.22 for h in hops[4:])
 
 
 @register
@@ -314,8 +424,10 @@ def test_control_equations_on_the_ground_force_hold_at_every_state_and_are_logge
 def test_a_zero_moment_about_the_centre_of_mass_keeps_its_angular_momentum_to_the_integrators_order():
     """Eq. 12, Ḣ_G = r × f_c: with the moment imposed zero at every integrator stage (not held over a step), H_G
     changes in stance only by what the planar base's two 1 g slider links take from the world (their orientation
-    is held, measured 4.4e-5 kg·m²/s over 0.1 s, the same at both steps) — no integration error of first order
-    remains (it was 9.7e-4 and 5.0e-4 at dt = 1 and 0.5 ms when the equations were solved once per step)."""
+    is held, measured 2.3e-4 kg·m²/s over 0.1 s on the anthropomorphic hopper with its legs of 14 % and 5 % of
+    the mass and its knee forward, the same to 0.3 % at both steps; 4.4e-5 on its earlier light legs) — no
+    integration error of first order remains (it was 9.7e-4 and 5.0e-4 at dt = 1 and 0.5 ms on the light legs
+    when the equations were solved once per step)."""
     drift = []
     for dt in (2e-3, 1e-3):
         _, _, seen = _pressing(dt)
@@ -323,7 +435,7 @@ def test_a_zero_moment_about_the_centre_of_mass_keeps_its_angular_momentum_to_th
         H = np.array([h for _, h in seen])
         k = int(np.searchsorted(t, t[0] + 0.1))
         drift.append(abs(H[k] - H[0]))
-    assert drift[1] < 1e-4, drift
+    assert drift[1] < 4e-4, drift
     assert abs(drift[0] - drift[1]) < 0.01 * drift[1], drift
 
 
