@@ -198,7 +198,7 @@ def test_an_overlay_is_one_frame_holding_the_earlier_poses(tmp_path, gl_renderer
     overlay, row = (rgb_array(QImage(str(tmp_path / n))).astype(int) for n in ("o.png", "r.png"))
     assert overlay.shape[1] == 240 and overlay.shape[0] > 200
     last = row[:200, 3 * 240:4 * 240]                    # the same camera: the last pose, drawn at full strength
-    ghosts = np.max(np.abs(overlay[:200] - last), axis=2) > 20
-    assert np.count_nonzero(ghosts) > 200, "the overlay shows only the last pose"
-    same = np.max(np.abs(overlay[:200, 2:] - last[:, 2:]), axis=2) <= 20   # (the row's separator at x = 0)
-    assert np.count_nonzero(same) > 0.5 * same.size
+    ghosts = np.max(np.abs(overlay[:200, 2:] - last[:, 2:]), axis=2) > 20        # (the row's separator at x = 0)
+    # the three earlier poses: about 5700 pixels; four times the same pose: 150 (antialiased lines drawn anew)
+    assert np.count_nonzero(ghosts) > 1000, "the overlay shows only the last pose"
+    assert np.count_nonzero(~ghosts) > 0.5 * ghosts.size          # the same camera: the background agrees
