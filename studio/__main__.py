@@ -3,9 +3,9 @@ scenes/arm_nail_singular.json, the nailed arm of thesis fig. 2.9) and play it (`
 robot file (URDF ``.urdf``, MJCF ``.xml``): it opens as an untitled scene that includes it (``--inertia repair``:
 unphysical link inertias repaired, :mod:`core.scene.urdf`); saving asks for a JSON file.
 
-``python -m studio render|screenshot|plots SCENE …`` make the studio's pictures without its window (videos on
-simulated time, a picture of the viewport, the plots and the run's CSV; :mod:`studio.headless`); they start their
-own virtual display when there is none.
+``python -m studio render|screenshot|plots|strip SCENE …`` make the studio's pictures without its window (videos
+on simulated time, a picture of the viewport, the plots and the run's CSV, the frames of one interval in one
+picture; :mod:`studio.headless`); they start their own virtual display when there is none.
 
 ``--screenshot PATH --after SECONDS`` plays for that many seconds of wall-clock time, saves a PNG of the whole
 window and quits (for the README, for checking a change by eye, and for headless runs under ``xvfb-run``); it
@@ -41,7 +41,9 @@ def _parse_args(argv):
         epilog="Without the window (videos on simulated time, pictures, plots and the run's CSV): "
                "limbstudio render SCENE --duration T --fps F --out movie.mp4; "
                "limbstudio screenshot SCENE --time T --out shot.png; "
-               "limbstudio plots SCENE --duration T --out DIR (each with --help).")
+               "limbstudio plots SCENE --duration T --out DIR; "
+               "limbstudio strip SCENE --from T0 --to T1 --frames N --out strip.png [--layout row|overlay] "
+               "(each with --help).")
     parser.add_argument("scene", nargs="?", type=Path, default=DEFAULT_SCENE,
                         help=f"scene document (JSON) or robot file (URDF .urdf, MJCF .xml); default: {DEFAULT_SCENE}")
     parser.add_argument("--inertia", choices=("refuse", "repair"),

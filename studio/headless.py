@@ -3,6 +3,7 @@
     python -m studio render SCENE --duration T --fps F --out movie.mp4 [--size WxH] [--plots NAMES]
     python -m studio screenshot SCENE --time T --out shot.png [--size WxH]
     python -m studio plots SCENE --duration T --out DIR [--size WxH] [--plots NAMES]
+    python -m studio strip SCENE --from T0 --to T1 --frames N --out strip.png [--size WxH] [--layout row|overlay]
 
 ``render`` writes a video of T simulated seconds at F frames per second — T·F frames, lasting T seconds — as MP4
 (H.264), GIF or a folder of PNG frames (by the suffix of ``--out``; none: a folder), the viewport alone or with
@@ -10,7 +11,11 @@ the plots named by ``--plots`` beside it (force, energy, deviation, residual, si
 parameters; "all"), time-aligned (the curves grow to the frame's time). ``screenshot`` writes a PNG of the
 viewport at simulated time T. ``plots`` writes DIR/plots.png and DIR/plots.svg (the plots of the whole run), one
 PNG per plot, and DIR/timeseries.csv (every step, full precision, the columns of ``python -m core run``; see
-:mod:`studio.run.runrecords`).
+:mod:`studio.run.runrecords`). ``strip`` writes one PNG of N frames evenly spaced from T0 to T1 (both included), as
+papers print a motion: ``row`` — side by side, each WxH with its simulated time (and, in a scene with contacts,
+whether any touches) under it; ``overlay`` — a stroboscopic WxH picture of every pose, earlier ones fainter
+(:mod:`studio.qt.run.strip`). Either way the camera is fixed for the whole strip, framed on the bodies over the
+interval (:func:`studio.geometry.framing.frame_motion`; it follows no body).
 
 The simulation runs on this thread, step by step as in the studio (:mod:`studio.run.stepping`: the same numbers as
 ``python -m core run``), and each frame is drawn from the state at its time (:func:`core.drawing.draw_list`) by an
@@ -34,7 +39,7 @@ from pathlib import Path
 
 __all__ = ["main", "COMMANDS", "INSTALL_HINT", "ensure_display"]
 
-COMMANDS = ("render", "screenshot", "plots")
+COMMANDS = ("render", "screenshot", "plots", "strip")
 INSTALL_HINT = ("apt-get install -y --no-install-recommends xvfb xauth libgl1-mesa-dri libegl1 libglib2.0-0 "
                 "libfontconfig1 libdbus-1-3 libxkbcommon-x11-0 libxcb-cursor0 libxcb-icccm4 libxcb-image0 "
                 "libxcb-keysyms1 libxcb-randr0 libxcb-render-util0 libxcb-shape0 libxcb-xfixes0 fonts-dejavu-core")
@@ -76,7 +81,29 @@ def _parser() -> argparse.ArgumentParser:
     plots.add_argument("--out", type=Path, required=True, help="a folder")
     plots.add_argument("--size", type=_size, default=None, help="of plots.png (default 1000 × 220 per plot)")
     plots.add_argument("--plots", default="", help="which plots (default: every one the scene has)")
+    strip = sub.add_parser("strip", help="frames of one interval in one PNG: side by side, or one stroboscopic "
+                           "picture", description="N frames evenly spaced from --from to --to (both included) in "
+                           "one PNG, seen by one fixed camera framed on the bodies over the interval. row: the "
+                           "frames side by side (N x W wide), each with its simulated time under it; overlay: every "
+                           "pose in one WxH picture, earlier ones fainter. Exit 2 on a bad argument (nothing "
+                           "written); the file is complete or absent.")
+    strip.add_argument("scene", type=Path)
+    strip.add_argument("--from", dest="t0", type=float, required=True, metavar="T0",
+                       help="simulated seconds of the first frame (>= 0)")
+    strip.add_argument("--to", dest="t1", type=float, required=True, metavar="T1",
+                       help="simulated seconds of the last frame (after T0, at most the scene's duration)")
+    strip.add_argument("--frames", type=int, default=8, metavar="N",
+                       help=f"how many frames, 2 to {STRIP_MAX_FRAMES} (default 8)")
+    strip.add_argument("--out", type=Path, required=True, help="the PNG to write")
+    strip.add_argument("--size", type=_size, default=None, help="each frame's picture, WxH (default 320x480 in "
+                       "a row, 1200x800 for an overlay)")
+    strip.add_argument("--layout", choices=("row", "overlay"), default="row",
+                       help="row: side by side (default); overlay: one stroboscopic picture")
     return p
+
+
+STRIP_MAX_FRAMES = 64
+STRIP_MAX_WIDTH = 16384        # pixels: a row wider than this is refused (the picture's limit, not the view's)
 
 
 # ---- a display ------------------------------------------------------------------------------------------------
@@ -307,11 +334,109 @@ def _plots(args, model) -> int:
     return 0
 
 
+def _check_strip(args, model) -> None:
+    """Refuse a strip's bad arguments before anything is drawn: a ValueError naming the argument and its value."""
+    import math
+    duration = float(model.settings.get("duration", 10.0))
+    if not (math.isfinite(args.t0) and args.t0 >= 0):
+        raise ValueError(f"--from must be a time of at least 0 s, got {args.t0:g}")
+    if not math.isfinite(args.t1) or args.t1 <= args.t0:
+        raise ValueError(f"--to must be after --from ({args.t0:g} s), got {args.t1:g}")
+    if args.t1 > duration + 1e-9:
+        raise ValueError(f"--to {args.t1:g} is beyond the scene's duration ({duration:g} s)")
+    if not 2 <= args.frames <= STRIP_MAX_FRAMES:
+        raise ValueError(f"--frames must be from 2 to {STRIP_MAX_FRAMES}, got {args.frames}")
+    if args.size is None:
+        args.size = (320, 480) if args.layout == "row" else (1200, 800)
+    w, h = args.size
+    if min(w, h) < 64 or max(w, h) > 8192:
+        raise ValueError(f"--size must be from 64 to 8192 pixels each way, got {w}x{h}")
+    if args.layout == "row" and w * args.frames > STRIP_MAX_WIDTH:
+        raise ValueError(f"--size {w}x{h} with --frames {args.frames} makes a row {w * args.frames} pixels wide; "
+                         f"at most {STRIP_MAX_WIDTH}")
+    _check_writable_png(args.out)
+
+
+def _check_writable_png(out: Path) -> None:
+    """A PNG can be written at ``out`` (its folder may not exist yet): else a ValueError naming --out."""
+    if out.is_dir():
+        raise ValueError(f"--out {out} is a folder; give a .png file")
+    if out.suffix.lower() != ".png":
+        raise ValueError(f"--out {out} must end in .png")
+    folder = out.resolve().parent
+    while not folder.exists():
+        folder = folder.parent
+    if not folder.is_dir():
+        raise ValueError(f"--out {out}: {folder} is not a folder")
+    if not os.access(folder, os.W_OK | os.X_OK) or (out.exists() and not os.access(out.parent, os.W_OK)):
+        raise ValueError(f"--out {out}: cannot write in {folder}")
+
+
+def _strip(args, model) -> int:
+    from core.contacts import OPEN
+    from core.drawing import draw_list
+    from studio.geometry.framing import frame_motion
+    from studio.qt.run.strip import overlay_image, row_image, strip_times
+    _check_strip(args, model)
+    run = _Run(model)
+    times = strip_times(args.t0, args.t1, args.frames)
+    draws = []
+    for t in times:
+        run.advance_to(t)
+        draws.append(draw_list(run.sim))
+    size = args.size
+    view = _viewport(model, size)
+    view.fix_camera(frame_motion(model, [d.shape_poses for d in draws], aspect=size[0] / size[1],
+                                 floor_z=view.framing.floor_z))
+    frames = [view.render_image(size, d) for d in draws]
+
+    def touching(d):
+        return None if d.contacts is None else bool(any(int(m) != OPEN for m in d.contacts.mode))
+
+    if args.layout == "row":
+        labels = [[f"t = {d.t:.3f} s"] + ([] if touching(d) is None else ["contact" if touching(d) else "airborne"])
+                  for d in draws]
+        image = row_image(frames, labels)
+    else:
+        view.set_bodies_visible(False)
+        try:
+            background = view.render_image(size, draws[-1])
+        finally:
+            view.set_bodies_visible(True)
+        step = (draws[-1].t - draws[0].t) / (len(draws) - 1)
+        caption = [f"{model.name}: {len(draws)} poses from t = {draws[0].t:.3f} s to {draws[-1].t:.3f} s, "
+                   f"{1000 * step:.1f} ms apart; earlier poses fainter"]
+        contact = [touching(d) for d in draws]
+        if contact[0] is not None:
+            caption.append("in contact at pose " + (", ".join(str(k + 1) for k, c in enumerate(contact) if c)
+                                                    or "none"))
+        image = overlay_image(background, frames, caption)
+    path = _save_image(image, args.out)
+    print(f"limbstudio: wrote {path}: {len(draws)} frames ({args.layout}) from t = {draws[0].t:.6g} to "
+          f"{draws[-1].t:.6g} s, {image.width()}x{image.height()}")
+    return 0
+
+
 def _save_image(image, path: Path) -> Path:
-    tmp = path.with_name(f".{path.name}.tmp.png")
-    if not image.save(str(tmp), "PNG"):
-        raise OSError(f"could not write {path}")
-    os.replace(tmp, path)
+    """Write ``image`` as a PNG at ``path`` (its folder made if missing), complete or not at all: into a hidden
+    file beside it, renamed into place."""
+    import tempfile
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp.png", dir=path.parent)
+    os.close(fd)
+    try:
+        if not image.save(tmp, "PNG"):
+            raise OSError(f"could not write {path}")
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)          # as an ordinary file would be (mkstemp makes it private)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
     return path
 
 
@@ -323,6 +448,12 @@ def main(argv) -> int:
     except (core.SceneError, OSError) as exc:
         print(f"limbstudio: cannot open {args.scene}: {exc}", file=sys.stderr)
         return 2
+    if args.command == "strip":
+        try:
+            _check_strip(args, model)          # before a display is made: a bad argument costs nothing
+        except ValueError as exc:
+            print(f"limbstudio: strip: {exc}", file=sys.stderr)
+            return 2
     try:
         display = ensure_display(getattr(args, "size", None) or (1280, 1024))
     except Unusable as exc:
@@ -335,7 +466,7 @@ def main(argv) -> int:
             QCoreApplication.setAttribute(Qt.ApplicationAttribute.AA_ShareOpenGLContexts)
             app = QApplication([sys.argv[0]])
             app.setApplicationName("limbstudio")
-        command = {"render": _render, "screenshot": _screenshot, "plots": _plots}[args.command]
+        command = {"render": _render, "screenshot": _screenshot, "plots": _plots, "strip": _strip}[args.command]
         try:
             return command(args, model)
         except core.DivergenceError as exc:

@@ -18,7 +18,7 @@ from studio.document.kinds import constraint_kinds, force_kinds, joint_kinds
 
 
 __all__ = ["shape_half_extents", "shape_poses", "display_rotation", "planar_normal", "scene_spheres", "Framing",
-           "frame_scene", "nice_step"]
+           "frame_scene", "frame_motion", "nice_step"]
 
 FOV_DEG = 60.0            # pyqtgraph's default horizontal field of view
 MARGIN = 1.12             # the framed box fills at most 1/MARGIN of the view
@@ -174,6 +174,42 @@ def frame_scene(model, q: np.ndarray | None = None, aspect: float = 4 / 3) -> Fr
                    elevation=elevation, floor_z=float(lo[2]), grid_size=(float(grid[0]), float(grid[1])),
                    grid_spacing=spacing, axis_length=nice_step(0.2 * float(np.max(hi - lo))),
                    lo=tuple(map(float, lo)), hi=tuple(map(float, hi)))
+
+
+def frame_motion(model, poses, aspect: float = 4 / 3, floor_z: float | None = None) -> Framing:
+    """A fixed camera for a motion: every shape at every pose in ``poses`` (a sequence of the shapes' world poses
+    ``X_WS``, each (S, 4, 4), e.g. the draw lists' ``shape_poses`` of the frames of a strip) in view, seen from
+    where :func:`frame_scene` looks (a planar scene nearly face-on), in a view of width / height ``aspect``. Unlike
+    :func:`frame_scene` it frames the bodies alone, tightly (the corners of their boxes, not bounding balls; not
+    the world origin nor how far a chain could swing), so a body far from the origin fills the picture.
+    ``floor_z`` (display frame): where the ground grid lies (default: under the lowest corner); the framed box
+    reaches down to it."""
+    R_DW = display_rotation(model.gravity)
+    signs = np.array([[i, j, k] for i in (-1, 1) for j in (-1, 1) for k in (-1, 1)], dtype=float)
+    half = np.array([shape_half_extents(s) for s in model.shapes]).reshape(-1, 3)
+    points = [np.zeros((0, 3))]
+    for X in poses:                   # the corners of every shape's box, in D
+        X = np.asarray(X, dtype=float)
+        corners = np.einsum("sij,scj->sci", X[:, :3, :3], signs[None] * half[:, None]) + X[:, None, :3, 3]
+        points.append(corners.reshape(-1, 3) @ R_DW.T)
+    points = np.concatenate(points) if len(poses) and len(half) else np.zeros((1, 3))
+    lo, hi = points.min(axis=0), points.max(axis=0)
+    if floor_z is not None:
+        lo[2] = min(lo[2], float(floor_z))
+    base = frame_scene(model, aspect=aspect)
+    center = 0.5 * (lo + hi)
+    box = np.array([lo, hi])
+    corners = np.array([[box[i, 0], box[j, 1], box[k, 2]] for i in (0, 1) for j in (0, 1) for k in (0, 1)])
+    # the shapes' corners and the box's (the floor under them) must show
+    every = np.concatenate([points, corners])
+    distance = _fit_distance(every - center, np.zeros_like(every), base.azimuth, base.elevation, aspect)
+    size = hi[:2] - lo[:2]
+    spacing = nice_step(float(np.max(size)) / 8)
+    grid = np.ceil(np.maximum(1.25 * size, 0.5 * np.max(size)) / spacing / 2) * 2 * spacing
+    return Framing(center=tuple(map(float, center)), distance=float(distance), azimuth=base.azimuth,
+                   elevation=base.elevation, floor_z=float(lo[2] if floor_z is None else floor_z), grid_size=(float(grid[0]), float(grid[1])),
+                   grid_spacing=spacing, axis_length=base.axis_length, lo=tuple(map(float, lo)),
+                   hi=tuple(map(float, hi)))
 
 
 def _facing(n: np.ndarray, up: np.ndarray) -> np.ndarray:

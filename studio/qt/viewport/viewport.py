@@ -130,6 +130,7 @@ class Viewport(gl.GLViewWidget):
         self._selected_link: int | None = None       # and the link it moves with (what L follows)
         self._hovered = None
         self._follow: int | None = None
+        self._hidden_bodies = None                  # [(item, was visible)] while set_bodies_visible(False)
         self.overlays: Overlays | None = None
         self._overlay_visible: dict[str, bool] = {}
         self.paint_started: float | None = None     # perf_counter() when the last paintGL began
@@ -391,6 +392,35 @@ class Viewport(gl.GLViewWidget):
             if last is not None and link < len(last.link_p):
                 self.opts["center"] = QVector3D(*(self._R_DW @ np.asarray(last.link_p[link], float)))
                 self.update()
+
+    def fix_camera(self, framing) -> None:
+        """Hold the camera on ``framing`` (a :class:`studio.geometry.framing.Framing`, e.g. of a whole motion from
+        :func:`~studio.geometry.framing.frame_motion`): it follows no body and is not refitted on a resize; the
+        ground grid lies under its centre, at its floor height."""
+        self._follow = None
+        self._auto_frame = False
+        self._framing = framing
+        self._place_grid_and_axes()
+        self.setCameraPosition(pos=QVector3D(*framing.center), distance=framing.distance,
+                               elevation=framing.elevation, azimuth=framing.azimuth)
+
+    def set_bodies_visible(self, on: bool) -> None:
+        """Draw the bodies' shapes and their overlays (nails, springs, arrows, contacts), or leave them all out:
+        a picture of the background alone (grid, axes), as a stroboscopic strip composites its poses over."""
+        items = [item for item, _ in self._items]
+        if self.overlays is not None:
+            items += [item for item in self.overlays.items()
+                      if item is not self.overlays.selection and item is not self.overlays.hover]
+        hidden = self._hidden_bodies
+        if not on and hidden is None:
+            self._hidden_bodies = [(item, item.visible()) for item in items]   # as they were, to bring back
+            for item in items:
+                item.setVisible(False)
+        elif on and hidden is not None:
+            self._hidden_bodies = None
+            for item, was in hidden:
+                item.setVisible(was)
+        self.update()
 
     @property
     def following(self) -> int | None:
