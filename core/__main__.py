@@ -145,7 +145,7 @@ def _run(args) -> int:
         return 2
     if not args.quiet:
         _print_events(sim.events)
-        for line in contact_report(model, sim.events):
+        for line in contact_report(model, sim.events) + program_report(sim.programs):
             print(line)
     if diverged:
         print(f"{args.scene}: simulation diverged: {diverged}; wrote the {summary['records']} record(s) up to "
@@ -199,6 +199,20 @@ def contact_report(model, events) -> list[str]:
         lines.append(f"contact {c.name!r}: {kinds}; {hops} hop{'s' if hops != 1 else ''}; "
                      f"first at t = {mine[0].t:.6g} s, last at t = {mine[-1].t:.6g} s")
     return lines
+
+
+def program_report(programs) -> list[str]:
+    """One line per control program: what it reports of itself at the run's end
+    (:meth:`core.programs.ControlProgram.status`), numbers to four digits."""
+    def text(value) -> str:
+        if isinstance(value, dict):
+            return "(" + ", ".join(f"{k} {text(v)}" for k, v in value.items()) + ")"
+        if isinstance(value, float):
+            return f"{value:.4g}"
+        return "none" if value is None else str(value)
+
+    return [f"program {p.name!r} ({p.kind}): " + "; ".join(f"{k} {text(v)}" for k, v in p.status().items())
+            for p in programs if p.status()]
 
 
 def _output_error(exc: OSError, out, command: str) -> str:

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 import core
+from core.__main__ import program_report
 from core.programs import PROGRAMS, momentum
 from core.scene import SceneError, compile_scene, parse_spec
 
@@ -72,6 +73,8 @@ def test_the_flip_pushes_straight_up_with_force_and_moment_set_apart_turns_once_
     c = momentum(model, q, qd)[0]
     heel, toe = (core.point_position(model, q, "foot", n)[0] for n in ("heel", "toe"))
     assert heel < c[0] < toe                                        # the centre of mass over the sole
+    (line,) = program_report(sim.programs)                          # what `python -m core run` prints of it
+    assert line.startswith("program 'flip' (kearney_flip): phase landed; takeoff (t 0.549")
 
 
 def test_the_flip_program_refuses_a_foot_that_touches_at_one_point():
