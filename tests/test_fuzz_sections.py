@@ -48,9 +48,9 @@ from test_fuzz_scenes import mutate_document  # noqa: E402
 ROOT = Path(__file__).resolve().parents[1]
 SECTIONS = {
     "contacts": ["bouncing_ball", "sliding_block", "box_of_balls", "block_lifted", "block_on_sprung_table",
-                 "raibert_hopper", "anthropomorphic_hopper"],
+                 "raibert_hopper", "anthropomorphic_hopper", "kearney_flip"],
     "limits": ["pendulum_joint_limit"],
-    "programs": ["raibert_hopper", "anthropomorphic_hopper", "kearney_particle"],
+    "programs": ["raibert_hopper", "anthropomorphic_hopper", "kearney_particle", "kearney_flip"],
     "robot": ["robot_arm_computed_torque", "urdf:assets/urdf/twin_arm_torso.urdf", "urdf:tests/data/boom_payload.urdf",
               "mjcf:pendulum"],
 }
