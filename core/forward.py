@@ -297,9 +297,9 @@ def equations_stage(tree, tab, ws, st, formulation, m, n_groups, scale, qd, tau,
                 for k in range(nv):
                     pw.X[j - 1, k] = solve.col[k]
                     solve.qdd_free[k] = pw.qdd0[k] + solve.col[k]
-            solve_stage(tree, cons, st, ws, formulation, m, n_groups, scale, pw.tau, full, out)
-        else:
-            solve_stage(tree, cons, st, ws, formulation, m, n_groups, scale, tau, full, out)
+            solve_stage(tree, cons, st, ws, formulation, m, n_groups, scale, pw.tau, False, out)
+        else:                                                 # (the responses need no singular values: fast)
+            solve_stage(tree, cons, st, ws, formulation, m, n_groups, scale, tau, False, out)
         for e in range(E):
             pw.Y[j, e] = _lhs_reading(tree, tab, ws, out, e, c_com, f, g)
     for e in range(E):
