@@ -240,9 +240,10 @@ def _holds_kearneys_targets(name: str, height: float, speed: float):
 
 def test_raibert_hopper_hops_on_at_the_commanded_speed_with_no_angular_momentum_at_lift_off():
     """The CMU-style hopper (telescoping leg, air spring) under Kearney's stance, eq. 13–14 on the ground's force
-    (the same law as the anthropomorphic hopper's), over 40 s: measured 70 hops; from the fifth hop the apex
-    0.6490–0.6500 m for 0.65 (0.16 %), the lift-off speed 0.4985–0.5002 m/s for 0.5 (0.31 %); |H_G| at lift-off
-    at most 0.0033 kg·m²/s; stances of 0.199–0.207 s; the body's pitch within ±0.015 rad."""
+    (the same law as the anthropomorphic hopper's), and his flight's foot positioning equations, over 40 s:
+    measured 70 hops; from the fifth hop the apex 0.6495–0.6501 m for 0.65 (0.08 %), the lift-off speed
+    0.4965–0.5008 m/s for 0.5 (0.70 %); |H_G| at lift-off at most 0.0035 kg·m²/s; stances of 0.199–0.207 s; the
+    body's pitch within ±0.015 rad. (With the flight's servos: 70 hops, 0.15 %, 0.31 %, 0.0033 kg·m²/s.)"""
     assert "raibert_hopper" in PROGRAMS
     hops, _ = _holds_kearneys_targets("raibert_hopper", 0.65, 0.5)
     assert all(0.18 < h.get("stance_time") < 0.22 for h in hops[4:])
@@ -314,11 +315,12 @@ def test_a_view_that_follows_an_unknown_body_is_refused():
 def test_the_anthropomorphic_hopper_hops_on_a_kneed_leg():
     """Kearney §5's three-link hopper (a 7 kg torso, a 1.2 kg thigh and a 0.45 kg shank, the knee bending forward;
     hip and knee actuators, no spring) under the same program and stance law as the CMU-style hopper (eq. 13–14 on
-    the ground's force), over 40 s: measured 67 hops; from the fifth hop the apex 0.8499–0.8521 m for 0.85
-    (0.24 %), the lift-off speed 0.3927–0.4031 m/s for 0.4 (1.8 %); |H_G| at lift-off at most 0.0071 kg·m²/s;
-    stances of 0.200–0.212 s; the torso's pitch within ±0.04 rad. Without the hold after lift-off the hops
-    alternate (lift-off speeds −0.1 and 0.9 m/s, apexes 0.82 and 0.88 m). (Before this law, on the old light legs:
-    the thrust clipped to 0 N on every hop and the apex was not regulated.)"""
+    the ground's force) and flight equations, over 40 s: measured 68 hops; from the fifth hop the apex
+    0.8499–0.8522 m for 0.85 (0.26 %), the lift-off speed 0.3928–0.4012 m/s for 0.4 (1.8 %); |H_G| at lift-off at
+    most 0.0076 kg·m²/s; stances of 0.200–0.212 s; the torso's pitch within ±0.042 rad (with the flight's servos:
+    67 hops, 0.25 %, 1.8 %, 0.0071 kg·m²/s, ±0.040 rad). Without the hold after lift-off: 1.9 % and 0.0079
+    kg·m²/s with the flight's equations, 10.5 % and 0.016 kg·m²/s with its servos. (Before this law, on the old
+    light legs: the thrust clipped to 0 N on every hop and the apex was not regulated.)"""
     hops, _ = _holds_kearneys_targets("anthropomorphic_hopper", 0.85, 0.4)
     assert all(0.18 < h.get("stance_time") < 0.22 for h in hops[4:])
 
