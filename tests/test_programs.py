@@ -460,6 +460,13 @@ def test_impose_names_what_it_cannot_constrain():
         ctl.impose({"x": Equation(1.0, forces={"foot": [0, 0, 1.0]})}, ("elbow",))
     with pytest.raises(ProgramError, match="no quantity 'ghost'"):
         ctl.watch("w", "ghost", 1.0)
+    ctl.declare("tilt", "body_angle", body="torso", point=(0, 0, 1.0), axis=(1.0, 0, 0), axis_b=(0, 0, 1.0),
+                gradient=True)                      # a body angle's acceleration has no bias: refused by name
+    with pytest.raises(ProgramError, match="quantity 'tilt' has no acceleration an equation can constrain"):
+        ctl.impose({"x": Equation(0.0, quantity_accelerations={"tilt": 1.0})}, ("hip_motor",))
+    ctl.declare("reach", "distance", body="torso", body_b=None)
+    with pytest.raises(ProgramError, match="quantity 'reach' needs gradient=True"):
+        ctl.impose({"x": Equation(0.0, quantity_accelerations={"reach": 1.0})}, ("hip_motor",))
 
 
 # ---- Kearney's particle (eq. 9–10) ----------------------------------------------------------------------------
