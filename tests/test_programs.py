@@ -104,10 +104,14 @@ def test_a_programs_own_check_names_the_parameter():
     ({"liftoff_hold": -0.1}, "liftoff_hold", "seconds"),
     ({"hip_hold": "pitch_hold"}, "hip_hold", "joint-space constraint"),
     ({"leg_hold": "ghost"}, "leg_hold", "joint-space constraint"),
+    ({"flight_control": "pd"}, "flight_control", "'servos' or 'equations'"),
+    ({"flight_control": "equations", "angle_kp": 0.0}, "angle_kp", "1/s², the leg angle's acceleration"),
+    ({"flight_control": "equations", "length_kd": -60.0}, "length_kd", "positive number"),
 ])
 def test_the_hoppers_stance_and_hold_parameters_are_checked_by_name(changes, parameter, words):
     """Kearney's stance needs both gains of eq. 13–14 positive; the energy's parameters are in range; a hold after
-    lift-off names the scene's joint-space constraints it holds."""
+    lift-off names the scene's joint-space constraints it holds; the flight is controlled by servos or equations,
+    the equations' gains positive accelerations per unit error."""
     doc = _doc("raibert_hopper")
     doc["programs"][0]["parameters"].update(changes)
     with pytest.raises(SceneError) as info:
@@ -190,6 +194,7 @@ def _holds_kearneys_targets(name: str, height: float, speed: float):
     for the program and ``core run``. Returns the hops and the apexes."""
     doc = _doc(name)
     assert doc["programs"][0]["parameters"]["stance_control"] == "contact_force"     # the one stance law
+    assert doc["programs"][0]["parameters"]["flight_control"] == "equations"         # Kearney's foot placement
     model, sim, rec, hops, apexes = _hopping(name, 40.0)
     assert sim.state.t == pytest.approx(40.0)
     assert len(hops) >= 60
@@ -225,14 +230,20 @@ def _holds_kearneys_targets(name: str, height: float, speed: float):
     assert all(h.get("thrust") > 0 for h in hops[4:])
     assert all(abs(h.get("loss")) < 5.0 for h in hops)
     assert _reported_hops(model, sim.events) == len(hops)
+    # the foot placed by the flight's control equations, added as each hold is released, removed at touchdown
+    swings = [(e.t, e.kind) for e in sim.events if e.get("constraint") == "raibert.flight_angle"]
+    for h in hops[:-1]:
+        assert (pytest.approx(h.t + 0.05, abs=1e-9), "added") in swings, h.t
+    assert sum(kind == "removed" for _, kind in swings) >= len(hops)
     return hops, apexes
 
 
 def test_raibert_hopper_hops_on_at_the_commanded_speed_with_no_angular_momentum_at_lift_off():
     """The CMU-style hopper (telescoping leg, air spring) under Kearney's stance, eq. 13–14 on the ground's force
-    (the same law as the anthropomorphic hopper's), over 40 s: measured 70 hops; from the fifth hop the apex
-    0.6490–0.6500 m for 0.65 (0.16 %), the lift-off speed 0.4985–0.5002 m/s for 0.5 (0.31 %); |H_G| at lift-off
-    at most 0.0033 kg·m²/s; stances of 0.199–0.207 s; the body's pitch within ±0.015 rad."""
+    (the same law as the anthropomorphic hopper's), and his flight's foot positioning equations, over 40 s:
+    measured 70 hops; from the fifth hop the apex 0.6495–0.6501 m for 0.65 (0.08 %), the lift-off speed
+    0.4965–0.5008 m/s for 0.5 (0.70 %); |H_G| at lift-off at most 0.0035 kg·m²/s; stances of 0.199–0.207 s; the
+    body's pitch within ±0.015 rad. (With the flight's servos: 70 hops, 0.15 %, 0.31 %, 0.0033 kg·m²/s.)"""
     assert "raibert_hopper" in PROGRAMS
     hops, _ = _holds_kearneys_targets("raibert_hopper", 0.65, 0.5)
     assert all(0.18 < h.get("stance_time") < 0.22 for h in hops[4:])
@@ -243,10 +254,10 @@ def test_the_raibert_hoppers_virtual_leg_stance_is_an_alternative_that_hops_too(
     body's pitch, mapped by the virtual leg's Jacobian) on the same scene, with the foot placement's gains it was
     tuned with (k_ẋ 0.08 s, no integral; the scene's 0.04 and 0.04 give 0.47–0.59 m/s over hops 5–10 with it):
     12 s, measured 24 hops, from the fifth the apex within 0.15 % of 0.65 m, the lift-off speed 0.488–0.490 m/s
-    (2.3 % short), |H_G| at most 0.0005 kg·m²/s (0.016 at the second lift-off); no control equations; its
-    touchdowns and lift-offs alternate."""
+    (2.3 % short), |H_G| at most 0.0005 kg·m²/s (0.016 at the second lift-off); with the flight's servos too
+    (``flight_control: servos``) no control equations; its touchdowns and lift-offs alternate."""
     model, sim, rec, hops, apexes = _hopping("raibert_hopper", 12.0, stance_control="virtual_leg", speed_gain=0.08,
-                                             speed_integral=0.0)
+                                             speed_integral=0.0, flight_control="servos")
     assert len(hops) >= 20
     pitch = rec["q"][:, model.q_slice("pitch").start]
     assert np.abs(pitch).max() < 0.05
@@ -304,11 +315,12 @@ def test_a_view_that_follows_an_unknown_body_is_refused():
 def test_the_anthropomorphic_hopper_hops_on_a_kneed_leg():
     """Kearney §5's three-link hopper (a 7 kg torso, a 1.2 kg thigh and a 0.45 kg shank, the knee bending forward;
     hip and knee actuators, no spring) under the same program and stance law as the CMU-style hopper (eq. 13–14 on
-    the ground's force), over 40 s: measured 67 hops; from the fifth hop the apex 0.8499–0.8521 m for 0.85
-    (0.24 %), the lift-off speed 0.3927–0.4031 m/s for 0.4 (1.8 %); |H_G| at lift-off at most 0.0071 kg·m²/s;
-    stances of 0.200–0.212 s; the torso's pitch within ±0.04 rad. Without the hold after lift-off the hops
-    alternate (lift-off speeds −0.1 and 0.9 m/s, apexes 0.82 and 0.88 m). (Before this law, on the old light legs:
-    the thrust clipped to 0 N on every hop and the apex was not regulated.)"""
+    the ground's force) and flight equations, over 40 s: measured 68 hops; from the fifth hop the apex
+    0.8499–0.8522 m for 0.85 (0.26 %), the lift-off speed 0.3928–0.4012 m/s for 0.4 (1.8 %); |H_G| at lift-off at
+    most 0.0076 kg·m²/s; stances of 0.200–0.212 s; the torso's pitch within ±0.042 rad (with the flight's servos:
+    67 hops, 0.25 %, 1.8 %, 0.0071 kg·m²/s, ±0.040 rad). Without the hold after lift-off: 1.9 % and 0.0079
+    kg·m²/s with the flight's equations, 10.5 % and 0.016 kg·m²/s with its servos. (Before this law, on the old
+    light legs: the thrust clipped to 0 N on every hop and the apex was not regulated.)"""
     hops, _ = _holds_kearneys_targets("anthropomorphic_hopper", 0.85, 0.4)
     assert all(0.18 < h.get("stance_time") < 0.22 for h in hops[4:])
 
@@ -448,6 +460,13 @@ def test_impose_names_what_it_cannot_constrain():
         ctl.impose({"x": Equation(1.0, forces={"foot": [0, 0, 1.0]})}, ("elbow",))
     with pytest.raises(ProgramError, match="no quantity 'ghost'"):
         ctl.watch("w", "ghost", 1.0)
+    ctl.declare("tilt", "body_angle", body="torso", point=(0, 0, 1.0), axis=(1.0, 0, 0), axis_b=(0, 0, 1.0),
+                gradient=True)                      # a body angle's acceleration has no bias: refused by name
+    with pytest.raises(ProgramError, match="quantity 'tilt' has no acceleration an equation can constrain"):
+        ctl.impose({"x": Equation(0.0, quantity_accelerations={"tilt": 1.0})}, ("hip_motor",))
+    ctl.declare("reach", "distance", body="torso", body_b=None)
+    with pytest.raises(ProgramError, match="quantity 'reach' needs gradient=True"):
+        ctl.impose({"x": Equation(0.0, quantity_accelerations={"reach": 1.0})}, ("hip_motor",))
 
 
 # ---- Kearney's particle (eq. 9–10) ----------------------------------------------------------------------------
@@ -509,14 +528,15 @@ def test_a_program_starts_before_it_hears_of_the_contacts_closed_at_t0():
 def test_a_step_that_fails_in_a_scene_with_programs_did_not_happen():
     """``Simulation.step`` on a scene with control programs (the general path, Python answering the programs'
     events) keeps what a scene without them keeps when a step fails: the state before it, and no events or step
-    counted from it. The Raibert hopper at a 50 ms step diverges in its first stance."""
+    counted from it. The Raibert hopper at a 50 ms step diverges in its third stance (measured at 1.3 s; 0.4 s,
+    just after its first lift-off, with the flight's servos of ``flight_control: servos``)."""
     sim = core.Simulation(core.load_scene(ROOT / "scenes" / "raibert_hopper.json"), dt=0.05)
     with pytest.raises(core.DivergenceError, match="the state is diverging"):
         for _ in range(400):
             good, logged, taken = sim.state, list(sim.events), sim.steps_taken
             sim.step()
     assert sim.state is good and sim.events == logged and sim.steps_taken == taken
-    assert any(e.kind == "touchdown" for e in logged) and sim.state.t < 1.0   # (it got as far as a stance)
+    assert any(e.kind == "touchdown" for e in logged) and sim.state.t < 2.0   # (it got as far as a stance)
 
 
 # ---- Kearney's pendulum (fig. 1, eq. 1–8) ---------------------------------------------------------------------
@@ -581,3 +601,85 @@ def test_kearneys_pendulum_holds_its_hinge_with_the_force_of_eq_5_to_8():
             arm = core.point_position(model, q, body, hinge[body]) - c
             assert np.allclose(mass[body] * ac, f, atol=1e-9 * max(1, np.abs(f).max()))          # eq. 5, 7
             assert np.allclose(J @ wd + np.cross(w, J @ w), np.cross(arm, f), atol=1e-8)          # eq. 6, 8
+
+
+# ---- the flight's control equations (Kearney §5.3) --------------------------------------------------------------
+
+def _leg_rates(model, state, qdd, h=1e-6):
+    """θ̇ and L̇ of the program's virtual leg at ``state`` moved by ±h along (q̇, q̈), from the declared quantities
+    (the compiled functions the step evaluates): their central difference is θ̈ and L̈ to O(h²), independent of the
+    quantities' gradients and biases the equations are solved with."""
+    from core.programs.kernels import evaluate_quantities
+    tables = state.controls.tables(model)
+    names = tables["quantity_names"]
+    i, k = names.index("raibert.theta"), names.index("raibert.L")
+    out = []
+    for s in (1.0, -1.0):
+        values, rates = np.zeros(len(names)), np.zeros(len(names))
+        evaluate_quantities.fast(model.kernel_tree, tables["quantities"], state.t, state.q + s * h * state.qd,
+                                 state.qd + s * h * qdd, values, rates)
+        out.append((rates[i], rates[k]))
+    return (out[0][0] - out[1][0]) / (2 * h), (out[0][1] - out[1][1]) / (2 * h)
+
+
+def _flight_residuals(name: str, flight_control: str, duration: float):
+    """The scene ``name`` under ``flight_control`` stepped for ``duration``: at every 5th state in flight after
+    the hold is released, the virtual leg's θ̈ and L̈ (:func:`_leg_rates`) less the flight equations' law at that
+    state (the program's target, clearance and retraction, the quantities of ``core.evaluate``). Returns the
+    model, the simulation and the residuals [(θ̈ − law, L̈ − law)]."""
+    doc = _doc(name)
+    doc["programs"][0]["parameters"]["flight_control"] = flight_control
+    model = compile_scene(parse_spec(doc))
+    sim = core.Simulation(model)
+    residuals, n = [], 0
+    while sim.state.t < duration:
+        sim.step()
+        program = sim.state.programs[0]
+        if program.stance or program.held:
+            continue
+        n += 1
+        if n % 5:
+            continue
+        p, d = program.p, core.evaluate(model, sim.state)
+        x = d.quantities
+        law_theta = -p["angle_kd"] * x["raibert.theta_rate"]
+        if program.clear:
+            law_theta += p["angle_kp"] * (program.target - x["raibert.theta"])
+        length = p["leg_length"] - (p["retract"] if program.rising else 0.0)
+        law_L = p["length_kp"] * (length - x["raibert.L"]) - p["length_kd"] * x["raibert.L_rate"]
+        theta_dd, L_dd = _leg_rates(model, sim.state, d.qdd)
+        residuals.append((theta_dd - law_theta, L_dd - law_L))
+    return model, sim, np.array(residuals)
+
+
+@pytest.mark.parametrize("name", ["raibert_hopper", "anthropomorphic_hopper"])
+def test_in_flight_the_foot_is_placed_by_control_equations_on_the_virtual_legs_accelerations(name):
+    """Kearney §5.3 (tightly coupled, §4.2): with ``flight_control: equations`` the virtual leg's world angle and
+    length follow θ̈ = k_θ (θ_d − θ) − c_θ θ̇ and L̈ = k_L (L_d − L) − c_L L̇ at the states of a run — θ̈ and L̈ by
+    finite differences of the compiled quantities, not by the gradients the equations are solved with (this
+    tests the virtual leg's acceleration biases too): measured within 9e-10 rad/s² and m/s² at 220 and 228 states
+    in flight over 2 s (three hops); under ``flight_control: servos`` the same law misses θ̈ by up to 355 and 562
+    rad/s² (the PD servos' step at the hold's release). The log:
+    at each touchdown the two flight equations removed and the stance's added, at each lift-off the stance's
+    removed and, when the hold is released 50 ms later, the flight's added."""
+    model, sim, res = _flight_residuals(name, "equations", 2.0)
+    assert len(res) > 50
+    assert np.abs(res).max() < 1e-6, np.abs(res).max(axis=0)
+    _, _, loose = _flight_residuals(name, "servos", 1.0)
+    assert np.abs(loose[:, 0]).max() > 1.0
+    log = [(e.kind, e.get("constraint")) for e in sim.events
+           if e.kind in ("touchdown", "lift-off") or e.get("control") == "equation" or e.kind == "hop"]
+    flight = [("added", "raibert.flight_angle"), ("added", "raibert.flight_length")]
+    stance = [("added", "raibert.leg_spring"), ("added", "raibert.moment")]
+    assert log[:2] == flight                                      # it starts in the air
+    kinds = [k for k, _ in log]
+    touchdowns = [i for i, k in enumerate(kinds) if k == "touchdown"]
+    assert len(touchdowns) >= 3
+    for i in touchdowns:
+        assert log[i + 1:i + 5] == stance + [("removed", "raibert.flight_angle"), ("removed", "raibert.flight_length")]
+    for j in [i for i, k in enumerate(kinds) if k == "hop"][:-1]:
+        assert log[j - 3:j + 3] == [("lift-off", None), ("removed", "raibert.leg_spring"),
+                                    ("removed", "raibert.moment"), ("hop", None)] + flight
+    added = [e for e in sim.events if e.kind == "added" and e.get("constraint") == "raibert.flight_angle"]
+    hops = [e for e in sim.events if e.kind == "hop"]
+    assert len(hops) >= 3 and all(a.t == pytest.approx(h.t + 0.05, abs=1e-9) for a, h in zip(added[1:], hops))

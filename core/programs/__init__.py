@@ -70,8 +70,9 @@ class Equation:
     over its points: normal, stick and Coulomb forces); instead of a vector, the name of a declared ``distance``
     quantity: its unit direction at every evaluation. ``moments``: a contact's name → the axis of the moment of
     its force about the centre of mass. ``actuators``: an actuator's name → its coefficient; ``accelerations``: a
-    hinge's or slider's name → its coefficient; ``quantity_accelerations``: a declared joint, point or
-    centre-of-mass quantity → its coefficient (Kearney's composite quantities). The right side is a law over
+    hinge's or slider's name → its coefficient; ``quantity_accelerations``: a declared joint, point,
+    centre-of-mass, distance or angle quantity (declared with ``gradient=True``) → its coefficient (Kearney's
+    composite quantities: ẍ = (∂ẋ/∂q̇) q̈ + its bias, a virtual leg's length or angle included). The right side is a law over
     declared quantities (``terms``: name → weight)."""
     value: float = 0.0
     forces: dict = field(default_factory=dict)
@@ -486,7 +487,12 @@ class Controls:
             qualified = replace(e, terms=self._terms(e.terms),
                                 forces={k: (self._key(v) if isinstance(v, str) else v) for k, v in e.forces.items()},
                                 quantity_accelerations=self._terms(e.quantity_accelerations))
+            accelerable = {QUANTITY_KINDS[k] for k in ("joint", "point", "centre_of_mass", "distance", "angle")}
             for x in qualified.quantity_accelerations:
+                if quantities[x]["kind"] not in accelerable:
+                    self._fail(f"equation {name!r}: quantity {x.split('.', 1)[1]!r} has no acceleration an "
+                               "equation can constrain (a joint, a point, the centre of mass, a distance or an "
+                               "angle between two points)")
                 if not quantities[x]["gradient"]:
                     self._fail(f"equation {name!r}: quantity {x.split('.', 1)[1]!r} needs gradient=True")
             new.append((self._key(name), (qualified, actuators)))

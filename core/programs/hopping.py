@@ -36,6 +36,20 @@ Stance control (``stance_control``):
   leg (hip to foot) Jacobian, τ = J_Lᵀ F + J_θᵀ M (a static map: the legs' own inertia makes the ground's force
   differ from F).
 
+Flight control (``flight_control``):
+
+- ``"servos"``: PD servos on the virtual leg (loosely coupled control, §4.1): the hip's torque
+  ``hip_kp`` (θ_d − θ) − ``hip_kd`` (θ̇ − pitch rate) through the leg angle's gradient, the leg's force
+  ``leg_kp`` (L_d − L) − ``leg_kd`` L̇ along the leg;
+- ``"equations"``: Kearney's "control constraint equations used to position the foot" (§5.3), two control
+  equations on the accelerations of the virtual leg's world angle θ and length L solved with the dynamics for the
+  two commands at every integrator stage (tightly coupled control, §4.2): θ̈ = ``angle_kp`` (θ_d − θ) −
+  ``angle_kd`` θ̇ and L̈ = ``length_kp`` (L_d − L) − ``length_kd`` L̇ (gains in 1/s² and 1/s; critically damped
+  when kd = 2√kp), θ̈ = −``angle_kd`` θ̇ until the foot is clear. "Deleting the control constraint equations used
+  to position the foot and adding constraint equations for stance" at touchdown, and the reverse at lift-off
+  ("adding the foot positioning constraint equations"), are logged as removed and added; with Kearney's hold
+  after lift-off (below) the foot's equations are added when the hold is released, not while the joints are held.
+
 Kearney's transitions (§5.3): a lift-off armed only after a short wait, so the leg loads first, is the contact's
 ``liftoff_delay`` in the scene; "the knee and hip joints were held in place for a short period as the hopper
 gained height": for ``liftoff_hold`` seconds after each lift-off the program holds the hip and the leg's joint at
@@ -85,12 +99,18 @@ class RaibertHopper(ControlProgram):
         "speed_gain": 0.08,              # s, k_ẋ of the foot placement
         "speed_integral": 0.0,           # s, the placement's correction added per hop per m/s of speed error
         "stance_time": 0.18,             # s, T_s before the first stance has been measured
-        "hip_kp": 150.0, "hip_kd": 8.0,  # flight: leg angle servo (N·m/rad, N·m·s/rad)
+        "hip_kp": 150.0, "hip_kd": 8.0,  # flight ("servos"): leg angle servo (N·m/rad, N·m·s/rad)
         "pitch_kp": 400.0, "pitch_kd": 35.0,   # stance ("virtual_leg"): body attitude servo
         "momentum_gain": 0.0,            # 1/s, stance: hip moment per unit of angular momentum about the CoM
                                          #   ("virtual_leg"); k_h of eq. 14 ("contact_force", positive)
         "attitude_gain": 0.0,            # kg·m²/s/rad, "contact_force": H̃_G = −attitude_gain · pitch (eq. 14)
-        "leg_kp": 800.0, "leg_kd": 20.0,       # flight: leg extension hold (N/m, N·s/m)
+        "leg_kp": 800.0, "leg_kd": 20.0,       # flight ("servos"): leg extension hold (N/m, N·s/m)
+        "flight_control": "servos",      # or "equations": the flight's foot placement and leg length as control
+                                         #   equations on the virtual leg's accelerations (Kearney §5.3, §4.2)
+        "angle_kp": 400.0,               # 1/s², "equations": θ̈ per rad of the leg angle's error (ω², ω = 20/s)
+        "angle_kd": 40.0,                # 1/s, "equations": θ̈ per rad/s of the leg angle's rate (2ω: critical)
+        "length_kp": 900.0,              # 1/s², "equations": L̈ per m of the leg length's error (ω_L², ω_L = 30/s)
+        "length_kd": 60.0,               # 1/s, "equations": L̈ per m/s of the leg length's rate (2ω_L: critical)
         "max_placement": 0.3,            # m, the largest foot placement ahead or behind
         "stance_control": "virtual_leg",  # or "contact_force": Kearney's eq. 13–14 on the ground's force
         "liftoff_hold": 0.0,             # s, the hip and the leg held where they are for this long after lift-off
@@ -127,6 +147,16 @@ class RaibertHopper(ControlProgram):
             if not (isinstance(p["leg_stiffness"], (int, float)) and p["leg_stiffness"] > 0):
                 problems.append(("leg_stiffness", "must be positive with stance_control 'contact_force' (k_l of "
                                                   "Kearney's eq. 13)"))
+        if p["flight_control"] not in ("servos", "equations"):
+            problems.append(("flight_control", f"must be 'servos' or 'equations', not {p['flight_control']!r}"))
+        elif p["flight_control"] == "equations":
+            for key, unit in (("angle_kp", "1/s², the leg angle's acceleration per rad of error"),
+                              ("angle_kd", "1/s, the leg angle's acceleration per rad/s"),
+                              ("length_kp", "1/s², the leg length's acceleration per m of error"),
+                              ("length_kd", "1/s, the leg length's acceleration per m/s")):
+                if not (isinstance(p[key], (int, float)) and 0 < p[key] < 1e6):
+                    problems.append((key, f"must be a positive number below 1e6 with flight_control 'equations' "
+                                          f"({unit})"))
         if not (isinstance(p["liftoff_hold"], (int, float)) and 0 <= p["liftoff_hold"] < 10):
             problems.append(("liftoff_hold", "must be a number of seconds from 0 to 10"))
         elif p["liftoff_hold"] > 0:
@@ -198,6 +228,8 @@ class RaibertHopper(ControlProgram):
         self.grow_start = 0.0            # s, when r_s started to grow (contact_force)
         self.landing = None              # m, |r| at the landing's first contact (a bounce before the touchdown)
         self.held = False                # the hip and the leg held after lift-off
+        self.rising = False              # flight: the leg shortened by ``retract`` (until the apex)
+        self.clear = True                # flight: the foot clear of the ground, the leg swung to its placement
         if self.stance and p["stance_control"] == "contact_force":
             self.touchdown_length = self.rest = ctl.value("leg_r")
         if self.stance:
@@ -214,8 +246,9 @@ class RaibertHopper(ControlProgram):
         (:meth:`_equations`)."""
         p = self.p
         if p["stance_control"] == "contact_force":
-            self._equations(ctl, growing=thrust)
+            self._equations(ctl, growing=thrust)          # (replaces the flight's equations, if any)
             return
+        ctl.retract()                                     # the flight's equations, if any
         push = self.push if thrust else 0.0
         ctl.release("hip")
         ctl.release("leg")
@@ -282,8 +315,14 @@ class RaibertHopper(ControlProgram):
 
     def _flight(self, ctl, rising: bool, clear: bool) -> None:
         """The flight's control: 2. the hip places the foot at the leg angle ``self.target`` (only once the foot
-        is clear of the ground), the leg held at its length (shortened while ``rising``)."""
+        is clear of the ground), the leg held at its length (shortened while ``rising``) — by PD servos
+        (``flight_control`` "servos", loosely coupled, §4.1) or by two control equations on the virtual leg's
+        accelerations (``"equations"``, :meth:`_flight_equations`)."""
         p = self.p
+        self.rising, self.clear = rising, clear
+        if p["flight_control"] == "equations":
+            self._flight_equations(ctl)
+            return
         damp = {"theta_rate": -p["hip_kd"], "pitch_rate": p["hip_kd"]}
         if clear:
             ctl.servo("hip", self._actuators(), p["hip_kp"] * self.target, {"theta": -p["hip_kp"], **damp},
@@ -293,6 +332,37 @@ class RaibertHopper(ControlProgram):
         length = p["leg_length"] - (p["retract"] if rising else 0.0)
         ctl.servo("leg", self._actuators(), p["leg_kp"] * length, {"L": -p["leg_kp"], "L_rate": -p["leg_kd"]},
                   along="L")
+
+    def _flight_equations(self, ctl) -> None:
+        """Kearney's foot positioning in flight (§5.3: "the control constraint equations used to position the
+        foot", added at lift-off, deleted at touchdown), tightly coupled control (§4.2): two equations on the
+        accelerations of the virtual leg (hip to foot), solved with the dynamics for the hip's and the leg's
+        commands at every integrator stage —
+
+        - ``flight_angle``: θ̈ = k_θ (θ_d − θ) − c_θ θ̇, θ the leg's world angle, θ_d = ``self.target`` (set at
+          lift-off); before the foot is clear of the ground, θ̈ = −c_θ θ̇ (no swing);
+        - ``flight_length``: L̈ = k_L (L_d − L) − c_L L̇, L_d = ``leg_length`` (less ``retract`` while rising);
+
+        k, c: ``angle_kp``, ``angle_kd``, ``length_kp``, ``length_kd`` (critically damped when c = 2√k). While
+        Kearney's hold after lift-off is on, its joint-space constraints fix the hip and the leg (the actuators
+        could not move them: the equations would be unsolvable), so the equations are imposed when it is released
+        (:meth:`event`, ``released``) and replaced by the stance's at touchdown (``impose``), both logged."""
+        p = self.p
+        if self.held:
+            return
+        ctl.release("hip")
+        ctl.release("leg")
+        angle = {"theta_rate": -p["angle_kd"]}
+        value = 0.0
+        if self.clear:
+            angle["theta"] = -p["angle_kp"]
+            value = p["angle_kp"] * self.target
+        length = p["leg_length"] - (p["retract"] if self.rising else 0.0)
+        ctl.impose({
+            "flight_angle": Equation(value, quantity_accelerations={"theta": 1.0}, terms=angle),
+            "flight_length": Equation(p["length_kp"] * length, quantity_accelerations={"L": 1.0},
+                                      terms={"L": -p["length_kp"], "L_rate": -p["length_kd"]}),
+        }, self._actuators())
 
     # ---- events -----------------------------------------------------------------------------------------------
     def event(self, ctl, event) -> None:
@@ -315,6 +385,8 @@ class RaibertHopper(ControlProgram):
                 self._stance(ctl, thrust=False)
             elif name == "released":                              # the hold after lift-off is over
                 self._release(ctl)
+                if p["flight_control"] == "equations":            # the flight's equations take over
+                    self._flight(ctl, rising=self.rising, clear=self.clear)
             elif name == "clear":                                 # the foot is clear: swing it
                 self._flight(ctl, rising=True, clear=True)
             elif name == "apex":
@@ -385,7 +457,6 @@ class RaibertHopper(ControlProgram):
             self.target = float(-np.arcsin(np.clip(xf / p["leg_length"], -0.9, 0.9)))
             rising = float(cd[2]) > 0
             clear = not (p["clearance"] > 0 and rising)
-            self._flight(ctl, rising=rising, clear=clear)
             self.landing = None
             if p["liftoff_hold"] > 0:
                 # Kearney §5.3: "the knee and hip joints were held in place for a short period as the hopper gained
@@ -395,6 +466,7 @@ class RaibertHopper(ControlProgram):
                 ctl.hold(p["leg_hold"], ctl.joint(p["leg"])[0])
                 self.held = True
                 ctl.watch("released", "time", ctl.t + p["liftoff_hold"], +1)
+            self._flight(ctl, rising=rising, clear=clear)     # ("equations": imposed once the hold is released)
             if not clear:
                 ctl.watch("clear", "foot_height", self.ground + p["clearance"], +1)
             if rising:

@@ -7,7 +7,8 @@ A program declares (:mod:`core.programs`):
   component of a body point's position or of the centre of mass, the distance between two points (a virtual
   leg), the angle of the line between two points or of a body axis in a plane, a component of the angular
   momentum about the centre of mass, or the rate of another quantity. Each has its value, its rate and, where
-  asked, its gradient ∂ẋ/∂q̇ (a row of nv) and bias (ẍ = grad · q̈ + bias);
+  asked, its gradient ∂ẋ/∂q̇ (a row of nv) and bias (ẍ = grad · q̈ + bias; a joint's, a point's, the centre of
+  mass's, a distance's and an angle's between two points — a body angle's is NaN);
 - **servos** (:data:`SERVO`, loosely coupled control, Kearney §4.1, eq. 10): a command
   ``u = clip(c0 + Σ wᵢ xᵢ, lo, hi)`` (a *law*: :data:`TERM` rows over quantities), applied to actuators either
   directly or through a quantity's gradient, τ = (∂x/∂q̇)ᵀ u on the actuated coordinates (virtual work: a force
@@ -179,6 +180,7 @@ def quantities_kernel(tree, kin, quantities, t, q, qd, values, rates, grad, bias
         qq = quantities[i]
         kind = qq.kind
         x, xr = 0.0, 0.0
+        s, c, rho2 = 0.0, 0.0, 1.0
         if qq.gradient:
             for j in range(nv):
                 grad[i, j] = 0.0
@@ -216,7 +218,17 @@ def quantities_kernel(tree, kin, quantities, t, q, qd, values, rates, grad, bias
             if qq.gradient:
                 _point_row(tree, kin, qq.link_b, qq.r_b, w, 1.0, grad, i, E3)
                 _point_row(tree, kin, qq.link, qq.r, w, -1.0, grad, i, E3)
-                bias[i] = np.nan                              # (no second derivative of these)
+                # the bias: d̈ = (J_b − J_a) q̈ + (J̇_b − J̇_a) q̇, then the second derivative of |d| or of the angle
+                # at d̈ = 0 (ẍ = w·d̈ + bias): |d|: (|ḋ|² − ẋ²)/|d|; θ: −2 θ̇ (s ṡ + c ċ)/ρ²
+                _point_bias(tree, kin, qq.link_b, qq.r_b, xb)
+                _point_bias(tree, kin, qq.link, qq.r, xa)
+                for a in range(3):
+                    xb[a] -= xa[a]
+                if kind == Q_DISTANCE:
+                    bias[i] = _dot3(w, xb) + (_dot3(dd, dd) - xr * xr) / max(x, 1e-300)
+                else:
+                    bias[i] = _dot3(w, xb) - 2.0 * xr * (s * _dot3(qq.axis, dd) + c * _dot3(qq.axis_b, dd)) / \
+                        max(rho2, 1e-300)
         elif kind == Q_BODY_ANGLE:                            # a body-fixed direction u = R r, u̇ = ω × u
             k = qq.link
             R = kin.R_WL[k]
