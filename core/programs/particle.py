@@ -13,6 +13,7 @@ Both laws are evaluated inside the compiled step; the program only declares them
 """
 from __future__ import annotations
 
+from ..forces import ACTUATOR
 from . import ControlProgram, Equation, register
 
 
@@ -35,8 +36,10 @@ class KearneyParticle(ControlProgram):
         problems = []
         if p["joint"] not in model.joint_names:
             problems.append(("joint", f"no joint {p['joint']!r}; joints: {', '.join(model.joint_names)}"))
-        if p["actuator"] not in {f.name for f in model.forces}:
-            problems.append(("actuator", f"no actuator {p['actuator']!r}"))
+        actuators = {f.name for f in model.forces if f.kind == ACTUATOR}
+        if p["actuator"] not in actuators:
+            problems.append(("actuator", f"no actuator {p['actuator']!r} (actuators: "
+                                         f"{', '.join(sorted(actuators)) or 'none'})"))
         if p["coupling"] not in ("loose", "tight"):
             problems.append(("coupling", f"must be 'loose' or 'tight', not {p['coupling']!r}"))
         for key in ("kp", "kv", "target"):
