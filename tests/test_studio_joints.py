@@ -19,6 +19,7 @@ from PySide6.QtCore import QSettings
 
 import core
 from studio import SCENES_DIR
+from studio.__main__ import load_model
 from studio.qt.window.control_panel import SLIDER_STEPS
 from studio.qt.window.main_window import MainWindow
 from studio.run.pose import joint_spans, pose
@@ -37,11 +38,9 @@ def window(qtbot, gl_renderer, tmp_path):
     made = []
 
     def make(scene=ARM, size=(1280, 800)):
-        model = core.load_scene(scene)
+        model = load_model(Path(scene))           # a robot file: an untitled scene that includes it
         settings = QSettings(str(tmp_path / f"studio{len(made)}.ini"), QSettings.Format.IniFormat)
-        win = MainWindow(model, path=None if str(scene).endswith(".urdf") else scene, settings=settings)
-        if str(scene).endswith(".urdf"):
-            win.file_actions.open_path(scene, ask=False)
+        win = MainWindow(model, path=scene, settings=settings)
         win.file_actions.ask_to_save = lambda: "discard"
         show(qtbot, win, *size)
         qtbot.waitUntil(lambda: win.sim_thread.latest is not None, timeout=FIRST_USE_MS)
