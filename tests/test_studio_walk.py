@@ -1,6 +1,6 @@
 """A scripted walk through the whole studio: on a plain arm, the Slotine–Li arm, a contact scene and a robot file,
 every item of every menu is triggered, every dock shown, and every field of the control panel set (every entry of
-every combo box, a few values — some refused — in every text field, both ends of every slider), and nothing may
+every combo box, a few values — some refused — in every text field, both ends of every slider, every button), and nothing may
 raise: no exception reaches ``sys.excepthook`` from a slot, Qt logs no critical message, the worker reports no
 failed command, and the window still steps afterwards.
 
@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from PySide6.QtCore import QEventLoop, QSettings, QtMsgType
 from PySide6.QtWidgets import (QApplication, QCheckBox, QComboBox, QDialog, QDockWidget, QFileDialog,
-                               QInputDialog, QLineEdit, QMenu, QMessageBox, QSlider)
+                               QInputDialog, QLineEdit, QMenu, QMessageBox, QPushButton, QSlider)
 
 import core
 from studio import SCENES_DIR
@@ -151,6 +151,11 @@ def _set_every_field(win) -> None:
     for slider in win.controls.findChildren(QSlider):
         for value in (slider.minimum(), slider.maximum(), 0):
             slider.setValue(value)
+    _settle()
+    for button in win.controls.findChildren(QPushButton):    # (Set as initial pose)
+        if button.isVisible() and button.isEnabled():
+            button.click()
+            _settle()
     k = 0
     while (box := nth(QCheckBox, k)) is not None:
         box.toggle()

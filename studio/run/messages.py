@@ -38,6 +38,8 @@ class CommandKind(enum.Enum):
     SPEED = "speed"              # value: simulated seconds per wall-clock second (math.inf: as fast as possible)
     ACTUATOR = "actuator"        # value (name, command)
     MOVE_NAIL = "move_nail"      # value (name, world position)
+    POSE = "pose"                # value {joint: position}: set hinge/slider joints in the state (velocity zeroed;
+                                 # studio.run.pose), paused; not a document edit
     PULL = "pull"                # value (body, point in body frame, world target, stiffness, damping)
     RELEASE = "release"          # let go of the mouse spring
     RESIDUAL_LIMIT = "residual_limit"   # value: pause when a constraint's solve residual exceeds it

@@ -118,6 +118,11 @@ class SimulationThread(QObject):
     def move_nail(self, name: str, position) -> None:
         self.send(CommandKind.MOVE_NAIL, (name, tuple(float(x) for x in position)))
 
+    def pose(self, positions: dict) -> None:
+        """Set hinge and slider joints (name → rad or m) in the current state, their velocities zeroed
+        (:func:`studio.run.pose.pose`); not a document edit."""
+        self.send(CommandKind.POSE, {str(name): float(v) for name, v in positions.items()})
+
     def pull(self, body, point, target, stiffness: float, damping: float) -> None:
         self.send(CommandKind.PULL, (body, tuple(map(float, point)), tuple(map(float, target)), float(stiffness),
                                      float(damping)))

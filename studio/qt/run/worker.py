@@ -64,6 +64,7 @@ from PySide6.QtCore import QObject, QThread, Signal, Slot
 
 from studio.qt.run.kernels import KernelsNotCached, WarmProcess, refusing_compiles
 from studio.run.events import NOTICE_KINDS
+from studio.run.pose import pose
 from studio.run.messages import Command, CommandKind, Marker, SampleBatch, Snapshot, frozen_copy, frozen_records
 from core.drawing import draw_list
 from studio.run.reload import apply_edit, apply_settings, reload_simulation, same_structure
@@ -273,6 +274,9 @@ class SimulationWorker(QObject):
             if nxt is not None and nxt.kind is cmd.kind and cmd.kind in (CommandKind.SEEK, CommandKind.LOAD):
                 cmd = nxt
                 continue
+            if nxt is not None and nxt.kind is cmd.kind is CommandKind.POSE:     # a joint slider dragged
+                cmd = Command(CommandKind.POSE, {**cmd.value, **nxt.value})
+                continue
             try:
                 self._apply(cmd)
             except Exception as exc:   # a failing command must not kill the thread, nor go unreported
@@ -329,6 +333,8 @@ class SimulationWorker(QObject):
         elif kind is CommandKind.MOVE_NAIL:
             name, position = value
             sim.move_nail(name, position, (0.0, 0.0, 0.0))
+        elif kind is CommandKind.POSE:
+            self._pose(value)
         elif kind is CommandKind.PULL:
             sim.set_pull(*value)
         elif kind is CommandKind.RELEASE:
@@ -364,6 +370,15 @@ class SimulationWorker(QObject):
         sections = {p[0] for p, _ in changes} if changes else {"structure"}
         if edit.text and self._steps > 0 and (sections & set(MARKED_SECTIONS) or "structure" in sections):
             self._markers.append(Marker(float(self._sim.state.t), edit.text))
+
+    def _pose(self, positions: dict) -> None:
+        """Set joints by hand (:func:`studio.run.pose.pose`): the run goes on from the posed state, a new branch
+        if it was behind the furthest state reached; the keyframe of this instant is the posed state."""
+        pose(self._sim, positions)
+        if self._batched:
+            self._branch_if_behind()
+            self._keyframe()
+        self._record_here(send=False)
 
     # ---- the timeline --------------------------------------------------------------------------------------
     def _keyframe(self) -> None:

@@ -1,5 +1,6 @@
 """The control panel: how the simulation runs (play, pause, step, reset; time step, integrator, formulation,
-speed, residual limit), the controller and its parameters, and a slider for every actuator of the scene.
+speed, residual limit), the controller and its parameters, a slider for every actuator of the scene, and a slider
+for every hinge and slider joint of the model (the Joints group: pose the robot while paused).
 
 Thread: GUI. :class:`ControlPanel` edits the document's run settings (time step, integrator, formulation) as
 undoable commands, like the inspector, and sends the live inputs (speed, actuator commands, residual limit) as
@@ -9,24 +10,33 @@ The controller section lists the scene's controllers (``controllers`` of the doc
 them): picking one enables it and disables the others, "Add" creates one holding the joints where they start, and
 the chosen controller's gains and trajectory are edited in an inspector pinned to it — undoable document edits
 that the worker applies in place at a step boundary (gains keep the adaptive state).
+
+The Joints group has a slider and a field per hinge and slider joint of the running model
+(:func:`studio.run.pose.joint_spans`: its limits, else ±π or ±1 m); ball and free joints are named in a note.
+While paused, moving one sends ``joints_posed({joint: position})`` (the main window forwards it to the worker,
+which sets that joint in the state, its velocity zeroed: not a document edit). The sliders follow the state the
+window's ``state_source`` gives, :data:`JOINT_REFRESH_MS` apart (never every step, and a value shown from the
+state is never sent back); while running they are disabled. "Set as initial pose" writes the joints as they are
+into the document's ``q0`` (the robot include's ``q0`` for an included robot file's joints) as one undoable edit.
 """
 from __future__ import annotations
 
 import math
 
-from PySide6.QtCore import Qt, Signal, Slot
-from PySide6.QtWidgets import (QBoxLayout, QComboBox, QFormLayout, QGroupBox, QHBoxLayout, QLabel, QMenu,
-                               QSlider, QToolButton, QVBoxLayout, QWidget)
+from PySide6.QtCore import Qt, QTimer, Signal, Slot
+from PySide6.QtWidgets import (QBoxLayout, QComboBox, QFormLayout, QFrame, QGridLayout, QGroupBox, QHBoxLayout,
+                               QLabel, QMenu, QPushButton, QScrollArea, QSlider, QToolButton, QVBoxLayout, QWidget)
 
 from core.scene import SceneError
 
 from studio.document import edits
 from studio.document.robot import included_robot
+from studio.run.pose import initial_pose_edit, joint_spans, robot_joint_names
 from studio.qt.window.editors import editor_for, format_number, wheel_only_when_focused
 from studio.qt.window.inspector import Inspector
 from studio.qt.document.selection import Selection
 
-__all__ = ["ControlPanel", "SPEEDS", "CONTROLLER_LABELS"]
+__all__ = ["ControlPanel", "SPEEDS", "CONTROLLER_LABELS", "JOINT_REFRESH_MS"]
 
 #: Real-time factors offered; None = as fast as possible.
 SPEEDS = {"0.01×": 0.01, "0.05×": 0.05, "0.1×": 0.1, "0.25×": 0.25, "0.5×": 0.5, "1× (real time)": 1.0,
@@ -34,16 +44,19 @@ SPEEDS = {"0.01×": 0.01, "0.05×": 0.05, "0.1×": 0.1, "0.25×": 0.25, "0.5×":
 CONTROLLER_LABELS = {"pd": "PD", "computed_torque": "computed torque", "slotine_li": "Slotine–Li",
                      "mixture": "M_N", "projected_inverse_dynamics": "projected inverse dynamics"}
 SLIDER_STEPS = 1000
+JOINT_REFRESH_MS = 100    # the joint sliders follow the state this often (not every step)
+PAUSE_TO_POSE = "Pause the simulation (Space) to pose the joints: while it runs the sliders follow the state"
 
 
 class ControlPanel(QWidget):
     """GUI thread. ``transport`` is a list of QActions (play, step, reset) shown as buttons.
 
     Signals: ``speed_changed(float)`` (``math.inf`` for as fast as possible), ``actuator_changed(str, float)``,
-    ``residual_limit_changed(float)``."""
+    ``residual_limit_changed(float)``, ``joints_posed(dict)`` ({joint: position}, sent while paused)."""
 
     speed_changed = Signal(float)
     actuator_changed = Signal(str, float)
+    joints_posed = Signal(object)
     residual_limit_changed = Signal(float)
     message = Signal(str)
 
@@ -59,6 +72,7 @@ class ControlPanel(QWidget):
         self.actuator_box.setMinimumWidth(200)
         layout.addWidget(self.actuator_box, 2)
         self.actuator_sliders: dict[str, QSlider] = {}
+        layout.addWidget(self._joints_box(), 3)
         document.changed.connect(lambda spec, _sel: self._show_spec(spec))
         document.loaded.connect(self._show_spec)
         self._show_spec(document.spec)
@@ -285,6 +299,198 @@ class ControlPanel(QWidget):
         """Show the scene's own actuator values again (after a reset, the simulation uses them)."""
         self._actuators_shown = None
         self._show_spec(self._document.spec)
+
+    # ---- joints --------------------------------------------------------------------------------------------
+    def _joints_box(self) -> QGroupBox:
+        self.joint_box = box = QGroupBox("Joints")
+        box.setMinimumWidth(240)
+        column = QVBoxLayout(box)
+        column.setContentsMargins(4, 4, 4, 4)
+        self.joint_sliders: dict[str, QSlider] = {}
+        self.joint_fields: dict = {}
+        self._joint_spans = None            # the JointSpans shown
+        self._joint_model = None            # the model they were read from
+        self._joint_snapshot = None         # the snapshot last shown
+        self._running = False
+        self._state_source = None
+        self._joint_rows = QWidget()
+        self._joint_grid = QGridLayout(self._joint_rows)
+        self._joint_grid.setContentsMargins(0, 0, 0, 0)
+        self._joint_grid.setVerticalSpacing(2)
+        self._joint_grid.setColumnStretch(1, 1)
+        self.joint_scroll = QScrollArea()
+        self.joint_scroll.setWidgetResizable(True)
+        self.joint_scroll.setFrameShape(QFrame.Shape.NoFrame)
+        self.joint_scroll.setWidget(self._joint_rows)
+        column.addWidget(self.joint_scroll, 1)
+        self.joint_note = QLabel("The joints appear once the simulation has started.")
+        self.joint_note.setWordWrap(True)
+        self.joint_note.setStyleSheet("color: palette(mid); font-size: 9pt;")
+        column.addWidget(self.joint_note)
+        self.initial_pose_button = QPushButton("Set as initial pose")
+        self.initial_pose_button.clicked.connect(lambda *_: self.set_initial_pose())
+        row = QHBoxLayout()
+        row.addStretch(1)
+        row.addWidget(self.initial_pose_button)
+        column.addLayout(row)
+        self._joint_timer = QTimer(self)
+        self._joint_timer.timeout.connect(self._refresh_joints)
+        self._update_joint_enabled()
+        return box
+
+    def set_state_source(self, source) -> None:
+        """Follow the state ``source()`` gives (the newest :class:`~studio.run.messages.Snapshot`, or None),
+        :data:`JOINT_REFRESH_MS` apart."""
+        self._state_source = source
+        self._joint_timer.start(JOINT_REFRESH_MS)
+        self._refresh_joints()
+
+    def reset_joints(self) -> None:
+        """Build the sliders again from the next state shown (after a Reset: the initial state)."""
+        self._joint_model = self._joint_spans = self._joint_snapshot = None
+
+    def set_running(self, on: bool) -> None:
+        """The simulation runs (the sliders follow the state, disabled) or is paused (they pose the joints)."""
+        self._running = bool(on)
+        self._update_joint_enabled()
+
+    @Slot()
+    def _refresh_joints(self) -> None:
+        snap = self._state_source() if self._state_source is not None else None
+        if snap is None or snap is self._joint_snapshot or snap.model is None:
+            return
+        self.show_joints(snap)
+
+    def show_joints(self, snap) -> None:
+        """Show the joints of ``snap`` (a :class:`~studio.run.messages.Snapshot`): rebuilt when its model's
+        joints or their spans differ from those shown; a slider being dragged, or a field being typed in, keeps
+        what the user is doing."""
+        self._joint_snapshot = snap
+        if snap.model is not self._joint_model:
+            spans, skipped = joint_spans(snap.model)
+            self._joint_model = snap.model
+            if spans != self._joint_spans:
+                self._build_joints(spans, skipped)
+        q = snap.q
+        for s in self._joint_spans or ():
+            slider, field = self.joint_sliders[s.name], self.joint_fields[s.name]
+            if slider.isSliderDown() or field.edit.hasFocus() or s.q >= len(q):
+                continue
+            value = float(q[s.q])
+            slider.blockSignals(True)                   # a value shown from the state is never sent back
+            slider.setValue(_step_of(s, value))
+            slider.blockSignals(False)
+            if field.value() != value:
+                field.set_value(value)
+
+    def _build_joints(self, spans, skipped) -> None:
+        grid = self._joint_grid
+        while grid.count():
+            item = grid.takeAt(0)
+            if item.widget() is not None:
+                item.widget().deleteLater()
+        self.joint_sliders.clear()
+        self.joint_fields.clear()
+        self._joint_spans = spans
+        for r, s in enumerate(spans):
+            label = QLabel(s.name)
+            where = "its limits" if s.limited else ("±π, no limits" if s.kind == "hinge" else "±1 m, no limits")
+            label.setToolTip(f"{s.kind} joint {s.name}: {format_number(s.low)} … {format_number(s.high)} {s.unit} "
+                             f"({where})")
+            grid.addWidget(label, r, 0)
+            slider = wheel_only_when_focused(QSlider(Qt.Orientation.Horizontal))
+            slider.setRange(-SLIDER_STEPS, SLIDER_STEPS)
+            slider.span = (s.low, s.high)
+            field = editor_for("float", {}, s.unit)
+            field.edit.setFixedWidth(62)
+            slider.valueChanged.connect(lambda k, s=s: self._joint_slider_moved(s, k))
+            field.committed.connect(lambda v, s=s: self._joint_typed(s, v))
+            grid.addWidget(slider, r, 1)
+            grid.addWidget(field, r, 2)
+            self.joint_sliders[s.name] = slider
+            self.joint_fields[s.name] = field
+        grid.setRowStretch(len(spans), 1)
+        notes = []
+        if not spans:
+            notes.append("This model has no hinge or slider joints to pose.")
+        if skipped:
+            notes.append(f"Ball and free joints have no slider: {', '.join(skipped)}.")
+        self.joint_note.setText(" ".join(notes))
+        self.joint_note.setVisible(bool(notes))
+        self._update_joint_enabled()
+
+    def _joint_slider_moved(self, s, k: int) -> None:
+        value = s.low + (s.high - s.low) * (k + SLIDER_STEPS) / (2 * SLIDER_STEPS)
+        self.joint_fields[s.name].set_value(value)
+        self._pose(s.name, value)
+
+    def _joint_typed(self, s, value) -> None:
+        field = self.joint_fields[s.name]
+        if value is None or not math.isfinite(float(value)):
+            field.set_error("a number")
+            return
+        value = s.clamp(value)
+        slider = self.joint_sliders[s.name]
+        slider.blockSignals(True)
+        slider.setValue(_step_of(s, value))
+        slider.blockSignals(False)
+        field.set_value(value)
+        self._pose(s.name, value)
+
+    def _pose(self, name: str, value: float) -> None:
+        if not self._running:           # (while running the sliders only follow the state)
+            self.joints_posed.emit({name: float(value)})
+
+    def _update_joint_enabled(self) -> None:
+        posing = not self._running
+        for name, slider in self.joint_sliders.items():
+            field = self.joint_fields[name]
+            for w in (slider, field):
+                w.setEnabled(posing)
+                w.setToolTip("" if posing else PAUSE_TO_POSE)
+            if posing:
+                slider.setToolTip(f"Drag to set joint {name} in the paused state (its velocity zeroed); Play goes "
+                                  f"on from the pose")
+        writable = bool(self._joint_spans)
+        self.initial_pose_button.setEnabled(posing and writable)
+        if not writable:
+            self.initial_pose_button.setToolTip("This model has no hinge or slider joints")
+        elif not posing:
+            self.initial_pose_button.setToolTip("Pause the simulation (Space) to set the initial pose")
+        else:
+            self.initial_pose_button.setToolTip(
+                "Write the joints as they are now into the document's initial pose (q0; an included robot file's "
+                "joints into the robot include's q0): one edit, undoable. Moving a slider alone changes only the "
+                "running state")
+
+    def set_initial_pose(self) -> bool:
+        """Write the joints of the state shown into the document's initial pose (one undoable edit); False when
+        there is nothing to write or the document refuses it (a message says why)."""
+        snap = self._state_source() if self._state_source is not None else self._joint_snapshot
+        if snap is None or snap.model is None:
+            self.message.emit("the simulation has not started yet: no pose to set")
+            return False
+        spec = self._document.spec
+        data = edits.to_data(spec)
+        changes, text = initial_pose_edit(data, robot_joint_names(included_robot(spec)), snap.model, snap.q)
+        if not changes:
+            self.message.emit("no joint of the document (nor of its robot include) to set the initial pose of")
+            return False
+        try:
+            new = edits.validate(data)
+        except SceneError as exc:
+            self.message.emit("cannot set the initial pose: " + "; ".join(str(p) for p in exc.problems))
+            return False
+        self._document.apply(new, text, changes=tuple(changes))
+        return True
+
+
+def _step_of(s, value: float) -> int:
+    """The slider step of joint span ``s`` nearest ``value`` (clamped to the slider's ends)."""
+    if not s.high > s.low or not math.isfinite(value):
+        return 0
+    k = round((value - s.low) / (s.high - s.low) * 2 * SLIDER_STEPS) - SLIDER_STEPS
+    return max(-SLIDER_STEPS, min(SLIDER_STEPS, k))
 
 
 def _actuators(spec) -> list:

@@ -400,6 +400,8 @@ class MainWindow(QMainWindow):
         self._activity_timer.start(ACTIVITY_MS)
         self.controls.speed_changed.connect(st.set_speed)
         self.controls.actuator_changed.connect(st.set_actuator)
+        self.controls.joints_posed.connect(st.pose)
+        self.controls.set_state_source(lambda: self.sim_thread.latest)
         self.controls.residual_limit_changed.connect(st.set_residual_limit)
         self.recorder.frames_wanted.connect(st.record_frames)
         self.recorder.status.connect(self._recording_status)
@@ -470,11 +472,13 @@ class MainWindow(QMainWindow):
     def _show_playing(self, on: bool) -> None:
         self.play_action.setIcon(self._icon_pause if on else self._icon_play)
         self.play_action.setText("Pause" if on else "Play")
+        self.controls.set_running(on)
 
     def _reset(self) -> None:
         self.status.clear_error()
         self.sim_thread.reset()
         self.controls.reset_actuators()
+        self.controls.reset_joints()
 
     def _seek(self, t: float) -> None:
         if self.play_action.isChecked():
