@@ -545,7 +545,8 @@ def fuzz(n: int, seed: int, budget_s: float = math.inf, command_line_every: int 
 
 
 def test_fuzz_contact_limit_program_and_robot_sections():
-    result = fuzz(int(os.environ.get("LIMBSTUDIO_FUZZ_SECTIONS", "300")), seed=28, budget_s=20.0)
+    # (seed 31: every section stops at least once at 300 trials; seeds 28-32 all pass, 28 with one stopped trial)
+    result = fuzz(int(os.environ.get("LIMBSTUDIO_FUZZ_SECTIONS", "300")), seed=31, budget_s=20.0)
     counts = result["counts"]
     for section in SECTIONS:                                 # every section fuzzed, each outcome seen
         assert sum(v for (s, _), v in counts.items() if s == section) >= 10, result

@@ -121,14 +121,17 @@ def test_the_hoppers_stance_and_hold_parameters_are_checked_by_name(changes, par
     assert words in problems[0][1], problems
 
 
-def test_a_hold_the_program_does_not_own_is_refused_when_it_starts():
+def test_a_hold_the_program_does_not_own_is_refused_by_validation():
     """``hip_hold`` must be one of the program's own constraints (its ``constraints``), or ``ctl.hold`` could not
-    hold it: the program says so by name when the run starts."""
+    hold it: validation says so with its JSON path (before, the run failed at its start with a ProgramError —
+    found by fuzzing the programs section), and ``core validate`` exits 2."""
     doc = _doc("raibert_hopper")
     doc["programs"][0]["constraints"] = ["leg_hold"]
-    model = compile_scene(parse_spec(doc))
-    with pytest.raises(ProgramError, match="hip_hold 'hip_hold' is not among its own constraints"):
-        core.Simulation(model)
+    with pytest.raises(SceneError) as info:
+        compile_scene(parse_spec(doc))
+    problems = [(p.path, str(p)) for p in info.value.problems]
+    assert [path for path, _ in problems] == ["$.programs[0].parameters.hip_hold"], problems
+    assert "not among the program's own constraints (leg_hold)" in problems[0][1]
 
 
 def test_snapshot_and_restore_bring_back_the_programs_state():

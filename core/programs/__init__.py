@@ -101,6 +101,12 @@ class ControlProgram:
     def check(cls, parameters: dict, model) -> list[tuple[str, str]]:
         return []
 
+    @classmethod
+    def check_owned(cls, parameters: dict, owned: tuple) -> list[tuple[str, str]]:
+        """``[(parameter, message)]`` for parameters that must name one of the constraints the program owns
+        (the scene's ``constraints`` list for it) and do not."""
+        return []
+
     def start(self, ctl: "Controls") -> None:
         pass
 

@@ -179,6 +179,15 @@ class RaibertHopper(ControlProgram):
         return problems
 
 
+    @classmethod
+    def check_owned(cls, parameters: dict, owned: tuple) -> list[tuple[str, str]]:
+        p = {**cls.parameters, **parameters}
+        if not (isinstance(p["liftoff_hold"], (int, float)) and p["liftoff_hold"] > 0):
+            return []
+        return [(key, f"{p[key]!r} is not among the program's own constraints ({', '.join(owned) or 'none'}): "
+                      "list it in the program's 'constraints'")
+                for key in ("hip_hold", "leg_hold") if p[key] not in owned]
+
     # ---- declarations -----------------------------------------------------------------------------------------
     def start(self, ctl) -> None:
         p = self.p

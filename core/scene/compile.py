@@ -220,7 +220,12 @@ def _programs(model: Model, spec: Scene, source: str) -> tuple:
                     problems.append(Problem(f"{here}.parameters.{key}", f"must be {kind}", value, True))
                     bad = True
         if not bad:
-            for key, message in cls.check(dict(entry.parameters), model):
+            checked = cls.check(dict(entry.parameters), model)
+            flagged = {key for key, _ in checked}
+            checked += [(key, message) for key, message in cls.check_owned(dict(entry.parameters),
+                                                                          tuple(entry.constraints))
+                        if key not in flagged]
+            for key, message in checked:
                 problems.append(Problem(f"{here}.parameters.{key}", message,
                                         entry.parameters.get(key, cls.parameters.get(key)), True))
         for k, name in enumerate(entry.constraints):
