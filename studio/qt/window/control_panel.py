@@ -1,6 +1,7 @@
 """The control panel: how the simulation runs (play, pause, step, reset; time step, integrator, formulation,
 speed, residual limit), the controller and its parameters, a slider for every actuator of the scene, and a slider
-for every hinge and slider joint of the model (the Joints group: pose the robot while paused).
+for every hinge and slider joint of the model (the Joints group, ``joint_box``: pose the robot while paused; the main
+window shows it in its own dock, tabbed with the panel, so that it takes no width from the controller's editor).
 
 Thread: GUI. :class:`ControlPanel` edits the document's run settings (time step, integrator, formulation) as
 undoable commands, like the inspector, and sends the live inputs (speed, actuator commands, residual limit) as
@@ -72,7 +73,7 @@ class ControlPanel(QWidget):
         self.actuator_box.setMinimumWidth(200)
         layout.addWidget(self.actuator_box, 2)
         self.actuator_sliders: dict[str, QSlider] = {}
-        layout.addWidget(self._joints_box(), 3)
+        self._joints_box()                   # (its own dock, tabbed with this panel: studio.qt.window.main_window)
         document.changed.connect(lambda spec, _sel: self._show_spec(spec))
         document.loaded.connect(self._show_spec)
         self._show_spec(document.spec)
@@ -302,8 +303,8 @@ class ControlPanel(QWidget):
 
     # ---- joints --------------------------------------------------------------------------------------------
     def _joints_box(self) -> QGroupBox:
-        self.joint_box = box = QGroupBox("Joints")
-        box.setMinimumWidth(240)
+        self.joint_box = box = QWidget()
+        box.setMinimumWidth(170)
         column = QVBoxLayout(box)
         column.setContentsMargins(4, 4, 4, 4)
         self.joint_sliders: dict[str, QSlider] = {}

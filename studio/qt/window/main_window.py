@@ -247,6 +247,9 @@ class MainWindow(QMainWindow):
         self.messages_dock = self._dock("Messages", "messages_dock", self.messages,
                                         Qt.DockWidgetArea.BottomDockWidgetArea)
         self.tabifyDockWidget(self.controls_dock, self.messages_dock)
+        self.joints_dock = self._dock("Joints", "joints_dock", self.controls.joint_box,
+                                      Qt.DockWidgetArea.BottomDockWidgetArea)
+        self.tabifyDockWidget(self.controls_dock, self.joints_dock)
         self.controls_dock.raise_()
         self.console_dock = None                          # View ▸ Python Console makes it (studio.qt.window.console)
         self.controls_dock.dockLocationChanged.connect(
@@ -324,7 +327,7 @@ class MainWindow(QMainWindow):
         view.addAction(self.earlier_try_action)
         view.addSeparator()
         for dock in (self.tree_dock, self.inspector_dock, self.plots_dock, self.events_dock, self.controls_dock,
-                     self.messages_dock):
+                     self.joints_dock, self.messages_dock):
             view.addAction(dock.toggleViewAction())
         self.console_action = self._action("Python &Console", self._console_toggled, "Ctrl+Shift+P",
                                            tip="An IPython console in this process, with sim, model, doc, core and "
