@@ -411,7 +411,7 @@ def advance(tree, tab, ws, stage, y, active, slip, touched, clock, out, trace, e
                 ck.status = NOT_FINITE                        # a finite state whose evaluation overflows
                 ck.evaluated = False
                 break
-            if find(tab, ws, out, t + h, y1[:nq], active, slip, touched, False) > 0:
+            if find(tab, ws, out, t + h, y1[:nq], y1[nq:nq + nv], active, slip, touched, False) > 0:
                 # an event inside the step: bisect the step from its start until the first crossing is
                 # bracketed within the event tolerance (the first stage, at y0, is kept in k[0])
                 lo, hi, at_hi = 0.0, h, True
@@ -426,7 +426,7 @@ def advance(tree, tab, ws, stage, y, active, slip, touched, clock, out, trace, e
                                                      n_groups, scale, full, out)
                     if not ok:
                         break
-                    if find(tab, ws, out, t + mid, y1[:nq], active, slip, touched, False) > 0:
+                    if find(tab, ws, out, t + mid, y1[:nq], y1[nq:nq + nv], active, slip, touched, False) > 0:
                         hi, at_hi = mid, True
                         y_hi[:] = y1
                         correction, iterations = c_mid, it_mid
@@ -441,7 +441,7 @@ def advance(tree, tab, ws, stage, y, active, slip, touched, clock, out, trace, e
                     ck.status = NOT_FINITE
                     ck.evaluated = False
                     break
-                found = find(tab, ws, out, t, y[:nq], active, slip, touched, False)
+                found = find(tab, ws, out, t, y[:nq], y[nq:nq + nv], active, slip, touched, False)
                 ck.corrections += resolve(tree, tab, ws, out, t, y[:nq], y[nq:nq + nv], active, slip, touched,
                                           found, events, clock, out.scalars[0].energy_kinetic)
                 ck.instants += 1

@@ -15,7 +15,8 @@ after (``EventWork.g``); per contact point p with world normal n (turned with a 
 - stick (slipping point):   g = −v_t·f̂, its slip velocity against its friction's direction — only for a point
   whose slip opposed its friction at the step's start (``eligible``: a slip that has just begun from rest may
   not stick at once);
-- a joint limit (bound open):  g = s (q − bound) + ε, s = ±1; (bound active): g = s λ, its force;
+- a joint limit (bound open):  g = s (q − bound) + ε, s = ±1, while the joint moves into the bound or is beyond it
+  by more than :data:`LIMIT_SLACK`; (bound active): g = s λ, its force;
 - a break (active bilateral constraint):  g = max_deviation − ‖D‖ (thesis §2.3.4), isolated like the contacts'
   events; a state that starts a call beyond a bound (one made by hand) breaks at once (:func:`breaks_and_rank`);
 - a rank change of J: reported at the step's end where it is first seen (a report, not a switch: the bounded
@@ -45,6 +46,11 @@ from .programs.kernels import watch_value
 __all__ = ["find", "resolve", "settle_round", "close_touching", "update_tables", "refresh_slip", "mark_eligible",
            "breaks_and_rank", "rank_change", "log", "MAX_SWITCHES"]
 
+#: A released joint bound is taken again when the joint moves into it faster than this (rad/s or m/s) or is beyond it
+#: by more than LIMIT_SLACK (rad or m): a joint resting on its bound with no load, whose bound force crosses zero by
+#: round-off, chattered between release and limit (the limp lsa7 arm's wrist at 1.37 s).
+LIMIT_CREEP = 1e-6
+LIMIT_SLACK = 1e-6
 #: A point that switches between stick and slip this many times inside one step sticks until the step ends.
 MAX_SWITCHES = 4
 
@@ -129,9 +135,9 @@ def _point_witnesses(tab, ws, out, t, active, slip, touched, settling):
 
 
 @njit
-def find(tab, ws, out, t, y_q, active, slip, touched, settling):
+def find(tab, ws, out, t, y_q, y_qd, active, slip, touched, settling):
     """The events whose witnesses are negative at the state of the last full evaluation ``out`` (time t,
-    configuration ``y_q``; module docstring), into ``ws.events`` (``kind``, ``index``, ``g``); returns how many.
+    configuration ``y_q``, velocity ``y_qd``; module docstring), into ``ws.events`` (``kind``, ``index``, ``g``); returns how many.
     ``settling``: only the events that modes set at an event cause at once (lift-off, slip, a limit's release)."""
     ev = ws.events
     count = 0
@@ -145,7 +151,9 @@ def find(tab, ws, out, t, y_q, active, slip, touched, settling):
             if settling:
                 continue
             h = sign * (y_q[lim.q] - (lim.lower if k % 2 == 0 else lim.upper))
-            if h < -PENETRATION:
+            # beyond the bound, and moving into it faster than round-off or beyond it by more than LIMIT_SLACK: a
+            # bound released at rest with no load (its force crossing zero by round-off) is not taken again at once
+            if h < -PENETRATION and (sign * y_qd[lim.v] < -LIMIT_CREEP or h < -LIMIT_SLACK):
                 count = _add(ev, count, LIMIT, k, h + PENETRATION)
         else:
             N = sign * out.constraint_force[row, 0]
@@ -458,7 +466,7 @@ def settle_round(tab, ws, out, t, q, active, slip, touched, events, clock):
     the modes cause at once (True if any). False: the modes are consistent."""
     if refresh_slip(tab, ws.kin, out, active, slip):
         return True
-    n_found = find(tab, ws, out, t, q, active, slip, touched, True)
+    n_found = find(tab, ws, out, t, q, q, active, slip, touched, True)   # (settling reads no velocity)
     if n_found == 0:
         return False
     P = tab.points.shape[0]
