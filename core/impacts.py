@@ -33,7 +33,7 @@ from .jit import njit
 from .linalg import pinv_apply, svd_columns
 from .points import jacobian_columns
 
-__all__ = ["impact", "OPEN", "STICK", "SLIP", "FRICTIONLESS", "POINT", "BOUND", "NOT_IN_IMPACT"]
+__all__ = ["impact", "plane_normal", "OPEN", "STICK", "SLIP", "FRICTIONLESS", "POINT", "BOUND", "NOT_IN_IMPACT"]
 
 OPEN, STICK, SLIP, FRICTIONLESS = 0, 1, 2, 3
 POINT, BOUND = 0, 1
@@ -88,7 +88,7 @@ def _entry_roots(tree, tab, kind, index, out):
 
 
 @njit
-def _world_normal(tab, kin, p, n):
+def plane_normal(tab, kin, p, n):
     """The world unit normal of point p's plane (turned with the plane's link when it is a body's)."""
     pt = tab.points[p]
     if pt.plane_link < 0:
@@ -109,7 +109,7 @@ def _point_rows(tree, tab, kin, p, R, row, E):
     pt = tab.points[p]
     x = np.empty(3)
     n = np.empty(3)
-    _world_normal(tab, kin, p, n)
+    plane_normal(tab, kin, p, n)
     k = pt.link
     for a in range(3):
         x[a] = kin.p_WL[k, a] + kin.R_WL[k, a, 0] * pt.r[0] + kin.R_WL[k, a, 1] * pt.r[1] + \

@@ -39,7 +39,7 @@ import numpy as np
 from .contacts import OPEN, PENETRATION, SLIP, STICK
 from .events import (BOUNCE, BREAK, FULL_RANK, LIFT_OFF, LIMIT, LIMIT_BOUNCE, LIMIT_RELEASE, RANK_DEFICIENT,
                      SLIP as SLIP_EVENT, STICK as STICK_EVENT, TOUCHDOWN, WATCH)
-from .impacts import BOUND, NOT_IN_IMPACT, POINT, impact
+from .impacts import BOUND, NOT_IN_IMPACT, POINT, impact, plane_normal
 from .jit import njit
 from .programs.kernels import watch_value
 
@@ -53,20 +53,6 @@ LIMIT_CREEP = 1e-6
 LIMIT_SLACK = 1e-6
 #: A point that switches between stick and slip this many times inside one step sticks until the step ends.
 MAX_SWITCHES = 4
-
-
-@njit
-def _normal(tab, kin, p, n):
-    """n ← the world unit normal of contact point p's plane."""
-    pt = tab.points[p]
-    if pt.plane_link < 0:
-        for a in range(3):
-            n[a] = pt.plane_normal[a]
-    else:
-        k = pt.plane_link
-        for a in range(3):
-            n[a] = kin.R_WL[k, a, 0] * pt.plane_normal[0] + kin.R_WL[k, a, 1] * pt.plane_normal[1] + \
-                kin.R_WL[k, a, 2] * pt.plane_normal[2]
 
 
 @njit
@@ -104,7 +90,7 @@ def _point_witnesses(tab, ws, out, t, active, slip, touched, settling):
     n = np.empty(3)
     for p in range(tab.points.shape[0]):
         pt = tab.points[p]
-        _normal(tab, kin, p, n)
+        plane_normal(tab, kin, p, n)
         i = pt.normal
         if not active[i]:
             if settling:
@@ -188,7 +174,7 @@ def mark_eligible(tab, ws, out, active, slip):
         ev.eligible[p] = False
         if pt.stick < 0 or not active[pt.normal] or active[pt.stick]:
             continue
-        _normal(tab, kin, p, n)
+        plane_normal(tab, kin, p, n)
         ev.eligible[p] = _slip_speed_against(n, out, pt.stick, slip[p]) > 0.0
 
 
@@ -222,7 +208,7 @@ def update_tables(tab, kin, active, slip, lead):
         if not ((pt.radius > 0 or pt.reaction >= 0) and active[pt.normal]):
             continue
         k = pt.link
-        _normal(tab, kin, p, n)
+        plane_normal(tab, kin, p, n)
         for a in range(3):                                    # the normal in the link's frame
             w[a] = kin.R_WL[k, 0, a] * n[0] + kin.R_WL[k, 1, a] * n[1] + kin.R_WL[k, 2, a] * n[2]
         if lead != 0.0 and pt.radius > 0:                     # turned back by the link's rotation relative to the
@@ -280,7 +266,7 @@ def refresh_slip(tab, kin, out, active, slip):
         pt = tab.points[p]
         if pt.stick < 0 or not active[pt.normal] or active[pt.stick]:
             continue
-        _normal(tab, kin, p, n)
+        plane_normal(tab, kin, p, n)
         N = max(_dot(n, out.constraint_force, pt.normal), 0.0)
         vn = _dot(n, out.velocity_a, pt.stick)
         v0 = out.velocity_a[pt.stick, 0] - n[0] * vn
@@ -344,7 +330,7 @@ def _switch(tab, ws, out, n_found, active, slip, events, clock, t):
         elif kind == SLIP_EVENT:
             pt = tab.points[i]
             F = out.constraint_force
-            _normal(tab, kin, i, n)
+            plane_normal(tab, kin, i, n)
             N = _dot(n, F, pt.normal)
             ft = np.sqrt(F[pt.stick, 0] ** 2 + F[pt.stick, 1] ** 2 + F[pt.stick, 2] ** 2)
             active[pt.stick] = False
@@ -518,7 +504,7 @@ def close_touching(tree, tab, ws, out, t, q, qd, active, slip, touched, events, 
         i = tab.points[p].normal
         if active[i]:
             continue
-        _normal(tab, kin, p, n)
+        plane_normal(tab, kin, p, n)
         h = n[0] * (out.point_a[i, 0] - out.point_b[i, 0]) + n[1] * (out.point_a[i, 1] - out.point_b[i, 1]) + \
             n[2] * (out.point_a[i, 2] - out.point_b[i, 2])
         if abs(h) <= PENETRATION:
