@@ -418,26 +418,19 @@ def _strip(args, model) -> int:
 
 
 def _save_image(image, path: Path) -> Path:
-    """Write ``image`` as a PNG at ``path`` (its folder made if missing), complete or not at all: into a hidden
-    file beside it, renamed into place."""
-    import tempfile
+    """Write ``image`` as a PNG at ``path`` (its folder made if missing), complete or not at all
+    (:func:`core.fileio.atomic_write_bytes`: a hidden file beside it, renamed into place)."""
+    from PySide6.QtCore import QBuffer, QByteArray, QIODevice
+
+    from core.fileio import atomic_write_bytes
+    data = QByteArray()
+    buffer = QBuffer(data)
+    buffer.open(QIODevice.OpenModeFlag.WriteOnly)
+    if not image.save(buffer, "PNG"):
+        raise OSError(f"could not encode {path} as PNG")
+    buffer.close()
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp.png", dir=path.parent)
-    os.close(fd)
-    try:
-        if not image.save(tmp, "PNG"):
-            raise OSError(f"could not write {path}")
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)          # as an ordinary file would be (mkstemp makes it private)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
-    return path
+    return atomic_write_bytes(path, bytes(data))
 
 
 def main(argv) -> int:

@@ -155,18 +155,29 @@ def test_the_command_line_refuses_without_a_traceback(tmp_path):
 
 
 def test_a_failed_write_leaves_no_file_and_the_old_one_whole(tmp_path, qapp, monkeypatch):
+    """The PNG goes through core.fileio's atomic write: a disk that fails after the bytes are written (fsync
+    raising ENOSPC) leaves the old file whole and no temporary file beside it; an image that cannot be encoded
+    touches nothing."""
+    import errno
+
+    import core.fileio
     out = tmp_path / "strip.png"
     out.write_bytes(b"the old picture")
 
-    def half_written(self, path, fmt=None):
-        Path(path).write_bytes(b"\x89PNG half")          # a partial file, then the failure
-        return False
+    def full_disk(fd):
+        raise OSError(errno.ENOSPC, "No space left on device")
 
-    monkeypatch.setattr(QImage, "save", half_written)
-    with pytest.raises(OSError):
-        headless._save_image(_flat(32, 32, (1, 2, 3)), out)
+    with monkeypatch.context() as m:
+        m.setattr(core.fileio.os, "fsync", full_disk)
+        with pytest.raises(OSError):
+            headless._save_image(_flat(32, 32, (1, 2, 3)), out)
     assert out.read_bytes() == b"the old picture"
     assert [p.name for p in tmp_path.iterdir()] == ["strip.png"], "a temporary file was left behind"
+    monkeypatch.setattr(QImage, "save", lambda self, *args: False)
+    with pytest.raises(OSError, match="could not encode"):
+        headless._save_image(_flat(32, 32, (1, 2, 3)), out)
+    assert out.read_bytes() == b"the old picture"
+    assert [p.name for p in tmp_path.iterdir()] == ["strip.png"]
 
 
 # ---- pictures (OpenGL) ------------------------------------------------------------------------------------------
