@@ -285,12 +285,7 @@ def _screenshot(args, model) -> int:
     run.advance_to(args.time)
     view = _viewport(model, args.size)
     image = view.render_image(args.size, draw_list(run.sim))
-    out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_name(f".{out.name}.tmp.png")
-    if not image.save(str(tmp), "PNG"):
-        raise OSError(f"could not write {out}")
-    os.replace(tmp, out)
+    out = _save_image(image, Path(args.out))
     print(f"limbstudio: wrote {out} (t = {run.sim.state.t:.6g} s, {image.width()}x{image.height()})")
     return 0
 
