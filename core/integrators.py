@@ -280,7 +280,7 @@ def _settle_modes(tree, tab, ws, t, y, active, slip, touched, events, clock, nq,
         update_tables(tab, ws.kin, active, slip, 0.0)
         if not evaluate(tree, tab, ws, t, y[:nq], y[nq:nq + nv], y[z0:], m, n_groups, scale, full, out):
             return False, m, n_groups, scale
-        if not settle_round(tab, ws, out, t, y[:nq], active, slip, touched, events, clock):
+        if not settle_round(tab, ws, out, t, y[:nq], y[nq:nq + nv], active, slip, touched, events, clock):
             return True, m, n_groups, scale
         m, n_groups, scale = _layout(tab, tree, rows, active)
     update_tables(tab, ws.kin, active, slip, 0.0)

@@ -134,16 +134,12 @@ def steps(model: Model, state: State, inputs: Inputs = NO_INPUTS, dt: float | No
                           status="ok" if batch.status == "event" else batch.status)
 
 
-def start_programs(model: Model, state: State, events=()) -> tuple[State, list]:
+def start_programs(model: Model, state: State) -> tuple[State, list]:
     """``state`` with the scene's control programs made and started (:meth:`core.programs.ControlProgram.start`
-    at ``state``), then told of ``events`` that happened at it (the contacts closed at the start:
-    :func:`touching_at_start`), and the events they logged; a step starts them itself when ``state`` has none
-    yet."""
-    state, logged = _start(model, model.complete(state))
-    if events:
-        state, answered = answer(model, state, tuple(events))
-        logged = logged + answered
-    return state, logged
+    at ``state``), and the events they logged; a step starts them itself when ``state`` has none yet.
+    :class:`core.Simulation` starts them before :func:`touching_at_start`, so the contacts that touch at t = 0 close
+    under their declarations, and then has them answer those contacts' events (:func:`core.programs.answer`)."""
+    return _start(model, model.complete(state))
 
 
 def advance(model: Model, state: State, inputs: Inputs = NO_INPUTS, dt: float | None = None,

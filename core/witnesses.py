@@ -446,13 +446,13 @@ def resolve(tree, tab, ws, out, t, q, qd, active, slip, touched, n_found, events
 
 
 @njit
-def settle_round(tab, ws, out, t, q, active, slip, touched, events, clock):
+def settle_round(tab, ws, out, t, q, qd, active, slip, touched, events, clock):
     """One round of settling the modes at an event, at the full evaluation ``out`` of the state: refresh the
     slipping points' forces (True: they changed, evaluate again), else switch the lift-offs, slips and releases
     the modes cause at once (True if any). False: the modes are consistent."""
     if refresh_slip(tab, ws.kin, out, active, slip):
         return True
-    n_found = find(tab, ws, out, t, q, q, active, slip, touched, True)   # (settling reads no velocity)
+    n_found = find(tab, ws, out, t, q, qd, active, slip, touched, True)
     if n_found == 0:
         return False
     P = tab.points.shape[0]

@@ -62,6 +62,10 @@ def test_the_flip_pushes_straight_up_with_force_and_moment_set_apart_turns_once_
     assert takeoff.get("vz") == pytest.approx(p["takeoff_speed"], rel=1e-6)
     assert abs(takeoff.get("vx")) < 0.05 and takeoff.get("angular_momentum") < -30
     assert abs(landed.get("turn") + 2 * math.pi) < 0.2
+    # Coulomb at rest: the heel lands behind the sticking toe, whose rows hold it still — the impact leaves it
+    # without slip velocity, so it sticks (it stayed "slipping" at rest, its friction fixed, and the landing failed)
+    (heel,) = [e for e in sim.events if e.kind == "touchdown" and e.what == "foot.0" and e.t > landed.t]
+    assert heel.mode == "stick" and heel.t - landed.t < 0.01
     q, qd = sim.state.q, sim.state.qd
     assert sim.programs[0].phase == "landed"
     assert np.abs(qd).max() < 1e-2                                  # at rest

@@ -109,7 +109,7 @@ class KearneyFlip(ControlProgram):
         p = self.p
         m = ctl.model
         contact = next(c for c in m.contacts if c.name == p["foot"])
-        foot = contact.points[0].link
+        foot = contact.points[0].link                       # (the contact's points are in this link's frame)
         ctl.declare("pitch", "joint", joint=p["pitch"])
         ctl.declare("pitch_rate", "rate", of="pitch")
         ctl.declare("H", "momentum", axis=_Y)
@@ -120,9 +120,8 @@ class KearneyFlip(ControlProgram):
             ctl.declare("foot_x", "point", body=foot, point=np.mean([pt.r for pt in contact.points], axis=0), axis=_X)
         else:
             ctl.declare("foot_x", "point", body=contact.body, point=p["foot_centre"], axis=_X)
-        # the sole's angle in the world (0: flat), atan2(−ẑ·u, x̂·u) of its x axis u: positive about +y
-        ctl.declare("foot_angle", "angle", body=foot, point=(0.0, 0.0, 0.0), body_b=foot, point_b=(1.0, 0.0, 0.0),
-                    axis=(0.0, 0.0, -1.0), axis_b=_X)
+        # the sole's angle in the world (0: flat), atan2(−ẑ·u, x̂·u) of the foot's x axis u: positive about +y
+        ctl.declare("foot_angle", "body_angle", body=contact.body, point=_X, axis=(0.0, 0.0, -1.0), axis_b=_X)
         ctl.declare("foot_rate", "rate", of="foot_angle")
         for key in ("hip", "knee", "ankle"):
             ctl.declare(key, "joint", joint=p[key])
@@ -146,39 +145,36 @@ class KearneyFlip(ControlProgram):
     def _actuators(self) -> tuple:
         return self.p["hip_actuator"], self.p["knee_actuator"], self.p["ankle_actuator"]
 
-    def _equations(self, ctl, vertical: Equation, moment: Equation | None) -> None:
-        """The stance's control equations: the horizontal force (the centre of mass held over the foot), the
-        vertical force and, with the whole sole down, the moment — for the hip, knee and ankle; on heel or toe
-        alone (no moment to be had from a point) the two forces for the hip and knee, the ankle laying the foot
-        flat."""
+    def _equations(self, ctl, vertical: Equation, moment: Equation) -> None:
+        """The stance's three control equations for the hip, knee and ankle: the horizontal force (the centre of
+        mass held over the foot, no horizontal velocity), ``vertical`` and ``moment``."""
         p = self.p
         k, d, m = p["balance_kp"], p["balance_kd"], self.mass
-        equations = {
-            "horizontal": Equation(m * k * self.balance, forces={p["foot"]: _X},
-                                   terms={"com_x": -m * k, "foot_x": m * k, "com_vx": -m * d},
-                                   lo=-p["max_horizontal"] * m * self.gravity, hi=p["max_horizontal"] * m * self.gravity),
-            "vertical": vertical,
-        }
-        if moment is None:
-            ctl.retract()
-            self._joints(ctl, {"hip": p["landing"][0], "knee": p["landing"][1], "foot": None})
-        else:
-            self._release(ctl)
-            ctl.impose({**equations, "moment": moment}, self._actuators())
+        most = p["max_horizontal"] * m * self.gravity
+        horizontal = Equation(m * k * self.balance, forces={p["foot"]: _X},
+                              terms={"com_x": -m * k, "foot_x": m * k, "com_vx": -m * d}, lo=-most, hi=most)
+        self._release(ctl)
+        ctl.impose({"horizontal": horizontal, "vertical": vertical, "moment": moment}, self._actuators())
 
     def _support(self, ctl, whole: bool | None = None) -> None:
-        """Standing (and caught after the landing): the centre of mass held over the foot at its standing
-        height, the torso righted (H̃_G from its attitude, eq. 14) once the whole sole is down."""
+        """Standing (and caught after the landing): with the whole sole down the three equations hold the centre of
+        mass over the foot at its standing height and right the torso (H̃_G from its attitude, eq. 14); on heel or
+        toe alone (a point gives no moment) the equations are removed and the joints hold the landing pose, the
+        ankle laying the foot flat."""
         p = self.p
+        if whole is None:
+            whole = ctl.points_touching(p["foot"]) == self.points
+        if not whole:
+            ctl.retract()
+            self._joints(ctl, {"hip": p["landing"][0], "knee": p["landing"][1], "foot": None})
+            return
         k, d, m = p["balance_kp"], p["balance_kd"], self.mass
         vertical = Equation(m * self.gravity + m * k * self.stand_height, forces={p["foot"]: _Z},
                             terms={"com_z": -m * k, "com_vz": -m * d})
         moment = Equation(p["pitch_kp"] * self.upright, moments={p["foot"]: _Y},
                           terms={"pitch": -p["pitch_kp"], "pitch_rate": -p["pitch_kd"]},
                           lo=-p["stand_moment"], hi=p["stand_moment"])
-        if whole is None:
-            whole = ctl.points_touching(p["foot"]) == self.points
-        self._equations(ctl, vertical, moment if whole else None)
+        self._equations(ctl, vertical, moment)
 
     def _push(self, ctl) -> None:
         """The push: straight up at ``push`` m/s² with the flip's angular momentum H̃_G = ``spin`` (eq. 14)."""

@@ -67,7 +67,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..forces import ACTUATOR
-from . import ControlProgram, Equation, ProgramError, register
+from . import ControlProgram, Equation, register
 
 
 @register
@@ -209,11 +209,6 @@ class RaibertHopper(ControlProgram):
         ctl.declare("com_vz", "rate", of="com_z")
         ctl.declare("foot_height", "point", body=foot.link, point=foot.r, axis=n)
         ctl.declare("time", "time")
-        if p["liftoff_hold"] > 0:
-            for key in ("hip_hold", "leg_hold"):
-                if p[key] not in self.owned:
-                    raise ProgramError(f"program {self.name!r}: {key} {p[key]!r} is not among its own constraints "
-                                       f"({', '.join(self.owned) or 'none'})")
         self.ground = float(np.dot(n, o))
         if p["stance_control"] == "contact_force":
             ctl.declare("leg_r", "distance", body=foot.link, point=foot.r, body_b=None)   # foot to centre of mass
