@@ -314,6 +314,7 @@ class ControlPanel(QWidget):
         self._joint_snapshot = None         # the snapshot last shown
         self._running = False
         self._state_source = None
+        self._pending: dict[str, float] = {}   # joint → the position a pose sent, until a state shows it
         self._joint_rows = QWidget()
         self._joint_grid = QGridLayout(self._joint_rows)
         self._joint_grid.setContentsMargins(0, 0, 0, 0)
@@ -349,10 +350,13 @@ class ControlPanel(QWidget):
     def reset_joints(self) -> None:
         """Build the sliders again from the next state shown (after a Reset: the initial state)."""
         self._joint_model = self._joint_spans = self._joint_snapshot = None
+        self._pending.clear()
 
     def set_running(self, on: bool) -> None:
         """The simulation runs (the sliders follow the state, disabled) or is paused (they pose the joints)."""
         self._running = bool(on)
+        if self._running:
+            self._pending.clear()           # (the state moves on from whatever was posed)
         self._update_joint_enabled()
 
     @Slot()
@@ -378,6 +382,10 @@ class ControlPanel(QWidget):
             if slider.isSliderDown() or field.edit.hasFocus() or s.q >= len(q):
                 continue
             value = float(q[s.q])
+            if s.name in self._pending:                 # a pose sent: states from before it do not undo it
+                if value != self._pending[s.name]:
+                    continue
+                del self._pending[s.name]
             slider.blockSignals(True)                   # a value shown from the state is never sent back
             slider.setValue(_step_of(s, value))
             slider.blockSignals(False)
@@ -440,6 +448,7 @@ class ControlPanel(QWidget):
 
     def _pose(self, name: str, value: float) -> None:
         if not self._running:           # (while running the sliders only follow the state)
+            self._pending[name] = float(value)
             self.joints_posed.emit({name: float(value)})
 
     def _update_joint_enabled(self) -> None:
