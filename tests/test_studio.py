@@ -107,6 +107,36 @@ def show(qtbot, widget, w=480, h=360):
     return widget
 
 
+def main_windows(qtbot, tmp_path, load=core.load_scene, activate=False):
+    """A maker of shown main windows for the GUI test modules' ``window`` fixtures, and the list of those made:
+    ``make(scene, size, simulation, settings)`` loads ``scene`` with ``load``, gives the window its own settings
+    file in ``tmp_path`` (or ``settings``), answers "discard" to a save question, shows it at ``size``
+    (``activate``: made the active window, for keys and shortcuts without a window manager) and waits for its
+    first state. After the test, :func:`discard_windows` on the list."""
+    from PySide6.QtCore import QSettings
+    made = []
+
+    def make(scene, size=(1280, 800), simulation=None, settings=None):
+        settings = settings or QSettings(str(tmp_path / f"studio{len(made)}.ini"), QSettings.Format.IniFormat)
+        win = MainWindow(load(scene), simulation, path=scene, settings=settings)
+        win.file_actions.ask_to_save = lambda: "discard"      # no modal dialog in a test
+        show(qtbot, win, *size)
+        if activate:
+            win.activateWindow()
+            qtbot.waitActive(win)
+        qtbot.waitUntil(lambda: win.sim_thread.latest is not None, timeout=FIRST_USE_MS)
+        made.append(win)
+        return win
+
+    return make, made
+
+
+def discard_windows(made) -> None:
+    """The windows a test made close without asking to save (a test may have replaced the answer)."""
+    for win in made:
+        win.file_actions.ask_to_save = lambda: "discard"
+
+
 # ---- worker thread (no display needed) ------------------------------------------------------------------------
 def test_worker_given_a_nan_state_pauses_and_reports(start_worker, qtbot):
     sim = core.Simulation(core.load_scene(DEFAULT_SCENE))

@@ -15,16 +15,14 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from PySide6.QtCore import QSettings
 
 import core
 from studio import SCENES_DIR
 from studio.__main__ import load_model
 from studio.qt.window.control_panel import SLIDER_STEPS
-from studio.qt.window.main_window import MainWindow
 from studio.run.pose import joint_spans, pose
 
-from test_studio import FIRST_USE_MS, rgb_array, show
+from test_studio import discard_windows, main_windows, rgb_array
 
 ROOT = Path(__file__).resolve().parents[1]
 ARM = SCENES_DIR / "three_link_arm.json"            # three hinges, no limits, swinging under gravity
@@ -35,21 +33,9 @@ LSA7 = ROOT / "assets" / "urdf" / "lsa7_arm.urdf"
 
 @pytest.fixture
 def window(qtbot, gl_renderer, tmp_path):
-    made = []
-
-    def make(scene=ARM, size=(1280, 800)):
-        model = load_model(Path(scene))           # a robot file: an untitled scene that includes it
-        settings = QSettings(str(tmp_path / f"studio{len(made)}.ini"), QSettings.Format.IniFormat)
-        win = MainWindow(model, path=scene, settings=settings)
-        win.file_actions.ask_to_save = lambda: "discard"
-        show(qtbot, win, *size)
-        qtbot.waitUntil(lambda: win.sim_thread.latest is not None, timeout=FIRST_USE_MS)
-        made.append(win)
-        return win
-
-    yield make
-    for win in made:
-        win.file_actions.ask_to_save = lambda: "discard"
+    make, made = main_windows(qtbot, tmp_path, load=lambda scene: load_model(Path(scene)))   # (robot files too)
+    yield lambda scene=ARM, size=(1280, 800): make(scene, size)
+    discard_windows(made)
 
 
 def _latest(win):

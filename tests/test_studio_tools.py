@@ -18,15 +18,15 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from PySide6.QtCore import QPoint, QSettings, Qt
+from PySide6.QtCore import QPoint, Qt
 from PySide6.QtTest import QTest
 
 import core
 from studio import SCENES_DIR
-from studio.qt.window.main_window import MainWindow, short_text
+from studio.qt.window.main_window import short_text
 from studio.qt.window.plotfigure import eng_label, y_limits
 
-from test_studio import FIRST_USE_MS, show
+from test_studio import discard_windows, main_windows
 
 pytestmark = pytest.mark.gui
 
@@ -36,23 +36,9 @@ ARM = SCENES_DIR / "arm_nail_singular.json"
 
 @pytest.fixture
 def window(qtbot, gl_renderer, tmp_path):
-    made = []
-
-    def make(scene=ARM, size=(1280, 800)):
-        model = core.load_scene(scene)
-        settings = QSettings(str(tmp_path / f"studio{len(made)}.ini"), QSettings.Format.IniFormat)
-        win = MainWindow(model, path=scene, settings=settings)
-        win.file_actions.ask_to_save = lambda: "discard"
-        show(qtbot, win, *size)
-        win.activateWindow()                     # keys and shortcuts go to the active window (no window manager)
-        qtbot.waitActive(win)
-        qtbot.waitUntil(lambda: win.sim_thread.latest is not None, timeout=FIRST_USE_MS)
-        made.append(win)
-        return win
-
-    yield make
-    for win in made:
-        win.file_actions.ask_to_save = lambda: "discard"
+    make, made = main_windows(qtbot, tmp_path, activate=True)   # keys and shortcuts go to the active window
+    yield lambda scene=ARM, size=(1280, 800): make(scene, size)
+    discard_windows(made)
 
 
 def _latest(win):

@@ -27,7 +27,7 @@ from studio.qt.window.main_window import MainWindow
 from studio.qt.viewport.overlays import SPRING_COLOUR
 from studio.qt.window.plots import BACKGROUND, OpaqueGridAxis
 
-from test_studio import FIRST_USE_MS, pixels_of_colour, rgb_array, show
+from test_studio import FIRST_USE_MS, discard_windows, main_windows, pixels_of_colour, rgb_array, show
 
 pytestmark = pytest.mark.gui
 
@@ -37,21 +37,9 @@ ARM = SCENES_DIR / "arm_nail_singular.json"
 @pytest.fixture
 def window(qtbot, gl_renderer, tmp_path):
     """A shown main window on a scene (default: the nailed arm), with its own settings file."""
-    made = []
-
-    def make(scene=ARM, simulation=None, size=(1280, 800), settings=None):
-        model = core.load_scene(scene)
-        settings = settings or QSettings(str(tmp_path / f"studio{len(made)}.ini"), QSettings.Format.IniFormat)
-        win = MainWindow(model, simulation, path=scene, settings=settings)
-        win.file_actions.ask_to_save = lambda: "discard"      # no modal dialog in a test
-        show(qtbot, win, *size)
-        qtbot.waitUntil(lambda: win.sim_thread.latest is not None, timeout=FIRST_USE_MS)
-        made.append(win)
-        return win
-
-    yield make
-    for win in made:
-        win.file_actions.ask_to_save = lambda: "discard"
+    make, made = main_windows(qtbot, tmp_path)
+    yield lambda scene=ARM, simulation=None, size=(1280, 800), settings=None: make(scene, size, simulation, settings)
+    discard_windows(made)
 
 
 def _write_scene(tmp_path, name, change) -> object:
