@@ -39,6 +39,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .geometry import curvature, nearest
 from .jit import inline, njit
 from .joint_constraints import JOINT_SPACE, TAPE, JointSpaceConstraint, tape_jet
 from .points import jacobian_columns, point_bias, point_state
@@ -59,6 +60,13 @@ __all__ = ["PointConstraint", "JointSpaceConstraint", "constraint_table", "const
 #: ``dragged``. Joint-space constraints: their program ``tape[tape_start : tape_start + tape_length]`` over the
 #: variables ``variables[var_start : var_start + n_vars]`` (:data:`JOINT_VARIABLE`) and the ``value`` of Φ.
 #: ``unilateral``: a contact's or joint limit's row, which events add and remove (:mod:`core.contacts`).
+#: ``shape`` (> 0: :data:`core.geometry.POINT`, ``SEGMENT``, ``BOX``): a shape–shape contact's normal row — point a
+#: (with its ball) against that core of link b, centred at ``r_b`` and turned by ``shape_R`` in b's frame, of
+#: half-extents ``shape_half``; ``radius`` the two balls' radii together; its basis (b's frame) is the normal at
+#: the last evaluation, which :func:`rows_kernel` writes. ``fixed_a``/``fixed_b``: that end's link cannot move
+#: (welded to the world with its ancestors): it couples no trees, so the constraints of two balls resting on one
+#: table are solved apart and their impacts are separate. ``normal_row``: a contact point's tangential rows name
+#: its normal row (−1 otherwise): while that is inactive (the point open) they are not evaluated.
 CONSTRAINT = np.dtype([
     ("kind", np.int64), ("link_a", np.int64), ("link_b", np.int64), ("rows", np.int64),
     ("r_a", np.float64, (3,)), ("r_b", np.float64, (3,)), ("basis", np.float64, (3, 3)),
@@ -70,6 +78,8 @@ CONSTRAINT = np.dtype([
     ("drag_velocity", np.float64, (3,)),
     ("tape_start", np.int64), ("tape_length", np.int64), ("var_start", np.int64), ("n_vars", np.int64),
     ("value", np.float64), ("body_basis", np.bool_), ("unilateral", np.bool_),
+    ("shape", np.int64), ("shape_R", np.float64, (3, 3)), ("shape_half", np.float64, (3,)), ("radius", np.float64),
+    ("fixed_a", np.bool_), ("fixed_b", np.bool_), ("normal_row", np.int64),
 ], align=True)
 
 #: A joint coordinate a joint-space constraint reads: its entries in q and q̇ and the link it moves.
@@ -96,6 +106,10 @@ class PointConstraint:
     target_velocity: np.ndarray = field(default_factory=lambda: np.zeros(3))
     jacobian_scale: float = 1.0
     body_basis: bool = False          # the basis is fixed in link b, and b's end is the point at x_a (docstring)
+    shape: int = 0                    # > 0: a shape–shape contact's normal row against a core (CONSTRAINT)
+    shape_R: np.ndarray = field(default_factory=lambda: np.eye(3))
+    shape_half: np.ndarray = field(default_factory=lambda: np.zeros(3))
+    radius: float = 0.0
 
     @property
     def rows(self) -> int:
@@ -123,12 +137,12 @@ def perpendicular_basis(direction: np.ndarray) -> np.ndarray:
     return np.column_stack([e1, np.cross(d, e1)])
 
 
-def constraint_table(constraints, drags: dict | None = None,
-                     unilateral=frozenset()) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def constraint_table(constraints, drags: dict | None = None, unilateral=frozenset(),
+                     fixed=frozenset()) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``(table, tape, variables)``: the :data:`CONSTRAINT` table of ``constraints``, the joint-space constraints'
     programs one after another (:data:`core.joint_constraints.TAPE`) and the joint variables they read
     (:data:`JOINT_VARIABLE`). ``drags``: the studio's dragged nails, name → (t0, position, velocity);
-    ``unilateral``: the indices of the contacts' and joint limits' rows."""
+    ``unilateral``: the indices of the contacts' and joint limits' rows; ``fixed``: the links that cannot move."""
     table = np.zeros(len(constraints), CONSTRAINT)
     tapes, variables = [np.zeros(0, TAPE)], [np.zeros(0, JOINT_VARIABLE)]
     n_tape = n_vars = 0
@@ -136,10 +150,19 @@ def constraint_table(constraints, drags: dict | None = None,
         row["kind"], row["link_a"], row["link_b"], row["rows"] = c.kind, c.link_a, c.link_b, c.rows
         row["unilateral"] = i in unilateral
         row["r_a"], row["r_b"] = c.r_a, c.r_b
+        row["fixed_a"], row["fixed_b"] = c.link_a in fixed, c.link_b in fixed
+        row["normal_row"] = -1
+        if i in unilateral and c.kind == POINT_VELOCITY:       # a contact point's stick rows follow its normal row
+            normal = constraints[i - 1]
+            assert normal.kind == POINT_ON_PLANE and normal.entity == c.entity and normal.link_a == c.link_a
+            row["normal_row"] = i - 1
         row["basis"][:, :c.rows] = c.basis
         row["stabilization"], row["max_force"], row["max_deviation"] = c.stabilization, c.max_force, c.max_deviation
         row["jacobian_scale"] = c.jacobian_scale
         row["body_basis"] = getattr(c, "body_basis", False)
+        row["shape"] = getattr(c, "shape", 0)
+        if row["shape"]:
+            row["shape_R"], row["shape_half"], row["radius"] = c.shape_R, c.shape_half, c.radius
         if c.path is not None:
             row["has_path"] = True
             row["path_velocity"], row["path_amplitude"], row["path_frequency"], row["path_phase"] = c.path
@@ -196,16 +219,24 @@ def active_layout(cons, variables, root, active, row_of, group_of, uf):
     m = 0
     for c in range(K):
         uf[c] = c
-        group_of[c] = -1
         row_of[c] = -1
         if active[c]:
             row_of[c] = m
             m += cons[c].rows
-    for c in range(K):
-        for d in range(c):
-            if active[c] and active[d] and _share_tree(cons, variables, root, c, d):
+    n_active = 0
+    for c in range(K):                                        # (group_of lists the active ones for the moment)
+        if active[c]:
+            group_of[n_active] = c
+            n_active += 1
+    for i in range(n_active):
+        c = group_of[i]
+        for j in range(i):
+            d = group_of[j]
+            if _share_tree(cons, variables, root, c, d):
                 a, b = _find(uf, c), _find(uf, d)
                 uf[max(a, b)] = min(a, b)
+    for c in range(K):
+        group_of[c] = -1
     n_groups = 0
     for c in range(K):
         if active[c]:
@@ -231,10 +262,12 @@ def _tree_of(cons, variables, root, c, k):
     con = cons[c]
     if con.kind == JOINT_SPACE:
         return root[variables[con.var_start + k].link] if k < con.n_vars else -1
+    a = root[con.link_a] if not con.fixed_a else -1           # (a link fixed in the world links nothing)
+    b = root[con.link_b] if con.link_b >= 0 and not con.fixed_b else -1
     if k == 0:
-        return root[con.link_a]
-    if k == 1 and con.link_b >= 0:
-        return root[con.link_b]
+        return a if a >= 0 else (b if b >= 0 else root[con.link_a])
+    if k == 1 and a >= 0:
+        return b
     return -1
 
 
@@ -283,6 +316,10 @@ def rows_kernel(parent, S, v_start, nv_j, R_WL, p_WL, v, a_vp, cons, tape, varia
     for c in range(cons.shape[0]):
         con = cons[c]
         row = row_of[c]
+        if row < 0 and con.normal_row >= 0 and row_of[con.normal_row] < 0:    # an open point's stick rows
+            deviation[c] = 0.0
+            deviation_rate[c] = 0.0
+            continue
         if con.kind == JOINT_SPACE:
             for j in range(con.n_vars):
                 var = variables[con.var_start + j]
@@ -354,16 +391,30 @@ def _body_basis_rows(parent, S, v_start, nv_j, R_WL, p_WL, v, a_vp, con, c, row,
     ka, kb, m = con.link_a, con.link_b, con.rows
     xa, va, xb, vb, ba, bs = P3[0], P3[1], P3[2], P3[3], P3[4], P3[5]
     rs, xs, vs, w = P3[6], P3[7], P3[11], P3[12]
+    z, sc, nc = P3[13], P3[14], P3[15]
     E = P3[8:11]                                               # world basis: E[a, b] = (R_b E_b)[a, b]
-    for a in range(3):
-        for b in range(3):
-            E[a, b] = R_WL[kb, a, 0] * con.basis[0, b] + R_WL[kb, a, 1] * con.basis[1, b] + \
-                R_WL[kb, a, 2] * con.basis[2, b]
     point_state(R_WL, p_WL, v, ka, con.r_a, xa, va)
     point_state(R_WL, p_WL, v, kb, con.r_b, xb, vb)
     for a in range(3):                                         # b's point at x_a, in b's coordinates
         rs[a] = R_WL[kb, 0, a] * (xa[0] - p_WL[kb, 0]) + R_WL[kb, 1, a] * (xa[1] - p_WL[kb, 1]) + \
             R_WL[kb, 2, a] * (xa[2] - p_WL[kb, 2])
+    phi, region, axis = 0.0, 0, -1
+    if con.shape > 0:                                          # against a core: the normal of this state
+        for a in range(3):                                     # z: x_a in the core's frame
+            z[a] = con.shape_R[0, a] * (rs[0] - con.r_b[0]) + con.shape_R[1, a] * (rs[1] - con.r_b[1]) + \
+                con.shape_R[2, a] * (rs[2] - con.r_b[2])
+        phi, region, axis = nearest(con.shape, con.shape_half, z, sc, nc)
+        for a in range(3):                                     # n_b (b's frame) into the table; the core's point
+            con.basis[a, 0] = con.shape_R[a, 0] * nc[0] + con.shape_R[a, 1] * nc[1] + con.shape_R[a, 2] * nc[2]
+            vb[a] = con.r_b[a] + con.shape_R[a, 0] * sc[0] + con.shape_R[a, 1] * sc[1] + con.shape_R[a, 2] * sc[2]
+    for a in range(3):
+        for b in range(3):
+            E[a, b] = R_WL[kb, a, 0] * con.basis[0, b] + R_WL[kb, a, 1] * con.basis[1, b] + \
+                R_WL[kb, a, 2] * con.basis[2, b]
+    if con.shape > 0:                                          # x_b: the core's point raised by both radii
+        for a in range(3):
+            xb[a] = p_WL[kb, a] + R_WL[kb, a, 0] * vb[0] + R_WL[kb, a, 1] * vb[1] + R_WL[kb, a, 2] * vb[2] + \
+                con.radius * E[a, 0]
     point_state(R_WL, p_WL, v, kb, rs, xs, vs)
     for a in range(3):
         w[a] = va[a] - vs[a]
@@ -396,5 +447,11 @@ def _body_basis_rows(parent, S, v_start, nv_j, R_WL, p_WL, v, a_vp, con, c, row,
     for b in range(m):
         gamma[row + b] = E[0, b] * (ba[0] - bs[0] - 2.0 * c0) + E[1, b] * (ba[1] - bs[1] - 2.0 * c1) + \
             E[2, b] * (ba[2] - bs[2] - 2.0 * c2)
+    if con.shape > 0 and region != 0:                          # the normal turning as the point moves (ṅ·ż)
+        for a in range(3):                                     # ż: w in the core's frame
+            sc[a] = 0.0
+            for e in range(3):
+                sc[a] += con.shape_R[e, a] * (R_WL[kb, 0, e] * w[0] + R_WL[kb, 1, e] * w[1] + R_WL[kb, 2, e] * w[2])
+        gamma[row] += curvature(phi, region, axis, nc, sc)
     jacobian_columns(parent, S, v_start, nv_j, R_WL, p_WL, ka, xa, E, m, 1.0, J, row)
     jacobian_columns(parent, S, v_start, nv_j, R_WL, p_WL, kb, xa, E, m, -1.0, J, row)

@@ -37,12 +37,13 @@ model by :func:`contact_tables`).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from .constraints import JOINT_SPACE, POINT_ON_PLANE, POINT_VELOCITY, PointConstraint, perpendicular_basis
 from .forces import POINT_FORCE, AppliedForce
+from .geometry import distance
 from .joint_constraints import tape_jet
 from .points import jacobian_at, link_kinematics
 
@@ -96,13 +97,35 @@ class Contact:
     liftoff_delay: float = 0.0        # s: a point that touched down does not lift off before this has passed
     plane_link: int = -1              # the link the plane is fixed in (−1: the world)
     plane_body: str = "world"
+    shape: int = 0                    # > 0: against a core of plane_link's shape (core.geometry), not a plane
+    shape_R: np.ndarray = field(default_factory=lambda: np.eye(3))
+    shape_half: np.ndarray = field(default_factory=lambda: np.zeros(3))
+    shape_radius: float = 0.0
 
     def plane(self, kin) -> tuple[np.ndarray, np.ndarray]:
-        """The plane's world unit normal and origin at the link kinematics ``kin``."""
+        """The plane's world unit normal and origin at the link kinematics ``kin`` (a plane contact's)."""
+        if self.shape:
+            raise ValueError(f"contact {self.name!r} is between two shapes: its normal is each point's "
+                             "(Contact.touching)")
         if self.plane_link < 0:
             return self.normal, self.origin
         R = kin.R_WL[self.plane_link]
         return R @ self.normal, kin.p_WL[self.plane_link] + R @ self.origin
+
+    def touching(self, kin, point) -> tuple[np.ndarray, np.ndarray, float]:
+        """``(n, x, h)`` of one of its points at the link kinematics ``kin``: the world unit normal (from the plane
+        or the other shape to the point), where the point touches or would touch (on its own surface: a sphere's
+        point nearest the other side) and the separation h (m)."""
+        centre = kin.p_WL[point.link] + kin.R_WL[point.link] @ point.r
+        if not self.shape:
+            n, o = self.plane(kin)
+            x = centre - point.radius * n
+            return n, x, float(n @ (x - o))
+        R = kin.R_WL[self.plane_link] @ self.shape_R
+        o = kin.p_WL[self.plane_link] + kin.R_WL[self.plane_link] @ self.origin
+        phi, _, n = distance(self.shape, self.shape_half, R.T @ (centre - o))
+        n = R @ n
+        return n, centre - point.radius * n, phi - point.radius - self.shape_radius
 
 @dataclass(frozen=True, eq=False)
 class JointLimit:
@@ -128,31 +151,44 @@ class JointLimit:
 def contact_elements(name: str, body: str, link: int, points, normal, origin, restitution: float, friction: float,
                      rest_speed: float, stabilization: float, first_constraint: int, first_force: int,
                      first_slot: int, holds: tuple = (), liftoff_delay: float = 0.0, plane_link: int = -1,
-                     plane_body: str = "world") -> tuple[Contact, list, list]:
+                     plane_body: str = "world", core: tuple | None = None) -> tuple[Contact, list, list]:
     """The :class:`Contact` of a body's ``points`` ((r, radius) pairs in the body frame) and its constraints and
     force elements, to be appended to a model whose constraints, forces and contact points so far number
     ``first_constraint``, ``first_force`` and ``first_slot``; against the plane fixed in link ``plane_link``
-    (``normal``, ``origin`` in its frame) when that is ≥ 0, else the world's. The rows start inactive; they
-    never break."""
+    (``normal``, ``origin`` in its frame) when that is ≥ 0, else the world's — or, with ``core`` = (kind, R,
+    half, radius) (:mod:`core.geometry`), against that core of link ``plane_link``'s shape, centred at
+    ``origin`` and turned by R in the link's frame (``normal`` is then only where the rows start). The rows
+    start inactive; they never break."""
     n = np.asarray(normal, float)
     n = n / np.linalg.norm(n)
     origin = np.asarray(origin, float)
     tangent = perpendicular_basis(n)
     on_body = plane_link >= 0
+    kind, core_R, half, core_radius = core if core is not None else (0, np.eye(3), np.zeros(3), 0.0)
+    if kind and not on_body:
+        raise ValueError("a contact against a shape needs the shape's link")
     constraints, forces, cps = [], [], []
     k, f = first_constraint, first_force
     for i, (r, radius) in enumerate(points):
         r = np.asarray(r, float)
         label = f"{name}.{i}"
-        constraints.append(PointConstraint(label, name, POINT_ON_PLANE, link, r, plane_link, origin + radius * n,
-                                           n.reshape(3, 1), stabilization, np.inf, np.inf, enabled=False,
-                                           body_basis=on_body))
+        if kind:
+            constraints.append(PointConstraint(label, name, POINT_ON_PLANE, link, r, plane_link, origin.copy(),
+                                               n.reshape(3, 1).copy(), stabilization, np.inf, np.inf,
+                                               enabled=False, body_basis=True, shape=int(kind),
+                                               shape_R=np.asarray(core_R, float),
+                                               shape_half=np.asarray(half, float),
+                                               radius=float(radius) + float(core_radius)))
+        else:
+            constraints.append(PointConstraint(label, name, POINT_ON_PLANE, link, r, plane_link,
+                                               origin + radius * n, n.reshape(3, 1), stabilization, np.inf,
+                                               np.inf, enabled=False, body_basis=on_body))
         normal_row, stick, fric, reaction = k, -1, -1, -1
         k += 1
         if friction > 0:
             constraints.append(PointConstraint(f"{label}.stick", name, POINT_VELOCITY, link, r.copy(), plane_link,
-                                               origin.copy(), tangent, stabilization, np.inf, np.inf, enabled=False,
-                                               body_basis=on_body))
+                                               origin.copy(), tangent.copy(), stabilization, np.inf, np.inf,
+                                               enabled=False, body_basis=on_body))
             forces.append(AppliedForce(f"{label}.friction", POINT_FORCE, link, r.copy(), force=np.zeros(3),
                                        start=-np.inf, stop=np.inf))
             stick, fric = k, f
@@ -165,7 +201,8 @@ def contact_elements(name: str, body: str, link: int, points, normal, origin, re
                 f += 1
         cps.append(ContactPoint(label, link, r, float(radius), normal_row, stick, fric, first_slot + i, reaction))
     return (Contact(name, body, link, n, origin, float(restitution), float(friction), float(rest_speed), tuple(cps),
-                    tuple(holds), float(liftoff_delay), int(plane_link), plane_body), constraints, forces)
+                    tuple(holds), float(liftoff_delay), int(plane_link), plane_body, int(kind),
+                    np.asarray(core_R, float), np.asarray(half, float), float(core_radius)), constraints, forces)
 
 
 def all_points(model) -> list:
@@ -212,8 +249,8 @@ def plane_frames(model, q) -> np.ndarray:
     kin = link_kinematics(model, np.asarray(q, dtype=float))
     out = normals.copy()
     for k in moving:
-        c = pairs[k][0]
-        out[k] = kin.R_WL[c.plane_link] @ c.normal
+        c, p = pairs[k]
+        out[k] = c.touching(kin, p)[0] if c.shape else kin.R_WL[c.plane_link] @ c.normal
     return out
 
 
@@ -245,7 +282,11 @@ def constraint_jacobian(model, kin, q, c) -> np.ndarray:
     if c.body_basis:                                           # b's point at x_a, the basis turned with b
         R, p = kin.R_WL[c.link_b], kin.p_WL[c.link_b]
         xa = kin.p_WL[c.link_a] + kin.R_WL[c.link_a] @ c.r_a
-        return (R @ c.basis).T @ (Ja - jacobian_at(model, kin, c.link_b, R.T @ (xa - p)))
+        basis = c.basis
+        if getattr(c, "shape", 0):                             # against a core: the normal at q
+            _, _, n = distance(c.shape, c.shape_half, c.shape_R.T @ (R.T @ (xa - p) - c.r_b))
+            basis = (c.shape_R @ n).reshape(3, 1)
+        return (R @ basis).T @ (Ja - jacobian_at(model, kin, c.link_b, R.T @ (xa - p)))
     if c.link_b >= 0:
         Ja = Ja - jacobian_at(model, kin, c.link_b, c.r_b)
     return c.basis.T @ Ja
@@ -318,9 +359,7 @@ def point_states(model, state, out) -> dict:
     modes = point_modes(model, state) if P else np.zeros(0, np.int64)
     kin = link_kinematics(model, np.asarray(state.q, dtype=float)) if P else None
     for k, (c, p) in enumerate(pts):
-        n, o = c.plane(kin)
-        position[k] = kin.p_WL[p.link] + kin.R_WL[p.link] @ p.r - p.radius * n
-        separation[k] = float(n @ (position[k] - o))
+        _, position[k], separation[k] = c.touching(kin, p)
         if modes[k] == OPEN:
             continue
         normal[k] = out.constraint_force[p.normal]

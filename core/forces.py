@@ -162,8 +162,8 @@ def forces_kernel(parent, S, v_start, nv_j, R_WL, p_WL, v, q, qd, t, forces, tau
             u = min(max(u, el.force_lo), el.force_hi)
             tau[dof] += u
             power[ACTUATORS] += u * qd[dof]
-        elif kind == POINT_FORCE:
-            if el.start <= t < el.stop:
+        elif kind == POINT_FORCE:                             # (a zero force, a sticking point's friction: nothing)
+            if el.start <= t < el.stop and (el.force[0] != 0.0 or el.force[1] != 0.0 or el.force[2] != 0.0):
                 point_state(R_WL, p_WL, v, ka, el.r_a, xa, va)
                 for a in range(3):
                     f[a] = el.force[a]

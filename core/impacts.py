@@ -65,40 +65,53 @@ def _constraint_roots(tab, root, c, out):
             out[n] = root[tab.variables[con.var_start + j].link]
             n += 1
         return n
-    if con.link_a >= 0:
+    if con.link_a >= 0 and not con.fixed_a:                  # (a link fixed in the world links nothing)
         out[n] = root[con.link_a]
         n += 1
-    if con.link_b >= 0:
+    if con.link_b >= 0 and not con.fixed_b:
         out[n] = root[con.link_b]
         n += 1
+    if n == 0:                                                # (nothing moves: its own tree, linking nothing)
+        out[0] = root[con.link_a]
+        n = 1
     return n
 
 
 @njit
 def _entry_roots(tree, tab, kind, index, out):
     if kind == POINT:
-        p = tab.points[index]
-        out[0] = tree.root[p.link]
-        if p.plane_link >= 0:
-            out[1] = tree.root[p.plane_link]
-            return 2
-        return 1
+        return _constraint_roots(tab, tree.root, tab.points[index].normal, out)
     lim = tab.limits[index // 2]
     return _constraint_roots(tab, tree.root, lim.lower_row, out)
 
 
 @njit
 def plane_normal(tab, kin, p, n):
-    """The world unit normal of point p's plane (turned with the plane's link when it is a body's)."""
+    """The world unit normal of point p's plane (turned with the plane's link when it is a body's); against
+    another shape's core, the normal its normal row found at the last evaluation (:func:`core.constraints.rows_kernel`)."""
     pt = tab.points[p]
     if pt.plane_link < 0:
         for a in range(3):
             n[a] = pt.plane_normal[a]
-    else:
-        k = pt.plane_link
-        for a in range(3):
-            n[a] = kin.R_WL[k, a, 0] * pt.plane_normal[0] + kin.R_WL[k, a, 1] * pt.plane_normal[1] + \
-                kin.R_WL[k, a, 2] * pt.plane_normal[2]
+        return
+    k = pt.plane_link
+    e = tab.constraints[pt.normal].basis
+    for a in range(3):
+        n[a] = kin.R_WL[k, a, 0] * e[0, 0] + kin.R_WL[k, a, 1] * e[1, 0] + kin.R_WL[k, a, 2] * e[2, 0]
+
+
+@njit
+def tangents(n, E, first):
+    """E[:, first], E[:, first + 1] ← two unit vectors orthogonal to the unit ``n`` and to each other (as
+    :func:`core.constraints.perpendicular_basis`)."""
+    h0, h1 = (1.0, 0.0) if abs(n[0]) < 0.9 else (0.0, 1.0)
+    e0, e1, e2 = n[1] * 0.0 - n[2] * h1, n[2] * h0 - n[0] * 0.0, n[0] * h1 - n[1] * h0     # n × helper
+    norm = np.sqrt(e0 * e0 + e1 * e1 + e2 * e2)
+    e0, e1, e2 = e0 / norm, e1 / norm, e2 / norm
+    E[0, first], E[1, first], E[2, first] = e0, e1, e2
+    E[0, first + 1] = n[1] * e2 - n[2] * e1
+    E[1, first + 1] = n[2] * e0 - n[0] * e2
+    E[2, first + 1] = n[0] * e1 - n[1] * e0
 
 
 @njit
@@ -117,7 +130,10 @@ def _point_rows(tree, tab, kin, p, R, row, E):
     nt = 0
     for a in range(3):
         E[a, 0] = n[a]
-    if pt.stick >= 0:
+    if pt.stick >= 0 and tab.constraints[pt.normal].shape > 0:    # against a core: the tangents of this normal
+        nt = tab.constraints[pt.stick].rows
+        tangents(n, E, 1)
+    elif pt.stick >= 0:
         con = tab.constraints[pt.stick]
         nt = con.rows
         for b in range(nt):

@@ -230,6 +230,17 @@ class Model:
         i = self._joint_link(joint)
         return slice(int(self.v_start[i]), int(self.v_start[i] + self.nv_j[i]))
 
+    @functools.cached_property
+    def fixed_links(self) -> frozenset:
+        """The links that cannot move: welded to the world, with every ancestor (a table, a box's walls)."""
+        def fixed(i: int) -> bool:
+            while i >= 0:
+                if self.nv_j[i] > 0:
+                    return False
+                i = int(self.parent[i])
+            return True
+        return frozenset(i for i in range(self.n_links) if fixed(i))
+
     def root_of(self, link: int) -> int:
         """The root link of the tree that ``link`` belongs to (-1 for the world)."""
         while link >= 0 and self.parent[link] >= 0:

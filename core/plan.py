@@ -284,7 +284,7 @@ def build_plan(model: Model, inputs: Inputs) -> Plan:
     solver = {**s.get("solver", {}), **dict(inputs.solver)}
     projection = s.get("projection", {}) or {}
     drags = {n: (t0, np.array(p), np.array(v)) for n, t0, p, v in inputs.nails}
-    cons, tape, variables = constraint_table(model.constraints, drags, contact_rows(model))
+    cons, tape, variables = constraint_table(model.constraints, drags, contact_rows(model), model.fixed_links)
     pull = () if inputs.pull is None else (pull_force(*inputs.pull),)
     forces = force_table(model.forces + pull, dict(inputs.actuators))
     controllers = controllers_under(model, inputs)

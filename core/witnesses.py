@@ -39,7 +39,7 @@ import numpy as np
 from .contacts import OPEN, PENETRATION, SLIP, STICK
 from .events import (BOUNCE, BREAK, FULL_RANK, LIFT_OFF, LIMIT, LIMIT_BOUNCE, LIMIT_RELEASE, RANK_DEFICIENT,
                      SLIP as SLIP_EVENT, STICK as STICK_EVENT, TOUCHDOWN, WATCH)
-from .impacts import BOUND, NOT_IN_IMPACT, POINT, impact, plane_normal
+from .impacts import BOUND, NOT_IN_IMPACT, POINT, impact, plane_normal, tangents
 from .jit import njit
 from .programs.kernels import watch_value
 
@@ -192,6 +192,7 @@ def update_tables(tab, kin, active, slip, lead):
     n = np.empty(3)
     w = np.empty(3)
     r = np.empty(3)
+    ws_t = np.empty((3, 2))
     cons, forces = tab.constraints, tab.forces
     for p in range(tab.points.shape[0]):
         pt = tab.points[p]
@@ -209,6 +210,16 @@ def update_tables(tab, kin, active, slip, lead):
             continue
         k = pt.link
         plane_normal(tab, kin, p, n)
+        if pt.stick >= 0 and cons[pt.normal].shape > 0:      # against a core: the tangent plane of this normal
+            b = pt.plane_link
+            for a in range(3):
+                w[a] = kin.R_WL[b, 0, a] * n[0] + kin.R_WL[b, 1, a] * n[1] + kin.R_WL[b, 2, a] * n[2]
+            tangents(w, ws_t, 0)
+            for a in range(3):
+                for e in range(2):
+                    if cons[pt.stick].basis[a, e] != ws_t[a, e]:
+                        cons[pt.stick].basis[a, e] = ws_t[a, e]
+                        changed = True
         for a in range(3):                                    # the normal in the link's frame
             w[a] = kin.R_WL[k, 0, a] * n[0] + kin.R_WL[k, 1, a] * n[1] + kin.R_WL[k, 2, a] * n[2]
         if lead != 0.0 and pt.radius > 0:                     # turned back by the link's rotation relative to the

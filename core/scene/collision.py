@@ -19,13 +19,25 @@ radius — against a plane. Which points stand for a shape:
 Only shapes that touch count: ``purpose`` ``both`` or ``collision``, and, against a ground, MuJoCo's filter
 ``(contype & ground.conaffinity) or (ground.contype & conaffinity)``.
 
-:func:`ground_contacts` turns a scene's ``ground`` into one contact per body that has such shapes. Shape–shape
-contacts (a broad phase and a narrow phase between shapes) are not built yet: shapes touch planes only.
+:func:`ground_contacts` turns a scene's ``ground`` into one contact per body that has such shapes.
+
+Between shapes (a scene's ``collisions``, :func:`shape_contacts`), each shape is also a *core* swept by a radius
+(:mod:`core.geometry`): a sphere a point, a capsule a segment, a box a box. Two shapes touch where the points
+standing for one (above) meet the other's core raised by its radius: a sphere's centre against the other's core
+(exact for a sphere, a capsule or a box — a ball rolls over a box's edge), a capsule's two cap centres against
+the other's core (exact unless two capsules cross side by side), a box's corners against the other's box and
+the other's corners against it (exact for a box resting on a box's face or edge; two edges crossing are not
+seen), a cylinder's rim points or a mesh's hull points against a sphere's, capsule's or box's core. A cylinder
+or a mesh against a cylinder or a mesh has no core on either side: such a pair is named in a warning and does
+not collide. The pairs are fixed when the scene compiles (every pair of touching shapes on two links that can
+move relative to each other, not a parent and its child); the compiled step checks each one's exact distance
+at every evaluation.
 """
 from __future__ import annotations
 
 import itertools
 import math
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -33,7 +45,7 @@ from .io import Problem
 from .placement import shape_pose
 
 __all__ = ["RIM_POINTS", "MESH_DIRECTIONS", "shape_points", "body_points", "ground_contacts", "touches",
-           "world_plane"]
+           "world_plane", "shape_core", "shape_contacts", "ShapeContact"]
 
 RIM_POINTS = 8
 #: The 14 directions whose furthest hull vertices stand for a mesh (a 14-DOP), unit vectors in the mesh's frame.
@@ -159,3 +171,123 @@ def ground_contacts(spec) -> tuple[list, list, list[Problem]]:
                                     stabilization=g.stabilization, liftoff_delay=g.liftoff_delay))
         points.append(pts)
     return contacts, points, problems
+
+
+# ---- shape against shape ---------------------------------------------------------------------------------
+
+def shape_core(shape) -> tuple[int, np.ndarray, np.ndarray, np.ndarray, float] | None:
+    """``(kind, R, centre, half, radius)`` of a shape's core in its body's frame (:mod:`core.geometry`), None
+    for a cylinder or a mesh (no core: they touch with their points only)."""
+    from ..geometry import BOX, POINT, SEGMENT
+    R, p = shape_pose(shape)
+    if shape.type == "sphere":
+        return POINT, R, p, np.zeros(3), float(shape.radius)
+    if shape.type == "capsule":
+        return SEGMENT, R, p, np.array([0.0, 0.0, 0.5 * shape.length]), float(shape.radius)
+    if shape.type == "box":
+        return BOX, R, p, 0.5 * np.array(shape.size, dtype=float), 0.0
+    return None
+
+
+@dataclass(frozen=True)
+class ShapeContact:
+    """One contact of the scene's ``collisions``: the points standing for shape ``shape_a`` of body ``body``
+    (``points``, (r, radius) in its body frame) against the core of shape ``shape_b`` of body ``other``
+    (``core`` = (kind, R, centre, half, radius) in that body's frame)."""
+    name: str
+    body: str
+    shape_a: int
+    other: str
+    shape_b: int
+    points: list
+    core: tuple
+
+
+def _filtered(a, b) -> bool:
+    """MuJoCo's filter between two shapes: ``(contype_a & conaffinity_b) or (contype_b & conaffinity_a)``."""
+    return bool((a.contype & b.conaffinity) or (b.contype & a.conaffinity))
+
+
+def shape_contacts(spec, model) -> tuple[list[ShapeContact], list[Problem], list[str]]:
+    """``(contacts, problems, notes)`` of the scene's ``collisions`` (module docstring): one
+    :class:`ShapeContact` per pair of shapes that can touch, named ``<body>.<other>`` (``.<k>`` after it when
+    the two bodies have more than one), what is wrong with its references, and the pairs left out (a cylinder
+    or mesh against a cylinder or mesh)."""
+    g = spec.collisions
+    if g is None:
+        return [], [], []
+    problems: list[Problem] = []
+    names = {b.name for b in spec.bodies}
+    for key in ("bodies", "exclude"):
+        for i, name in enumerate(getattr(g, key) or ()):
+            if name not in names:
+                problems.append(Problem(f"$.collisions.{key}[{i}]", "no such body", name, True))
+    for key in ("exclude_pairs", "include_pairs"):
+        for i, pair in enumerate(getattr(g, key)):
+            for j, name in enumerate(pair):
+                if name not in names:
+                    problems.append(Problem(f"$.collisions.{key}[{i}][{j}]", "no such body", name, True))
+    excluded = {frozenset(p) for p in g.exclude_pairs}
+    included = {frozenset(p) for p in g.include_pairs}
+    chosen = set(g.bodies) if g.bodies is not None else None
+    bodies = [b for b in spec.bodies if b.name not in g.exclude and (chosen is None or b.name in chosen)
+              and any(touches(s) for s in b.shapes)]
+    link_of = {b.name: model.body_frame(b.name)[0] for b in bodies}
+    moves = _moving_links(model)
+    taken = {c.name for c in spec.contacts} | {c.name for c in spec.constraints}
+    out: list[ShapeContact] = []
+    notes: list[str] = []
+    for i, A in enumerate(bodies):
+        for B in bodies[i + 1:]:
+            la, lb = link_of[A.name], link_of[B.name]
+            pair = frozenset((A.name, B.name))
+            if la == lb or pair in excluded or not (moves[la] or moves[lb]):
+                continue
+            related = int(model.parent[la]) == lb or int(model.parent[lb]) == la
+            if related and pair not in included:
+                continue
+            found = []
+            for ia, sa in enumerate(A.shapes):
+                for ib, sb in enumerate(B.shapes):
+                    if not (touches(sa) and touches(sb) and _filtered(sa, sb)):
+                        continue
+                    sides = _sides(A, ia, sa, B, ib, sb)
+                    if not sides:
+                        notes.append(f"shapes {A.name}[{ia}] ({sa.type}) and {B.name}[{ib}] ({sb.type}) do not "
+                                     "collide: neither is a sphere, a capsule or a box")
+                    found.extend(sides)
+            for k, (body, ia, other, ib, points, core) in enumerate(found):
+                name = f"{A.name}.{B.name}" + (f".{k}" if len(found) > 1 else "")
+                if name in taken:
+                    problems.append(Problem("$.collisions", f"the contact between {A.name!r} and {B.name!r} would be "
+                                            f"named {name!r}, which the scene already uses; rename that one",
+                                            name, True))
+                    continue
+                out.append(ShapeContact(name, body.name, ia, other.name, ib, points, core))
+    return out, problems, notes
+
+
+def _sides(A, ia, sa, B, ib, sb) -> list[tuple]:
+    """How two shapes touch: (point body, its shape, core body, its shape, points, core) for each side whose
+    points meet the other's core (module docstring)."""
+    ca, cb = shape_core(sa), shape_core(sb)
+    if sa.type == "sphere" and cb is not None:
+        return [(A, ia, B, ib, shape_points(sa), cb)]
+    if sb.type == "sphere" and ca is not None:
+        return [(B, ib, A, ia, shape_points(sb), ca)]
+    out = []
+    if cb is not None:
+        out.append((A, ia, B, ib, shape_points(sa), cb))
+    if ca is not None and (cb is None or sb.type in ("capsule", "box")):
+        out.append((B, ib, A, ia, shape_points(sb), ca))
+    return out
+
+
+def _moving_links(model) -> np.ndarray:
+    """Whether each link can move in the world: it or one of its ancestors has a joint with velocities."""
+    N = len(model.parent)
+    moves = np.zeros(N, dtype=bool)
+    for i in range(N):                                    # (parents come first)
+        p = int(model.parent[i])
+        moves[i] = int(model.nv_j[i]) > 0 or (p >= 0 and moves[p])
+    return moves

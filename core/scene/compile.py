@@ -176,7 +176,7 @@ def _compile_scene(spec: Scene, source: str) -> Model:
     if any(getattr(b.joint, "limits", None) is not None for b in spec.bodies):
         limits, constraints = compile_limits(model, spec)
         model = dataclasses.replace(model, limits=limits, constraints=model.constraints + tuple(constraints))
-    if spec.contacts or spec.ground is not None:
+    if spec.contacts or spec.ground is not None or spec.collisions is not None:
         contacts, constraints, forces = compile_contacts(model, spec)
         model = dataclasses.replace(model, contacts=contacts, constraints=model.constraints + tuple(constraints),
                                     forces=model.forces + tuple(forces))

@@ -13,6 +13,7 @@ to be differentiable at q0 (:func:`core.joint_constraints.derivative_problems`);
 from __future__ import annotations
 
 import dataclasses
+import warnings
 
 import numpy as np
 
@@ -24,7 +25,7 @@ from ..joint_constraints import JointSpaceConstraint, derivative_problems, joint
 from ..kinematics import normalize_configuration
 from ..points import link_kinematics, position_at
 from . import limits
-from .collision import body_points, ground_contacts, world_plane
+from .collision import body_points, ground_contacts, shape_contacts, world_plane
 from .io import Problem, SceneError
 from .placement import shape_pose
 
@@ -199,6 +200,30 @@ def compile_contacts(model, spec) -> tuple[tuple, list, list]:
         slot += len(contact.points)
         contacts.append(contact)
         constraints.extend(_point_scale(model, kin, _in_reach(model, r)) for r in rows)
+        forces.extend(elements)
+    pairs, more, notes = shape_contacts(spec, model)
+    problems.extend(more)
+    for note in notes:
+        warnings.warn(f"collisions: {note}", stacklevel=4)
+    g = spec.collisions
+    for sc in pairs:
+        if slot + len(sc.points) > limits.MAX_CONTACT_POINTS:
+            problems.append(Problem("$.collisions", f"the contacts so far have {slot + len(sc.points)} points, more "
+                                    f"than the {limits.MAX_CONTACT_POINTS} a scene may have; name the bodies that "
+                                    "should collide in 'bodies' (or leave some out with 'exclude' or "
+                                    "'exclude_pairs')", slot + len(sc.points)))
+            break
+        link, R_LB, p_LB = model.body_frame(sc.body)
+        other, R_LO, p_LO = model.body_frame(sc.other)
+        kind, R_core, centre, half, radius = sc.core
+        points = [(p_LB + R_LB @ r, rad) for r, rad in sc.points]
+        contact, rows, elements = contact_elements(
+            sc.name, sc.body, link, points, (0.0, 0.0, 1.0), p_LO + R_LO @ centre, g.restitution, g.friction,
+            g.rest_speed, g.stabilization, len(model.constraints) + len(constraints), len(model.forces) + len(forces),
+            slot, plane_link=other, plane_body=sc.other, core=(kind, R_LO @ R_core, half, radius))
+        slot += len(contact.points)
+        contacts.append(contact)
+        constraints.extend(_point_scale(model, kin, r) for r in rows)
         forces.extend(elements)
     if problems:
         raise SceneError(problems)

@@ -54,7 +54,7 @@ MAX_PROBLEMS = 100
 MIN_DT = 1e-9
 #: Contact points in a scene (each is up to three constraint rows; a box gives its 8 corners): the event tables
 #: and the solve's scratch grow with their square — 800 points ran 22× slower than real time, 3200 took 4.6 GB.
-MAX_CONTACT_POINTS = 256
+MAX_CONTACT_POINTS = 512
 
 _SECTION_LIMITS = {"bodies": MAX_BODIES, "constraints": MAX_ENTITIES, "forces": MAX_ENTITIES,
                    "controllers": MAX_ENTITIES}

@@ -625,6 +625,27 @@ class GroundSpec(Strict):
     _check_axis = field_validator("normal")(lambda cls, v: v if v is None else _nonzero_axis(v))
 
 
+class CollisionSpec(Strict):
+    """Contacts between the bodies' shapes, found automatically (:func:`core.scene.collision.shape_contacts`):
+    every two shapes that touch (``purpose`` ``both`` or ``collision``, MuJoCo's ``contype``/``conaffinity``
+    filter between them) on two links that can move relative to each other and are not parent and child, with
+    the same named, event-switched rows as a ground's (exact impacts, Coulomb friction, no penalty): a sphere
+    touches with its surface, a capsule with its caps against the other's core, a box at its corners against the
+    other's box (its faces have edges and corners). ``bodies`` keeps only those bodies, ``exclude`` leaves
+    those out, ``exclude_pairs`` leaves out pairs of bodies, ``include_pairs`` keeps pairs of a parent and its
+    child. ``restitution``, ``friction``, ``rest_speed`` and ``stabilization`` as in a contact."""
+    restitution: Annotated[float, Field(ge=0, le=1)] = 0.0
+    friction: Annotated[float, Field(ge=0, le=100)] = 0.5
+    rest_speed: Annotated[float, Field(gt=0, le=1e3)] = 0.01
+    stabilization: NonNegative = 20.0
+    bodies: Annotated[list[Name], Field(max_length=10000)] | None = None
+    exclude: Annotated[list[Name], Field(max_length=10000)] = Field(default_factory=list)
+    exclude_pairs: Annotated[list[Annotated[list[Name], Field(min_length=2, max_length=2)]],
+                             Field(max_length=10000)] = Field(default_factory=list)
+    include_pairs: Annotated[list[Annotated[list[Name], Field(min_length=2, max_length=2)]],
+                             Field(max_length=10000)] = Field(default_factory=list)
+
+
 # ---------------------------------------------------------------------------------------------- controllers
 Gain = Union[Annotated[float, Field(gt=0)], list[Annotated[float, Field(gt=0)]]]
 """A gain: one value for every controlled coordinate, or one value per coordinate."""
@@ -876,6 +897,7 @@ class Scene(Strict):
     controllers: list[Controller] = Field(default_factory=list)
     contacts: list[ContactSpec] = Field(default_factory=list)
     ground: GroundSpec | None = None
+    collisions: CollisionSpec | None = None
     programs: Annotated[list[ProgramEntry], Field(max_length=16)] = Field(default_factory=list)
     view: ViewSettings = Field(default_factory=ViewSettings)
     robot: RobotInclude | None = None
