@@ -36,12 +36,15 @@ class ContactDraw:
     """The contact points of a state (:func:`core.contacts.point_states`), P of them: ``labels`` (P,)
     ``<contact>.<i>``; ``position`` (P, 3) where each touches or would touch its plane (m); ``mode`` (P,)
     ``core.contacts`` OPEN, STICK, SLIP or FRICTIONLESS; ``normal`` and ``friction`` (P, 3): the plane's normal
-    and friction force on the body at the point (N; zero when open)."""
+    and friction force on the body at the point (N; zero when open); ``between_shapes`` (P,): the point is one of
+    a scene's ``collisions`` (two shapes), whose open points a viewer leaves out (every ball would carry one grey
+    dot per other shape)."""
     labels: tuple
     position: np.ndarray
     mode: np.ndarray
     normal: np.ndarray
     friction: np.ndarray
+    between_shapes: np.ndarray | None = None
 
 
 def contact_draw(model, state, data) -> ContactDraw | None:
@@ -50,8 +53,10 @@ def contact_draw(model, state, data) -> ContactDraw | None:
     if not getattr(model, "contacts", ()):
         return None
     ps = point_states(model, state, data)
+    shapes = np.array([bool(c.shape) for c in model.contacts for _ in c.points], dtype=bool)
     return ContactDraw(ps["labels"], frozen_copy(ps["position"]), frozen_copy(ps["mode"], np.int64),
-                       frozen_copy(ps["normal_force"]), frozen_copy(ps["friction_force"]))
+                       frozen_copy(ps["normal_force"]), frozen_copy(ps["friction_force"]),
+                       frozen_copy(shapes, bool))
 
 
 @dataclass(frozen=True)

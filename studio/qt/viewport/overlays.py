@@ -233,7 +233,8 @@ class Overlays:
             return
         mode = np.asarray(cd.mode)
         colours = [CONTACT_COLOURS[int(m)] for m in mode]
-        touching, open_ = np.flatnonzero(mode != 0), np.flatnonzero(mode == 0)
+        shown = mode == 0 if cd.between_shapes is None else (mode == 0) & ~np.asarray(cd.between_shapes)
+        touching, open_ = np.flatnonzero(mode != 0), np.flatnonzero(shown)   # (two shapes' open points: not drawn)
         verts, faces, cols = [], [], []
         for idx, radius in ((touching, self.contact_radius), (open_, 0.6 * self.contact_radius)):
             if len(idx):
@@ -241,7 +242,10 @@ class Overlays:
                 faces.append(np.asarray(f) + sum(len(x) for x in verts))
                 verts.append(np.asarray(v))
                 cols.append(np.asarray(c))
-        _set_mesh(self.contact_points, np.vstack(verts), np.vstack(faces), np.vstack(cols))
+        if verts:
+            _set_mesh(self.contact_points, np.vstack(verts), np.vstack(faces), np.vstack(cols))
+        else:
+            _set_mesh(self.contact_points, *glyphs.arrow_mesh([], [], 1.0, []))
         starts, vectors, arrow_colours = [], [], []
         for forces, colour in ((cd.normal, glyphs.LOW_LOAD + (1.0,)), (cd.friction, FRICTION_COLOUR)):
             f = np.asarray(forces)[touching]
