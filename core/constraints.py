@@ -301,7 +301,7 @@ def _set_row(con, r, d, dr, D, D_rate, stab):
 
 @njit
 def rows_kernel(parent, S, v_start, nv_j, R_WL, p_WL, v, a_vp, cons, tape, variables, row_of, t, q, qd,
-                J, gamma, D, D_rate, stab, deviation, deviation_rate, point_a, point_b, velocity_a, P3, regs):
+                J, gamma, D, D_rate, stab, deviation, deviation_rate, point_a, point_b, velocity_a, P3, regs, every):
     """Rows of the constraints: for every constraint its deviation norms and end points, and for the active ones
     (``row_of[c] ≥ 0``) their rows of J, γ, D, Ḋ and the stabilization term (module docstring)::
 
@@ -310,12 +310,16 @@ def rows_kernel(parent, S, v_start, nv_j, R_WL, p_WL, v, a_vp, cons, tape, varia
         joint space: D = Φ(q) − value, Ḋ = ∇Φ·q̇, γ = q̇ᵀ∇²Φ q̇, J = ∇Φ  (exact, core.joint_constraints)
 
     J's rows must be zero on entry (they are accumulated). ``P3`` (≥ 16 x 3) and ``regs`` (val, d1, d2 (L),
-    grad (L, n) of the longest program) are scratch."""
+    grad (L, n) of the longest program) are scratch. Without ``every`` (an integrator's stage, where only the
+    dynamics is read) the inactive constraints are left as they were: their deviations, ends and a shape
+    contact's normal are read only from a full evaluation (the witnesses, the records)."""
     xa, va, xb, vb, ba, bb = P3[0], P3[1], P3[2], P3[3], P3[4], P3[5]
     val, d1, d2, grad, xv, vv = regs
     for c in range(cons.shape[0]):
         con = cons[c]
         row = row_of[c]
+        if row < 0 and not every:
+            continue
         if row < 0 and con.normal_row >= 0 and row_of[con.normal_row] < 0:    # an open point's stick rows
             deviation[c] = 0.0
             deviation_rate[c] = 0.0

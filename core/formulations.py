@@ -496,7 +496,7 @@ def _rows_at(tree, tab, ws, t, q, qd, m):
     rows_kernel(tree.parent, tree.S, tree.v_start, tree.nv_j, kin.R_WL, kin.p_WL, kin.v, kin.a_vp,
                 tab.constraints, tab.tape, tab.variables, rows.row_of, t, q, qd, rows.J, rows.gamma, rows.D,
                 rows.D_rate, rows.stab, dev, devr, pa, pa, pa, rows.P3, (rows.val, rows.d1, rows.d2, rows.grad,
-                                                                        rows.xv, rows.vv))
+                                                                        rows.xv, rows.vv), False)
     s = 0.0
     for a in range(m):
         s += rows.D[a] * rows.D[a]

@@ -57,14 +57,15 @@ def kinematics_stage(tree, kin, q, qd, velocities):
 
 
 @njit
-def rows_stage(tree, tab, ws, t, q, qd, m, out):
-    """The rows of the active constraints (``ws.rows``) and every constraint's deviation norms and end points."""
+def rows_stage(tree, tab, ws, t, q, qd, m, full, out):
+    """The rows of the active constraints (``ws.rows``) and, with ``full``, every constraint's deviation norms and
+    end points."""
     kin, rows = ws.kin, ws.rows
     rows.J[:m, :] = 0.0
     rows_kernel(tree.parent, tree.S, tree.v_start, tree.nv_j, kin.R_WL, kin.p_WL, kin.v, kin.a_vp,
                 tab.constraints, tab.tape, tab.variables, rows.row_of, t, q, qd, rows.J, rows.gamma, rows.D,
                 rows.D_rate, rows.stab, out.deviation, out.deviation_rate, out.point_a, out.point_b, out.velocity_a,
-                rows.P3, (rows.val, rows.d1, rows.d2, rows.grad, rows.xv, rows.vv))
+                rows.P3, (rows.val, rows.d1, rows.d2, rows.grad, rows.xv, rows.vv), full)
 
 
 @njit
@@ -98,7 +99,7 @@ def evaluate(tree, tab, ws, t, q, qd, z, m, n_groups, scale, full, out):
     programs = tab.quantities.shape[0] > 0
     kinematics_stage(tree, kin, q, qd, full or m > 0 or tab.forces.shape[0] > 0 or programs)
     if m > 0 or (full and K > 0) or tab.equations.shape[0] > 0:
-        rows_stage(tree, tab, ws, t, q, qd, m, out)
+        rows_stage(tree, tab, ws, t, q, qd, m, full, out)
     extra = ws.programs.extra
     if programs:                                              # the programs' quantities and servos (Kearney §4.1)
         programs_stage(tree, tab, ws, t, q, qd, out)
@@ -423,7 +424,7 @@ def workspace(N, nv, K, R, L, V, P, F, n, n_points, n_limits, n_forces, Q, E, U,
     events = EventWork(np.zeros(F_ev, np.int64), np.zeros(F_ev, np.int64), np.zeros(F_ev),
                        np.zeros(n_points, np.bool_), np.zeros(n_points, np.bool_), np.zeros(n_points, np.int64),
                        np.zeros((E, 2), np.int64), np.zeros(E, np.bool_), np.zeros((E, 6)), np.zeros(nv),
-                       np.zeros(n), np.zeros(n), np.zeros(W, np.bool_))
+                       np.zeros(n), np.zeros(n), np.zeros(W, np.bool_), np.full(n_points, -1, np.int64))
     programs = ProgramWork(np.zeros(Q), np.zeros((Q, nv)), np.zeros(Q), np.zeros((Q, 3)), np.full(n_forces, np.nan),
                            np.zeros((3, 3)), np.zeros(nv), np.zeros((U, nv)), np.zeros((U + 1, E)), np.zeros((E, U)),
                            np.zeros(E), np.zeros(U), np.zeros(nv), np.zeros((U, E)), np.zeros((E, E)), np.zeros(E),

@@ -23,7 +23,11 @@ after (``EventWork.g``); per contact point p with world normal n (turned with a 
   solve goes through the rank change continuously, so nothing in the motion waits for its instant);
 - a control program's watch (armed):  g = s (value − x), s = ±1 the direction it watches x cross ``value`` in
   (:mod:`core.programs.kernels`) — only for a watch that was positive at the step's start; it fires once
-  (disarmed) and is handed to the program, which may arm it again.
+  (disarmed) and is handed to the program, which may arm it again;
+- a point in contact with a shape's core crossing from one part of the core to another (a ball rolling from a
+  box's face onto its edge): g = the distance back to the boundary it crossed, + ε. Nothing switches, and it is
+  not logged: it only ends the step there, so that the step after it starts with the normal's new curvature
+  term (:mod:`core.geometry`) instead of a jump in q̈ inside a step (which would cost RK4 its order).
 
 Resolution (:func:`resolve`): touchdowns and limits reached take an impact (:func:`core.impacts.impact`:
 impulses on the touching points, the bounds and every linked active constraint; each point's mode after it),
@@ -37,13 +41,14 @@ from __future__ import annotations
 import numpy as np
 
 from .contacts import OPEN, PENETRATION, SLIP, STICK
+from .geometry import BOX, SEGMENT
 from .events import (BOUNCE, BREAK, FULL_RANK, LIFT_OFF, LIMIT, LIMIT_BOUNCE, LIMIT_RELEASE, RANK_DEFICIENT,
                      SLIP as SLIP_EVENT, STICK as STICK_EVENT, TOUCHDOWN, WATCH)
 from .impacts import BOUND, NOT_IN_IMPACT, POINT, impact, plane_normal, tangents
 from .jit import njit
 from .programs.kernels import watch_value
 
-__all__ = ["find", "resolve", "settle_round", "close_touching", "update_tables", "refresh_slip", "mark_eligible",
+__all__ = ["REGION", "region_code", "find", "resolve", "settle_round", "close_touching", "update_tables", "refresh_slip", "mark_eligible",
            "breaks_and_rank", "rank_change", "log", "MAX_SWITCHES"]
 
 #: A released joint bound is taken again when the joint moves into it faster than this (rad/s or m/s) or is beyond it
@@ -53,6 +58,9 @@ LIMIT_CREEP = 1e-6
 LIMIT_SLACK = 1e-6
 #: A point that switches between stick and slip this many times inside one step sticks until the step ends.
 MAX_SWITCHES = 4
+#: The kind of a point's crossing between two parts of a core (found and isolated, never logged: not an
+#: :class:`core.events.Event` kind).
+REGION = 100
 
 
 @njit
@@ -83,11 +91,74 @@ def _add(ev, count, kind, index, g):
 
 
 @njit
+def _core_point(tab, kin, p, z):
+    """z ← contact point p's point in the frame of its shape's core (its normal row's ``r_b``, ``shape_R``)."""
+    pt = tab.points[p]
+    con = tab.constraints[pt.normal]
+    k, b = pt.link, pt.plane_link
+    y0 = kin.p_WL[k, 0] + kin.R_WL[k, 0, 0] * pt.r[0] + kin.R_WL[k, 0, 1] * pt.r[1] + kin.R_WL[k, 0, 2] * pt.r[2] - \
+        kin.p_WL[b, 0]
+    y1 = kin.p_WL[k, 1] + kin.R_WL[k, 1, 0] * pt.r[0] + kin.R_WL[k, 1, 1] * pt.r[1] + kin.R_WL[k, 1, 2] * pt.r[2] - \
+        kin.p_WL[b, 1]
+    y2 = kin.p_WL[k, 2] + kin.R_WL[k, 2, 0] * pt.r[0] + kin.R_WL[k, 2, 1] * pt.r[1] + kin.R_WL[k, 2, 2] * pt.r[2] - \
+        kin.p_WL[b, 2]
+    for a in range(3):                                        # in b's frame, then the core's
+        z[a] = kin.R_WL[b, 0, a] * y0 + kin.R_WL[b, 1, a] * y1 + kin.R_WL[b, 2, a] * y2 - con.r_b[a]
+    w0, w1, w2 = z[0], z[1], z[2]
+    for a in range(3):
+        z[a] = con.shape_R[0, a] * w0 + con.shape_R[1, a] * w1 + con.shape_R[2, a] * w2
+
+
+@njit
+def region_code(tab, kin, p, z):
+    """Where on its shape's core contact point p's nearest point lies: per axis of a box (the segment's own for a
+    capsule) beyond its −half (0), between (1) or beyond +half (2), as one number Σ 3^a c_a; −1 for a plane or a
+    sphere's point (no parts)."""
+    con = tab.constraints[tab.points[p].normal]
+    if con.shape != BOX and con.shape != SEGMENT:
+        return -1
+    _core_point(tab, kin, p, z)
+    code = 0
+    scale = 1
+    for a in range(3):
+        if con.shape == BOX or a == 2:
+            h = con.shape_half[a]
+            code += scale * (0 if z[a] < -h else (2 if z[a] > h else 1))
+        scale *= 3
+    return code
+
+
+@njit
+def _region_witness(tab, kin, p, code, z):
+    """The least, over the axes, of how far contact point p is from crossing back into the part of its core it
+    started the step in (``code``, :func:`region_code`), plus ε (module docstring): negative once it has crossed a
+    boundary by more than ε."""
+    con = tab.constraints[tab.points[p].normal]
+    _core_point(tab, kin, p, z)
+    g = np.inf
+    for a in range(3):
+        c = code % 3
+        code //= 3
+        if con.shape != BOX and a != 2:
+            continue
+        h = con.shape_half[a]
+        if c == 1:
+            d = h - abs(z[a])
+        elif c == 2:
+            d = z[a] - h
+        else:
+            d = -z[a] - h
+        g = min(g, d + PENETRATION)
+    return g
+
+
+@njit
 def _point_witnesses(tab, ws, out, t, active, slip, touched, settling):
     """:func:`find`'s contact points: touchdown, lift-off, slip and stick; returns how many were found."""
     ev, kin = ws.events, ws.kin
     count = 0
     n = np.empty(3)
+    z = np.empty(3)
     for p in range(tab.points.shape[0]):
         pt = tab.points[p]
         plane_normal(tab, kin, p, n)
@@ -106,17 +177,20 @@ def _point_witnesses(tab, ws, out, t, active, slip, touched, settling):
             count = _add(ev, count, LIFT_OFF, p, N)
             continue
         s = pt.stick
-        if s < 0:
-            continue
-        if active[s]:
+        before = count
+        if s >= 0 and active[s]:
             F = out.constraint_force
             g = pt.mu * N - np.sqrt(F[s, 0] * F[s, 0] + F[s, 1] * F[s, 1] + F[s, 2] * F[s, 2])
             if g < 0.0 and not ev.held[p]:
                 count = _add(ev, count, SLIP_EVENT, p, g)
-        elif not settling and ev.eligible[p]:
+        elif s >= 0 and not settling and ev.eligible[p]:
             g = _slip_speed_against(n, out, s, slip[p])
             if g < 0.0:
                 count = _add(ev, count, STICK_EVENT, p, g)
+        if count == before and not settling and ws.events.region[p] >= 0:
+            g = _region_witness(tab, kin, p, ws.events.region[p], z)
+            if g < 0.0:
+                count = _add(ev, count, REGION, p, g)
     return count
 
 
@@ -161,16 +235,19 @@ def find(tab, ws, out, t, y_q, y_qd, active, slip, touched, settling):
 @njit
 def mark_eligible(tab, ws, out, active, slip):
     """``ws.events.eligible[p]``: whether slipping point p's slip opposes its friction at the state of ``out`` (the
-    points that may stick in the step about to be taken); ``watch_sign[w]``: whether armed watch w's witness is
-    positive there (a watch fires on a crossing, not on a value it is armed past)."""
+    points that may stick in the step about to be taken); ``region[p]``: where on its shape's core a point in
+    contact lies (:func:`region_code`); ``watch_sign[w]``: whether armed watch w's witness is positive there (a
+    watch fires on a crossing, not on a value it is armed past)."""
     ev, kin = ws.events, ws.kin
     for w in range(tab.watches.shape[0]):
         ev.watch_sign[w] = tab.watches[w].armed and watch_value(tab.watches[w], out.quantities) > 0.0
     if tab.points.shape[0] == 0:
         return
     n = np.empty(3)
+    z = np.empty(3)
     for p in range(tab.points.shape[0]):
         pt = tab.points[p]
+        ev.region[p] = region_code(tab, kin, p, z) if active[pt.normal] else -1
         ev.eligible[p] = False
         if pt.stick < 0 or not active[pt.normal] or active[pt.stick]:
             continue
