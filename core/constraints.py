@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .geometry import curvature, nearest
+from .geometry import curvature, feature
 from .jit import inline, njit
 from .joint_constraints import JOINT_SPACE, TAPE, JointSpaceConstraint, tape_jet
 from .points import jacobian_columns, point_bias, point_state
@@ -66,7 +66,8 @@ __all__ = ["PointConstraint", "JointSpaceConstraint", "constraint_table", "const
 #: the last evaluation, which :func:`rows_kernel` writes. ``fixed_a``/``fixed_b``: that end's link cannot move
 #: (welded to the world with its ancestors): it couples no trees, so the constraints of two balls resting on one
 #: table are solved apart and their impacts are separate. ``normal_row``: a contact point's tangential rows name
-#: its normal row (−1 otherwise): while that is inactive (the point open) they are not evaluated.
+#: its normal row (−1 otherwise): while that is inactive (the point open) they are not evaluated. ``part``: the
+#: part of the core a shape contact in touch keeps over a step (:func:`core.geometry.feature`; −1: the nearest).
 CONSTRAINT = np.dtype([
     ("kind", np.int64), ("link_a", np.int64), ("link_b", np.int64), ("rows", np.int64),
     ("r_a", np.float64, (3,)), ("r_b", np.float64, (3,)), ("basis", np.float64, (3, 3)),
@@ -79,7 +80,7 @@ CONSTRAINT = np.dtype([
     ("tape_start", np.int64), ("tape_length", np.int64), ("var_start", np.int64), ("n_vars", np.int64),
     ("value", np.float64), ("body_basis", np.bool_), ("unilateral", np.bool_),
     ("shape", np.int64), ("shape_R", np.float64, (3, 3)), ("shape_half", np.float64, (3,)), ("radius", np.float64),
-    ("fixed_a", np.bool_), ("fixed_b", np.bool_), ("normal_row", np.int64),
+    ("fixed_a", np.bool_), ("fixed_b", np.bool_), ("normal_row", np.int64), ("part", np.int64),
 ], align=True)
 
 #: A joint coordinate a joint-space constraint reads: its entries in q and q̇ and the link it moves.
@@ -152,6 +153,7 @@ def constraint_table(constraints, drags: dict | None = None, unilateral=frozense
         row["r_a"], row["r_b"] = c.r_a, c.r_b
         row["fixed_a"], row["fixed_b"] = c.link_a in fixed, c.link_b in fixed
         row["normal_row"] = -1
+        row["part"] = -1
         if i in unilateral and c.kind == POINT_VELOCITY:       # a contact point's stick rows follow its normal row
             normal = constraints[i - 1]
             assert normal.kind == POINT_ON_PLANE and normal.entity == c.entity and normal.link_a == c.link_a
@@ -407,7 +409,7 @@ def _body_basis_rows(parent, S, v_start, nv_j, R_WL, p_WL, v, a_vp, con, c, row,
         for a in range(3):                                     # z: x_a in the core's frame
             z[a] = con.shape_R[0, a] * (rs[0] - con.r_b[0]) + con.shape_R[1, a] * (rs[1] - con.r_b[1]) + \
                 con.shape_R[2, a] * (rs[2] - con.r_b[2])
-        phi, region, axis = nearest(con.shape, con.shape_half, z, sc, nc)
+        phi, region, axis = feature(con.shape, con.shape_half, con.part, z, sc, nc)
         for a in range(3):                                     # n_b (b's frame) into the table; the core's point
             con.basis[a, 0] = con.shape_R[a, 0] * nc[0] + con.shape_R[a, 1] * nc[1] + con.shape_R[a, 2] * nc[2]
             vb[a] = con.r_b[a] + con.shape_R[a, 0] * sc[0] + con.shape_R[a, 1] * sc[1] + con.shape_R[a, 2] * sc[2]

@@ -17,6 +17,12 @@ in which s does *not* follow z: none on a face (ṅ = 0: a plane), the two acros
 e along the edge), all three at a corner or a point. :func:`curvature` gives that ṅ·ż = żᵀ(I − n nᵀ)P ż / φ, the
 term a rolling ball's normal row needs in γ beside the material points' accelerations (a ball rolling over a
 table's edge turns about the edge).
+
+Where the nearest point lies changes the distance function's form (a face's plane, an edge's line, a corner's
+point), so ḧ jumps where a point crosses from one part of the core to another. A contact in touch keeps the part
+it started a step on (:func:`part_of`, :func:`feature`: the distance to that face's plane, edge's line or corner,
+smooth over the step), and the step ends where the point crosses into another part (a witness,
+:mod:`core.witnesses`): the integrator's order survives a ball rolling over an edge.
 """
 from __future__ import annotations
 
@@ -24,8 +30,8 @@ import numpy as np
 
 from .jit import njit
 
-__all__ = ["PLANE", "POINT", "SEGMENT", "BOX", "CORE_NAMES", "FACE", "EDGE", "VERTEX", "nearest", "curvature",
-           "distance"]
+__all__ = ["PLANE", "POINT", "SEGMENT", "BOX", "CORE_NAMES", "FACE", "EDGE", "VERTEX", "nearest", "feature",
+           "part_of", "curvature", "distance"]
 
 #: Cores: a contact's plane (the rows of :mod:`core.contacts` before shapes), a point (a sphere), a segment
 #: along the core frame's z of half-length ``half[2]`` (a capsule), a box of half-extents ``half``.
@@ -123,3 +129,62 @@ def distance(kind: int, half, z) -> tuple[float, np.ndarray, np.ndarray]:
     s, n = np.zeros(3), np.zeros(3)
     phi, _, _ = nearest(int(kind), np.asarray(half, dtype=float), np.asarray(z, dtype=float), s, n)
     return float(phi), s, n
+
+
+@njit
+def part_of(kind, half, z):
+    """The part of the core whose point is nearest z, as one number: per axis of a box (the segment's own axis for
+    a segment) 0 below −half, 1 between, 2 above +half, Σ 3^a c_a; −1 for a point (one part)."""
+    if kind != BOX and kind != SEGMENT:
+        return -1
+    code = 0
+    scale = 1
+    for a in range(3):
+        if kind == BOX or a == 2:
+            h = half[a]
+            code += scale * (0 if z[a] < -h else (2 if z[a] > h else 1))
+        scale *= 3
+    return code
+
+
+@njit
+def feature(kind, half, code, z, s, n):
+    """:func:`nearest` on the part ``code`` of the core (:func:`part_of`; −1: wherever z is nearest): the
+    distance to that face's plane (signed), that edge's line or that corner — the same as :func:`nearest` while z
+    is nearest that part, and its smooth continuation beyond."""
+    if code < 0 or kind == POINT:
+        return nearest(kind, half, z, s, n)
+    clamped = 0
+    free = -1
+    last = -1
+    rest = code
+    for a in range(3):
+        c = rest % 3
+        rest //= 3
+        if kind == SEGMENT and a != 2:
+            s[a] = 0.0
+            continue
+        if c == 1:
+            s[a] = z[a]
+            free = a
+        else:
+            s[a] = half[a] if c == 2 else -half[a]
+            clamped += 1
+            last = a
+    if kind == SEGMENT:
+        inside = free == 2
+        return _direction(z, s, n, 0), (EDGE if inside else VERTEX), (2 if inside else -1)
+    if clamped == 0:                                          # inside the box: its nearest face
+        return nearest(kind, half, z, s, n)
+    if clamped == 1:                                          # a face: its plane
+        sign = 1.0 if s[last] > 0.0 else -1.0
+        for a in range(3):
+            n[a] = 0.0
+        n[last] = sign
+        return sign * (z[last] - s[last]), FACE, -1
+    phi = _direction(z, s, n, -1)
+    if phi < _TINY:                                           # on the edge or corner itself
+        return nearest(kind, half, z, s, n)
+    if clamped == 2:
+        return phi, EDGE, free
+    return phi, VERTEX, -1

@@ -252,8 +252,7 @@ class EventWork(StructRefProxy):
     contact point whether it may stick in this step (``eligible``), is held in stick (``held``) and how often it
     switched (``switches``); an impact's entries (``ents``, E x 2), which are new (``is_new``), their results
     (``result``, E x 6) and q̇⁺ (``qd``); the state a step starts from (``y0``) and the first one found past an
-    event (``y_hi``); per contact point against a shape's core, where on the core its nearest point lay when the
-    step started (``region``: :func:`core.witnesses.region_code`, −1 for none)."""
+    event (``y_hi``)."""
 
 
 @structref.register
@@ -262,7 +261,7 @@ class EventWorkType(_Struct):
 
 
 define_proxy(EventWork, EventWorkType, ['kind', 'index', 'g', 'eligible', 'held', 'switches', 'ents', 'is_new',
-                                        'result', 'qd', 'y0', 'y_hi', 'watch_sign', 'region'])
+                                        'result', 'qd', 'y0', 'y_hi', 'watch_sign'])
 
 
 class ProgramWork(StructRefProxy):

@@ -25,9 +25,11 @@ after (``EventWork.g``); per contact point p with world normal n (turned with a 
   (:mod:`core.programs.kernels`) — only for a watch that was positive at the step's start; it fires once
   (disarmed) and is handed to the program, which may arm it again;
 - a point in contact with a shape's core crossing from one part of the core to another (a ball rolling from a
-  box's face onto its edge): g = the distance back to the boundary it crossed, + ε. Nothing switches, and it is
-  not logged: it only ends the step there, so that the step after it starts with the normal's new curvature
-  term (:mod:`core.geometry`) instead of a jump in q̈ inside a step (which would cost RK4 its order).
+  box's face onto its edge): g = the distance back to the boundary it crossed, + ε. A contact keeps over a step
+  the part of the core it started the step on (its normal row's ``part``; the distance to that face's plane,
+  edge's line or corner is smooth over the step: :func:`core.geometry.feature`); this event ends the step where
+  the point crosses into another part, which the step after it keeps. Nothing switches and it is not logged:
+  without it q̈ would jump inside a step and cost RK4 its order.
 
 Resolution (:func:`resolve`): touchdowns and limits reached take an impact (:func:`core.impacts.impact`:
 impulses on the touching points, the bounds and every linked active constraint; each point's mode after it),
@@ -41,7 +43,7 @@ from __future__ import annotations
 import numpy as np
 
 from .contacts import OPEN, PENETRATION, SLIP, STICK
-from .geometry import BOX, SEGMENT
+from .geometry import BOX, SEGMENT, part_of
 from .events import (BOUNCE, BREAK, FULL_RANK, LIFT_OFF, LIMIT, LIMIT_BOUNCE, LIMIT_RELEASE, RANK_DEFICIENT,
                      SLIP as SLIP_EVENT, STICK as STICK_EVENT, TOUCHDOWN, WATCH)
 from .impacts import BOUND, NOT_IN_IMPACT, POINT, impact, plane_normal, tangents
@@ -111,21 +113,13 @@ def _core_point(tab, kin, p, z):
 
 @njit
 def region_code(tab, kin, p, z):
-    """Where on its shape's core contact point p's nearest point lies: per axis of a box (the segment's own for a
-    capsule) beyond its −half (0), between (1) or beyond +half (2), as one number Σ 3^a c_a; −1 for a plane or a
-    sphere's point (no parts)."""
+    """The part of its shape's core contact point p is nearest (:func:`core.geometry.part_of`; −1 for a plane or
+    a sphere's point)."""
     con = tab.constraints[tab.points[p].normal]
     if con.shape != BOX and con.shape != SEGMENT:
         return -1
     _core_point(tab, kin, p, z)
-    code = 0
-    scale = 1
-    for a in range(3):
-        if con.shape == BOX or a == 2:
-            h = con.shape_half[a]
-            code += scale * (0 if z[a] < -h else (2 if z[a] > h else 1))
-        scale *= 3
-    return code
+    return part_of(con.shape, con.shape_half, z)
 
 
 @njit
@@ -187,8 +181,9 @@ def _point_witnesses(tab, ws, out, t, active, slip, touched, settling):
             g = _slip_speed_against(n, out, s, slip[p])
             if g < 0.0:
                 count = _add(ev, count, STICK_EVENT, p, g)
-        if count == before and not settling and ws.events.region[p] >= 0:
-            g = _region_witness(tab, kin, p, ws.events.region[p], z)
+        part = tab.constraints[i].part
+        if count == before and not settling and part >= 0:
+            g = _region_witness(tab, kin, p, part, z)
             if g < 0.0:
                 count = _add(ev, count, REGION, p, g)
     return count
@@ -235,8 +230,7 @@ def find(tab, ws, out, t, y_q, y_qd, active, slip, touched, settling):
 @njit
 def mark_eligible(tab, ws, out, active, slip):
     """``ws.events.eligible[p]``: whether slipping point p's slip opposes its friction at the state of ``out`` (the
-    points that may stick in the step about to be taken); ``region[p]``: where on its shape's core a point in
-    contact lies (:func:`region_code`); ``watch_sign[w]``: whether armed watch w's witness is positive there (a
+    points that may stick in the step about to be taken); ``watch_sign[w]``: whether armed watch w's witness is positive there (a
     watch fires on a crossing, not on a value it is armed past)."""
     ev, kin = ws.events, ws.kin
     for w in range(tab.watches.shape[0]):
@@ -244,10 +238,8 @@ def mark_eligible(tab, ws, out, active, slip):
     if tab.points.shape[0] == 0:
         return
     n = np.empty(3)
-    z = np.empty(3)
     for p in range(tab.points.shape[0]):
         pt = tab.points[p]
-        ev.region[p] = region_code(tab, kin, p, z) if active[pt.normal] else -1
         ev.eligible[p] = False
         if pt.stick < 0 or not active[pt.normal] or active[pt.stick]:
             continue
@@ -261,7 +253,9 @@ def update_tables(tab, kin, active, slip, lead):
     (``slip``; its reaction on a plane's body), and where a sphere touches (the stick rows' and the friction's
     body point: the material point that touches ``lead`` seconds later, to first order — a step holds the one
     that touches at its middle, so a rolling sphere's contact is held with no bias of first order in the step;
-    the reaction's point on the plane's body). ``kin``: the link kinematics (with velocities) at the state.
+    the reaction's point on the plane's body), and the part of its shape's core a point in contact keeps over the
+    step (its normal row's ``part``, :func:`region_code`). ``kin``: the link kinematics (with velocities) at the
+    state.
     Returns whether anything changed (an evaluation made before is then stale)."""
     changed = False
     if tab.points.shape[0] == 0:                              # (a step calls this twice: no allocation then)
@@ -273,6 +267,10 @@ def update_tables(tab, kin, active, slip, lead):
     cons, forces = tab.constraints, tab.forces
     for p in range(tab.points.shape[0]):
         pt = tab.points[p]
+        part = region_code(tab, kin, p, r) if active[pt.normal] else -1     # the part of a core kept over a step
+        if cons[pt.normal].part != part:
+            cons[pt.normal].part = part
+            changed = True
         fi = pt.friction
         if fi < 0:
             continue

@@ -17,11 +17,12 @@ from core.scene import compile_scene, parse_spec
 
 SCENES_DIR = Path(__file__).resolve().parents[1] / "scenes"
 ALL_SCENES = sorted(SCENES_DIR.glob("*.json"))
-#: The scenes the independent oracle (tests/oracle) can run: not those with contacts, whose events it does not model
+#: The scenes the independent oracle (tests/oracle) can run: not those with contacts (listed, a ground or a scene's
+#: collisions), whose events it does not model
 #: (tests/test_contacts.py checks them against analytic solutions instead), nor those with control programs
 #: (tests/test_programs.py checks Kearney's particle against its analytic solution and the hoppers' hops).
-ORACLE_SCENES = [p for p in ALL_SCENES if not json.loads(p.read_text()).get("contacts")
-                 and not json.loads(p.read_text()).get("programs")]
+ORACLE_SCENES = [p for p in ALL_SCENES if not any(json.loads(p.read_text()).get(key)
+                                                   for key in ("contacts", "ground", "collisions", "programs"))]
 
 __all__ = ["SCENES_DIR", "ALL_SCENES", "ORACLE_SCENES", "scene_doc", "build", "load", "VARIANTS", "CONTROLLER_VARIANTS", "variant",
            "edited"]

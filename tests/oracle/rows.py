@@ -183,6 +183,7 @@ class Rows:
     deviation_rate: np.ndarray
     scale: float
     first_order: np.ndarray
+    bases: list = None                # each constraint's world basis E at the state (its force is E λ)
 
 
 def constraint_rows(model, t: float, q, qd, active, nails=None) -> Rows:
@@ -197,6 +198,10 @@ def constraint_rows(model, t: float, q, qd, active, nails=None) -> Rows:
     first_order = np.zeros(m, dtype=bool)
     slices = [None] * K
     deviation, deviation_rate = np.zeros(K), np.zeros(K)
+    bases = [np.asarray(c.basis, dtype=float) for c in cons]
+    open_sticks = {p.stick for cc in getattr(model, "contacts", ()) for p in cc.points
+                   if p.stick >= 0 and not active[p.normal]}
+    normal_of = {p.stick: p.normal for cc in getattr(model, "contacts", ()) for p in cc.points if p.stick >= 0}
     scale, row = 0.0, 0
     for i, c in enumerate(cons):
         if active[i]:
@@ -212,6 +217,16 @@ def constraint_rows(model, t: float, q, qd, active, nails=None) -> Rows:
             if s is not None:
                 J[s.start], gamma[s.start], D[s.start], D_rate[s.start] = Ji, gi, d, dr
                 stab[s.start] = 2.0 * kappa * dr + kappa * kappa * d                    # eq. 2.21
+            continue
+        if i in open_sticks and s is None:                                    # an open point's friction rows
+            continue
+        if getattr(c, "body_basis", False):
+            d, dr, Ji, gi, bases[i] = _body_basis_row(model, q, qd, c, cons[normal_of.get(i, i)])
+            deviation[i], deviation_rate[i] = np.linalg.norm(d), np.linalg.norm(dr)
+            if s is not None:
+                D[s], D_rate[s], J[s], gamma[s] = d, dr, Ji, gi
+                stab[s] = kappa * d if c.kind == POINT_VELOCITY else 2.0 * kappa * dr + kappa * kappa * d
+                first_order[s] = c.kind == POINT_VELOCITY
             continue
         E = np.asarray(c.basis, dtype=float)
         xa, va, Ja, ba = point_kinematics(model, q, qd, c.link_a, c.r_a, bias=s is not None)
@@ -234,7 +249,71 @@ def constraint_rows(model, t: float, q, qd, active, nails=None) -> Rows:
         first_order[s] = c.kind == POINT_VELOCITY
         gamma[s] = E.T @ (ba - bb)
         J[s] = E.T @ Ja if Jb is None else E.T @ (Ja - Jb)
-    return Rows(J, gamma, D, D_rate, stab, slices, deviation, deviation_rate, scale, first_order)
+    return Rows(J, gamma, D, D_rate, stab, slices, deviation, deviation_rate, scale, first_order, bases)
+
+
+# ---- rows against a body's plane or a shape's core ---------------------------------------------------------------
+
+def _nearest(kind: int, half, z):
+    """``(φ, n)``: the signed distance from z to a core (1 a point, 2 a segment along z of half-length half[2],
+    3 a box of half-extents half) and the unit normal from it, by clipping (negative inside a box: the depth to
+    its nearest face)."""
+    half = np.asarray(half, dtype=float)
+    if kind == 1:
+        s = np.zeros(3)
+    elif kind == 2:
+        s = np.array([0.0, 0.0, np.clip(z[2], -half[2], half[2])])
+    else:
+        s = np.clip(z, -half, half)
+        if np.all(s == z) or np.linalg.norm(z - s) < 1e-12:   # inside or on it: the nearest face
+            a = int(np.argmin(half - np.abs(z)))
+            n = np.zeros(3)
+            n[a] = 1.0 if z[a] >= 0 else -1.0
+            return float(np.abs(z[a]) - half[a]), n
+    d = z - s
+    return float(np.linalg.norm(d)), d / np.linalg.norm(d)
+
+
+def _body_basis_row(model, q, qd, c, normal):
+    """``(D, Ḋ, J, γ, E)`` of a contact row whose basis turns with link b (a plane fixed in b, or the normal to a
+    shape's core of b): point a against b's material point at x_a (w = ẋ_a − v_b(x_a)), D = Eᵀ(x_a − x_b),
+    Ḋ = Eᵀw (D = Eᵀw for the friction rows), J = Eᵀ(J_a − J_b(x_a)), γ = Eᵀ(J̇_a q̇ − J̇_b(x_a) q̇ − 2 ω_b × w)
+    and, against a core, + ṅ·ż with ṅ by central differences of the normal along the relative motion. A friction
+    row against a core (``normal``: its point's normal row) spans the plane orthogonal to that normal."""
+    kin = core.points.link_kinematics(model, q, qd)
+    kb = int(c.link_b)
+    R, p = kin.R_WL[kb], kin.p_WL[kb]
+    omega = R @ kin.v[kb, :3]
+    xa, va, Ja, ba = point_kinematics(model, q, qd, c.link_a, c.r_a)
+    rs = R.T @ (xa - p)
+    _, vs, Jb, bs = point_kinematics(model, q, qd, kb, rs)
+    w = va - vs
+    extra = 0.0
+    if getattr(c, "shape", 0):
+        C = np.asarray(c.shape_R, dtype=float)
+        z = C.T @ (rs - c.r_b)
+        phi, n = _nearest(c.shape, c.shape_half, z)
+        zd = (R @ C).T @ w
+        eps = 1e-7 * max(1.0, np.linalg.norm(z)) / max(np.linalg.norm(zd), 1e-300)
+        n_plus, n_minus = _nearest(c.shape, c.shape_half, z + eps * zd)[1], _nearest(c.shape, c.shape_half,
+                                                                                     z - eps * zd)[1]
+        extra = float((n_plus - n_minus) / (2 * eps) @ zd) if np.linalg.norm(zd) > 0 else 0.0
+        E = (R @ C @ n).reshape(3, 1)
+        d = np.array([phi - c.radius])
+    elif getattr(normal, "shape", 0):                       # a friction row against a core: ⟂ its normal
+        C = np.asarray(normal.shape_R, dtype=float)
+        _, n = _nearest(normal.shape, normal.shape_half, C.T @ (R.T @ (xa - p) - normal.r_b))
+        n = R @ C @ n
+        E = np.linalg.svd(np.eye(3) - np.outer(n, n))[0][:, :2]
+        xa, va, Ja, ba = point_kinematics(model, q, qd, c.link_a, c.r_a)
+        d = E.T @ w
+    else:
+        E = R @ np.asarray(c.basis, dtype=float)
+        d = E.T @ (w if c.kind == POINT_VELOCITY else xa - (p + R @ c.r_b))
+    dr = np.zeros(E.shape[1]) if c.kind == POINT_VELOCITY else E.T @ w
+    gamma = E.T @ (ba - bs - 2.0 * np.cross(omega, w))
+    gamma[0] += extra
+    return d, dr, E.T @ (Ja - Jb), gamma, E
 
 
 # ---- grouping -------------------------------------------------------------------------------------------------

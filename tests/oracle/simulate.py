@@ -113,7 +113,7 @@ def _evaluate(model, t, q, qd, z, active, nails, actuators, pull, formulation, c
             if s is None:
                 continue
             c = model.constraints[i]
-            force[i] = np.asarray(c.basis, dtype=float) @ sol.lam[s]
+            force[i] = rows.bases[i] @ sol.lam[s]
             residual[i] = np.linalg.norm(sol.residual[s])
             power_c[i] = sol.lam[s] @ Jqd[s]                              # λ·(J q̇)
             if c.first_order:                                             # velocity constraint: Ḋ = J q̈ + γ
