@@ -290,3 +290,17 @@ def test_a_pair_that_cannot_collide_is_named_in_a_warning():
         b["shapes"] = [{"type": "cylinder", "radius": 0.1, "length": 0.2, "mass": 1.0}]
     with pytest.warns(UserWarning, match=r"ball0\[0\] \(cylinder\) and ball1\[0\] \(cylinder\) do not collide"):
         _model(doc)
+
+
+def test_adding_collisions_in_the_document_makes_the_balls_collide():
+    """The studio's Add ▸ Collisions Between Shapes (``studio.document.edits.add_collisions``: one undoable edit)."""
+    from studio.document import edits
+    doc = _free_balls(1.0)
+    doc.pop("collisions")
+    spec = parse_spec(doc)
+    assert not compile_scene(spec).contacts
+    with_collisions = edits.add_collisions(spec)
+    model = compile_scene(with_collisions)
+    assert len(model.contacts) == 190 and model.contacts[0].name == "ball0.ball1"
+    with pytest.raises(SceneError, match="already"):
+        edits.add_collisions(with_collisions)

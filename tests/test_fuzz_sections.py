@@ -1,5 +1,5 @@
-"""A seeded, structure-aware fuzzer of the contact, joint-limit, control-program and robot-include sections
-(issue 28), beside the whole-document fuzzer of ``tests/test_fuzz_scenes.py``: whatever a mutant holds, it is
+"""A seeded, structure-aware fuzzer of the contact, joint-limit, collision, control-program and robot-include
+sections (issue 28), beside the whole-document fuzzer of ``tests/test_fuzz_scenes.py``: whatever a mutant holds, it is
 refused by validation with named problems (``core.scene.SceneError``; ``python -m core run`` exit 2) or it runs
 a short, bounded run to its end (exit 0) or to a stop with a named reason (exit 3: diverged, the energy books,
 chatter, the events' cost, the step budget) — never a traceback, an error the checks did not name, or a hang.
@@ -11,7 +11,7 @@ closed, widened past the number limits, with q0 outside them and a restitution o
 (numbers scaled to 0, negative or 1e6, names swapped for other names of the scene: a spring as an actuator, a
 body as a joint) and constraints; a robot include's file (another robot, a missing one, paths outside its folder,
 a folder, a device), base, base pose, q0 and inertia policy; the run's dt, integrator, tolerance and event
-tolerance. Robot files themselves are mutated too (URDF and MJCF: attributes given odd values, elements removed
+tolerance; a scene's ``collisions`` and ``ground`` by the generic mutations at their paths. Robot files themselves are mutated too (URDF and MJCF: attributes given odd values, elements removed
 or repeated, mesh and include paths pointed outside the folder) and included from a mutated scene. Each trial
 also takes the generic mutations of the whole-document fuzzer at a path inside its section.
 
@@ -50,6 +50,7 @@ SECTIONS = {
     "contacts": ["bouncing_ball", "sliding_block", "box_of_balls", "block_lifted", "block_on_sprung_table",
                  "raibert_hopper", "anthropomorphic_hopper", "kearney_flip"],
     "limits": ["pendulum_joint_limit"],
+    "collisions": ["balls_in_a_box", "ball_off_table", "box_stack"],
     "programs": ["raibert_hopper", "anthropomorphic_hopper", "kearney_particle", "kearney_flip"],
     "robot": ["robot_arm_computed_torque", "urdf:assets/urdf/twin_arm_torso.urdf", "urdf:tests/data/boom_payload.urdf",
               "mjcf:pendulum"],
@@ -193,7 +194,8 @@ def _section_paths(doc, section: str) -> list[tuple]:
                 if isinstance(j.get("limits"), list):
                     paths += [("bodies", i, "joint", "limits", n) for n in range(len(j["limits"]))]
         return paths
-    keys = {"contacts": ("contacts",), "programs": ("programs", "forces"), "robot": ("robot",)}[section]
+    keys = {"contacts": ("contacts",), "programs": ("programs", "forces"), "robot": ("robot",),
+            "collisions": ("collisions", "ground")}[section]
     paths = [p for key in keys if key in doc for p in _paths(doc[key], (key,))]
     return paths or [(keys[0],)]
 
@@ -544,7 +546,7 @@ def fuzz(n: int, seed: int, budget_s: float = math.inf, command_line_every: int 
             "seconds": time.perf_counter() - start}
 
 
-def test_fuzz_contact_limit_program_and_robot_sections():
+def test_fuzz_contact_limit_collision_program_and_robot_sections():
     # (seed 31: every section stops at least once at 300 trials; seeds 28-32 all pass, 28 with one stopped trial)
     result = fuzz(int(os.environ.get("LIMBSTUDIO_FUZZ_SECTIONS", "300")), seed=31, budget_s=20.0)
     counts = result["counts"]

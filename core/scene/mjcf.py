@@ -56,7 +56,9 @@ with a warning. A geom that collides with nothing (``contype`` = ``conaffinity``
 a group the viewer hides (3 and up) a ``collision`` shape, others both; each keeps its ``contype`` and
 ``conaffinity``. The world body's first colliding plane (the floor) becomes the scene's ``ground`` (its friction
 and filter kept; :mod:`core.scene.collision`); other world geoms are not drawn and, if they collide, named in a
-warning. Shapes touch the ground only: MuJoCo's geom–geom collisions are not built yet.
+warning. Geoms collide with each other when the document asks (``"collisions": {}``, :mod:`core.scene.collision`:
+not a parent and its child, their ``contype``/``conaffinity`` kept); the file's ``<contact>`` pairs and excludes
+are not read.
 
 **Equalities.** ``connect`` becomes a ``point_to_point`` constraint between the two bodies' anchors (to the world
 if one of them is the world; ``active`` gives ``enabled``); a ``joint`` equality between hinges or slides, and
@@ -395,6 +397,10 @@ def mjcf_to_spec(path: str | Path) -> Scene:
         notes.fluid = (f"the medium's fluid forces (density {m.opt.density:g} kg/m³, viscosity "
                        f"{m.opt.viscosity:g} Pa·s"
                        + (", and the ellipsoid fluid model of geoms" if m.geom_fluid[:, 0].any() else "") + ")")
+    if m.npair > 0 or m.nexclude > 0:
+        notes.contact_rules = (f"the file's contact rules ({m.npair} <pair> and {m.nexclude} <exclude>) are not "
+                               "imported: a scene's \"collisions\" lets every two geoms collide that pass "
+                               "contype/conaffinity and are not a parent and its child")
     notes.warn(source)
     if len(bodies) > MAX_BODIES:
         raise SceneError([Problem("mujoco", f"{len(bodies)} bodies (with one per extra joint), more than the "
@@ -425,6 +431,7 @@ class _Notes:
         self.tendons: list[str] = []          # "name (what)" of tendons whose effect is not imported
         self.equalities: list[str] = []       # "name (type)" of equalities not imported
         self.fluid: str | None = None
+        self.contact_rules: str | None = None
 
     def warn(self, source: str) -> None:
         said = []
@@ -453,6 +460,8 @@ class _Notes:
                         f"are): {_listed(self.equalities)}")
         if self.fluid:
             said.append(f"{self.fluid} are not imported")
+        if self.contact_rules:
+            said.append(self.contact_rules)
         for text in said:
             warnings.warn(f"{source}: {text}", MJCFWarning, stacklevel=3)
 

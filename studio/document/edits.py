@@ -493,6 +493,16 @@ def add_ground(spec):
     return validate(data)
 
 
+def add_collisions(spec):
+    """The document with ``"collisions": {}`` (every two shapes that touch collide: :mod:`core.scene.collision`);
+    refused if it has them already."""
+    if spec.collisions is not None:
+        raise SceneError([Problem("$.collisions", "the scene's shapes collide already")])
+    data = to_data(spec)
+    data["collisions"] = {}
+    return validate(data)
+
+
 # ---- handles dragged in the viewport ----------------------------------------------------------------------------
 def move_spring_end(spec, name: str, end: str, body: str, point):
     """Put end ``end`` ("a" or "b") of spring ``name`` on ``body`` ("world" for a world point) at ``point``

@@ -48,6 +48,10 @@ class ItemActions(QObject):
         self.ground_action.setToolTip("A ground under the whole scene: every body's shapes that touch (a robot's "
                                       "collision shapes) rest on it (the document's \"ground\")")
         self.ground_action.triggered.connect(lambda _=False: self.add_ground())
+        self.collisions_action = self.add_menu.addAction("&Collisions Between Shapes")
+        self.collisions_action.setToolTip("Every two shapes that touch collide: balls with balls, a ball with a box's "
+                                          "faces, edges and corners (the document's \"collisions\")")
+        self.collisions_action.triggered.connect(lambda _=False: self.add_collisions())
         self.duplicate_action = QAction("D&uplicate", self)
         self.duplicate_action.setShortcut(QKeySequence("Ctrl+D"))
         self.duplicate_action.triggered.connect(self.duplicate)
@@ -112,6 +116,16 @@ class ItemActions(QObject):
         except SceneError as exc:
             return self._refuse("cannot add a ground", exc)
         self._document.apply(new, "Add ground", select=before, select_before=before)
+        return True
+
+    def add_collisions(self) -> bool:
+        """Make the scene's shapes collide with each other (``"collisions": {}``), undoably; refused if they do."""
+        spec, before = self._document.spec, self._selection.path
+        try:
+            new = edits.add_collisions(spec)
+        except SceneError as exc:
+            return self._refuse("cannot add collisions", exc)
+        self._document.apply(new, "Add collisions", select=before, select_before=before)
         return True
 
     def duplicate(self) -> bool:
