@@ -194,9 +194,12 @@ def test_a_walk_through_every_menu_dock_and_field_raises_nothing(qtbot, gl_rende
 
     win.pause()
     qtbot.waitUntil(lambda: win.sim_thread.latest is not None and not win.sim_thread.latest.playing)
-    steps = win.sim_thread.latest.steps
-    win.step_action.trigger()                                # still responding
-    qtbot.waitUntil(lambda: win.sim_thread.latest.steps != steps, timeout=10_000)
+    steps, said = win.sim_thread.latest.steps, len(worker_errors)
+    win.step_action.trigger()                                # still responding: a step taken, or the run's stop said
+    # (the walk adds bodies where others are, a ground they stand half below and, with Add ▸ Collisions, shapes
+    # that touch: such a document may stop as diverged, and Step then says so again, keeping the last good state)
+    qtbot.waitUntil(lambda: win.sim_thread.latest.steps != steps
+                    or any("keeping the last good state" in e for e in worker_errors[said:]), timeout=10_000)
     failed = [e for e in worker_errors if " failed: " in e]
     assert not problems() and not failed, "\n".join(problems() + failed)
     quit_action.trigger()

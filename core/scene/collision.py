@@ -29,7 +29,8 @@ the other's core (exact unless two capsules cross side by side), a box's corners
 the other's corners against it (exact for a box resting on a box's face or edge; two edges crossing are not
 seen), a cylinder's rim points or a mesh's hull points against a sphere's, capsule's or box's core. A cylinder
 or a mesh against a cylinder or a mesh has no core on either side: such a pair is named in a warning and does
-not collide. The pairs are fixed when the scene compiles (every pair of touching shapes on two links that can
+not collide; two shapes that overlap at the start (deeper than :data:`OVERLAP`) do not collide either, named in a
+warning. The pairs are fixed when the scene compiles (every pair of touching shapes on two links that can
 move relative to each other, not a parent and its child); the compiled step checks each one's exact distance
 at every evaluation.
 """
@@ -48,6 +49,9 @@ __all__ = ["RIM_POINTS", "MESH_DIRECTIONS", "shape_points", "body_points", "grou
            "world_plane", "shape_core", "shape_contacts", "ShapeContact"]
 
 RIM_POINTS = 8
+#: m: two shapes that overlap deeper than this at the start do not collide (named in a warning): an exact contact
+#: cannot start inside a shape (links overlapping at a joint, a body added where another is).
+OVERLAP = 1e-6
 #: The 14 directions whose furthest hull vertices stand for a mesh (a 14-DOP), unit vectors in the mesh's frame.
 MESH_DIRECTIONS = np.vstack([np.eye(3), -np.eye(3), np.array(list(itertools.product((-1.0, 1.0), repeat=3)))
                              / math.sqrt(3.0)])
@@ -234,6 +238,8 @@ def shape_contacts(spec, model) -> tuple[list[ShapeContact], list[Problem], list
               and any(touches(s) for s in b.shapes)]
     link_of = {b.name: model.body_frame(b.name)[0] for b in bodies}
     moves = _moving_links(model)
+    from ..points import link_kinematics
+    kin = link_kinematics(model, model.q0)
     taken = {c.name for c in spec.contacts} | {c.name for c in spec.constraints}
     out: list[ShapeContact] = []
     notes: list[str] = []
@@ -255,6 +261,13 @@ def shape_contacts(spec, model) -> tuple[list[ShapeContact], list[Problem], list
                     if not sides:
                         notes.append(f"shapes {A.name}[{ia}] ({sa.type}) and {B.name}[{ib}] ({sb.type}) do not "
                                      "collide: neither is a sphere, a capsule or a box")
+                        continue
+                    depth = max(_overlap(model, kin, side) for side in sides)
+                    if depth > OVERLAP:
+                        notes.append(f"shapes {A.name}[{ia}] ({sa.type}) and {B.name}[{ib}] ({sb.type}) overlap by "
+                                     f"{depth:.3g} m at the start: they do not collide (move one apart, or list "
+                                     "the pair in the collisions' exclude_pairs)")
+                        continue
                     found.extend(sides)
             for k, (body, ia, other, ib, points, core) in enumerate(found):
                 name = f"{A.name}.{B.name}" + (f".{k}" if len(found) > 1 else "")
@@ -281,6 +294,23 @@ def _sides(A, ia, sa, B, ib, sb) -> list[tuple]:
     if ca is not None and (cb is None or sb.type in ("capsule", "box")):
         out.append((B, ib, A, ia, shape_points(sb), ca))
     return out
+
+
+def _overlap(model, kin, side) -> float:
+    """How deep the points of one side of a shape pair (:func:`_sides`) are inside the other shape at the
+    configuration of ``kin`` (m; 0 when none is)."""
+    from ..geometry import distance
+    body, _, other, _, points, (kind, R, centre, half, radius) = side
+    la, R_LA, p_LA = model.body_frame(body.name)
+    lb, R_LB, p_LB = model.body_frame(other.name)
+    Rb = kin.R_WL[lb] @ R_LB @ R
+    ob = kin.p_WL[lb] + kin.R_WL[lb] @ (p_LB + R_LB @ centre)
+    deepest = 0.0
+    for r, rad in points:
+        x = kin.p_WL[la] + kin.R_WL[la] @ (p_LA + R_LA @ r)
+        phi = distance(kind, half, Rb.T @ (x - ob))[0]
+        deepest = max(deepest, rad + radius - phi)
+    return deepest
 
 
 def _moving_links(model) -> np.ndarray:

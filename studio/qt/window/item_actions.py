@@ -110,22 +110,20 @@ class ItemActions(QObject):
         """Give the scene a ground (``"ground": {}``: a plane through the origin against gravity), undoably; a
         document that has one keeps it (refused), and the new one takes the place of an included robot file's
         floor."""
-        spec, before = self._document.spec, self._selection.path
-        try:
-            new = edits.add_ground(spec)
-        except SceneError as exc:
-            return self._refuse("cannot add a ground", exc)
-        self._document.apply(new, "Add ground", select=before, select_before=before)
-        return True
+        return self._add_section(edits.add_ground, "a ground", "Add ground")
 
     def add_collisions(self) -> bool:
         """Make the scene's shapes collide with each other (``"collisions": {}``), undoably; refused if they do."""
+        return self._add_section(edits.add_collisions, "collisions", "Add collisions")
+
+    def _add_section(self, edit, what: str, undo_text: str) -> bool:
+        """Apply ``edit`` (a pure edit adding a whole section) as one undo step, the selection kept."""
         spec, before = self._document.spec, self._selection.path
         try:
-            new = edits.add_collisions(spec)
+            new = edit(spec)
         except SceneError as exc:
-            return self._refuse("cannot add collisions", exc)
-        self._document.apply(new, "Add collisions", select=before, select_before=before)
+            return self._refuse(f"cannot add {what}", exc)
+        self._document.apply(new, undo_text, select=before, select_before=before)
         return True
 
     def duplicate(self) -> bool:
