@@ -304,3 +304,14 @@ def test_adding_collisions_in_the_document_makes_the_balls_collide():
     assert len(model.contacts) == 190 and model.contacts[0].name == "ball0.ball1"
     with pytest.raises(SceneError, match="already"):
         edits.add_collisions(with_collisions)
+
+
+def test_shapes_that_overlap_at_the_start_do_not_collide_and_are_named():
+    """An exact contact cannot start inside a shape: a ball put inside another is left out of the collisions, with
+    a warning naming both shapes and the depth; the others still collide."""
+    doc = _free_balls(1.0)
+    doc["bodies"] = doc["bodies"][:3]
+    doc["bodies"][1]["joint"]["q0"][:3] = [0.05, 0.0, 0.0]     # 0.05 m from ball0's centre: 0.11 m deep
+    with pytest.warns(UserWarning, match=r"ball0\[0\] \(sphere\) and ball1\[0\] \(sphere\) overlap by 0.11 m"):
+        model = _model(doc)
+    assert [c.name for c in model.contacts] == ["ball0.ball2", "ball1.ball2"]
