@@ -178,12 +178,18 @@ def contact_report(model, events) -> list[str]:
     """One line per contact of ``model``: its touchdowns, bounces, lift-offs, slips and sticks in ``events``
     (:mod:`core.contacts`), the first and last times, and its hops: the lift-offs after which none of its points
     touches — a hop is counted when it leaves the ground, as the hopping programs count theirs
-    (:mod:`core.programs.hopping`), so a run that ends in flight counts its last hop too."""
+    (:mod:`core.programs.hopping`), so a run that ends in flight counts its last hop too. The pairs of a scene's
+    ``collisions`` are listed only when they have events, with one line counting them all."""
     lines = []
+    by_contact: dict[str, list] = {}
+    for e in events:
+        by_contact.setdefault(e.contact, []).append(e)
+    pairs = [c for c in model.contacts if c.shape]
     for c in model.contacts:
-        mine = [e for e in events if e.contact == c.name]
+        mine = by_contact.get(c.name, [])
         if not mine:
-            lines.append(f"contact {c.name!r}: no events")
+            if not c.shape:
+                lines.append(f"contact {c.name!r}: no events")
             continue
         counts: dict[str, int] = {}
         for e in mine:
@@ -198,6 +204,10 @@ def contact_report(model, events) -> list[str]:
         kinds = ", ".join(f"{n} {k}{'s' if n != 1 else ''}" for k, n in counts.items())
         lines.append(f"contact {c.name!r}: {kinds}; {hops} hop{'s' if hops != 1 else ''}; "
                      f"first at t = {mine[0].t:.6g} s, last at t = {mine[-1].t:.6g} s")
+    if pairs:
+        met = sum(1 for c in pairs if c.name in by_contact)
+        lines.append(f"collisions: {len(pairs)} pairs of shapes, {met} of them touched (listed above), "
+                     f"{len(pairs) - met} never")
     return lines
 
 

@@ -315,3 +315,17 @@ def test_shapes_that_overlap_at_the_start_do_not_collide_and_are_named():
     with pytest.warns(UserWarning, match=r"ball0\[0\] \(sphere\) and ball1\[0\] \(sphere\) overlap by 0.11 m"):
         model = _model(doc)
     assert [c.name for c in model.contacts] == ["ball0.ball2", "ball1.ball2"]
+
+
+def test_core_run_lists_the_pairs_that_touched_and_counts_the_rest(tmp_path, capsys):
+    from core.__main__ import main
+    doc = _free_balls(1.0)
+    doc["simulation"]["duration"] = 0.3
+    path = tmp_path / "balls.json"
+    path.write_text(json.dumps(doc))
+    assert main(["run", str(path), "--out", str(tmp_path / "run")]) == 0
+    out = capsys.readouterr().out
+    touched = [line for line in out.splitlines() if line.startswith("contact ")]
+    assert touched and all("no events" not in line for line in touched)
+    assert f"collisions: 190 pairs of shapes, {len(touched)} of them touched (listed above), " \
+           f"{190 - len(touched)} never" in out
