@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .geometry import curvature, feature
+from .geometry import core_coordinates, curvature, feature, tangent_basis
 from .jit import inline, njit
 from .joint_constraints import JOINT_SPACE, TAPE, JointSpaceConstraint, tape_jet
 from .points import jacobian_columns, point_bias, point_state
@@ -130,20 +130,20 @@ def constraint_links(c) -> tuple:
 
 
 def perpendicular_basis(direction: np.ndarray) -> np.ndarray:
-    """Two unit vectors (3 x 2) orthogonal to ``direction`` and to each other."""
-    d = direction / np.linalg.norm(direction)
-    helper = np.array([1.0, 0.0, 0.0]) if abs(d[0]) < 0.9 else np.array([0.0, 1.0, 0.0])
-    e1 = np.cross(d, helper)
-    e1 /= np.linalg.norm(e1)
-    return np.column_stack([e1, np.cross(d, e1)])
+    """Two unit vectors (3 x 2) orthogonal to ``direction`` and to each other (:func:`core.geometry.tangent_basis`,
+    which the compiled step uses for a shape contact's friction rows)."""
+    E = np.zeros((3, 2))
+    tangent_basis(np.asarray(direction, dtype=float) / np.linalg.norm(direction), E, 0)
+    return E
 
 
-def constraint_table(constraints, drags: dict | None = None, unilateral=frozenset(),
-                     fixed=frozenset()) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def constraint_table(constraints, drags: dict | None = None, unilateral=frozenset(), fixed=frozenset(),
+                     normal_of: dict | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``(table, tape, variables)``: the :data:`CONSTRAINT` table of ``constraints``, the joint-space constraints'
     programs one after another (:data:`core.joint_constraints.TAPE`) and the joint variables they read
     (:data:`JOINT_VARIABLE`). ``drags``: the studio's dragged nails, name → (t0, position, velocity);
-    ``unilateral``: the indices of the contacts' and joint limits' rows; ``fixed``: the links that cannot move."""
+    ``unilateral``: the indices of the contacts' and joint limits' rows; ``fixed``: the links that cannot move;
+    ``normal_of``: a contact point's stick rows → its normal row (:func:`core.contacts.stick_normals`)."""
     table = np.zeros(len(constraints), CONSTRAINT)
     tapes, variables = [np.zeros(0, TAPE)], [np.zeros(0, JOINT_VARIABLE)]
     n_tape = n_vars = 0
@@ -152,12 +152,8 @@ def constraint_table(constraints, drags: dict | None = None, unilateral=frozense
         row["unilateral"] = i in unilateral
         row["r_a"], row["r_b"] = c.r_a, c.r_b
         row["fixed_a"], row["fixed_b"] = c.link_a in fixed, c.link_b in fixed
-        row["normal_row"] = -1
+        row["normal_row"] = (normal_of or {}).get(i, -1)
         row["part"] = -1
-        if i in unilateral and c.kind == POINT_VELOCITY:       # a contact point's stick rows follow its normal row
-            normal = constraints[i - 1]
-            assert normal.kind == POINT_ON_PLANE and normal.entity == c.entity and normal.link_a == c.link_a
-            row["normal_row"] = i - 1
         row["basis"][:, :c.rows] = c.basis
         row["stabilization"], row["max_force"], row["max_deviation"] = c.stabilization, c.max_force, c.max_deviation
         row["jacobian_scale"] = c.jacobian_scale
@@ -401,14 +397,9 @@ def _body_basis_rows(parent, S, v_start, nv_j, R_WL, p_WL, v, a_vp, con, c, row,
     E = P3[8:11]                                               # world basis: E[a, b] = (R_b E_b)[a, b]
     point_state(R_WL, p_WL, v, ka, con.r_a, xa, va)
     point_state(R_WL, p_WL, v, kb, con.r_b, xb, vb)
-    for a in range(3):                                         # b's point at x_a, in b's coordinates
-        rs[a] = R_WL[kb, 0, a] * (xa[0] - p_WL[kb, 0]) + R_WL[kb, 1, a] * (xa[1] - p_WL[kb, 1]) + \
-            R_WL[kb, 2, a] * (xa[2] - p_WL[kb, 2])
+    core_coordinates(R_WL, p_WL, kb, xa, con.r_b, con.shape_R, rs, z)   # b's point at x_a (b's frame); z: the core's
     phi, region, axis = 0.0, 0, -1
     if con.shape > 0:                                          # against a core: the normal of this state
-        for a in range(3):                                     # z: x_a in the core's frame
-            z[a] = con.shape_R[0, a] * (rs[0] - con.r_b[0]) + con.shape_R[1, a] * (rs[1] - con.r_b[1]) + \
-                con.shape_R[2, a] * (rs[2] - con.r_b[2])
         phi, region, axis = feature(con.shape, con.shape_half, con.part, z, sc, nc)
         for a in range(3):                                     # n_b (b's frame) into the table; the core's point
             con.basis[a, 0] = con.shape_R[a, 0] * nc[0] + con.shape_R[a, 1] * nc[1] + con.shape_R[a, 2] * nc[2]

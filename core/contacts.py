@@ -49,7 +49,7 @@ from .points import jacobian_at, link_kinematics
 
 __all__ = ["Contact", "ContactPoint", "JointLimit", "contact_elements", "point_modes", "point_states",
            "plane_frames", "contact_rows", "constraint_jacobian", "contact_tables", "CONTACT_POINT", "LIMIT",
-           "OPEN", "STICK", "SLIP", "FRICTIONLESS", "MODE_NAMES", "PENETRATION"]
+           "OPEN", "STICK", "SLIP", "FRICTIONLESS", "MODE_NAMES", "PENETRATION", "stick_normals", "core_distance"]
 
 OPEN, STICK, SLIP, FRICTIONLESS = range(4)
 #: m: the penetration beyond which an open point touches down (the isolation's tolerance on the separation).
@@ -121,10 +121,7 @@ class Contact:
             n, o = self.plane(kin)
             x = centre - point.radius * n
             return n, x, float(n @ (x - o))
-        R = kin.R_WL[self.plane_link] @ self.shape_R
-        o = kin.p_WL[self.plane_link] + kin.R_WL[self.plane_link] @ self.origin
-        phi, _, n = distance(self.shape, self.shape_half, R.T @ (centre - o))
-        n = R @ n
+        phi, n = core_distance(kin, centre, self.plane_link, self.origin, self.shape_R, self.shape, self.shape_half)
         return n, centre - point.radius * n, phi - point.radius - self.shape_radius
 
 @dataclass(frozen=True, eq=False)
@@ -266,6 +263,20 @@ def contact_rows(model) -> frozenset:
     return rows
 
 
+def stick_normals(model) -> dict:
+    """Each contact point's stick rows → its normal row (indices in ``Model.constraints``): while the normal row is
+    inactive (the point open) the compiled step does not evaluate the stick rows."""
+    return {p.stick: p.normal for c in model.contacts for p in c.points if p.stick >= 0}
+
+
+def core_distance(kin, x, link, centre, R, kind: int, half) -> tuple[float, np.ndarray]:
+    """``(φ, n)``: the signed distance from world point ``x`` to the core of link ``link``'s shape centred at
+    ``centre`` and turned by ``R`` in its frame (:func:`core.geometry.distance`), and the world unit normal."""
+    R_core = kin.R_WL[link] @ R
+    phi, _, n = distance(kind, half, R_core.T @ (x - kin.p_WL[link] - kin.R_WL[link] @ centre))
+    return phi, R_core @ n
+
+
 def constraint_jacobian(model, kin, q, c) -> np.ndarray:
     """The rows J (rows x nv) of constraint ``c`` at configuration q (``kin``: its link kinematics)."""
     if c.kind == JOINT_SPACE:
@@ -282,11 +293,10 @@ def constraint_jacobian(model, kin, q, c) -> np.ndarray:
     if c.body_basis:                                           # b's point at x_a, the basis turned with b
         R, p = kin.R_WL[c.link_b], kin.p_WL[c.link_b]
         xa = kin.p_WL[c.link_a] + kin.R_WL[c.link_a] @ c.r_a
-        basis = c.basis
+        E = R @ c.basis
         if getattr(c, "shape", 0):                             # against a core: the normal at q
-            _, _, n = distance(c.shape, c.shape_half, c.shape_R.T @ (R.T @ (xa - p) - c.r_b))
-            basis = (c.shape_R @ n).reshape(3, 1)
-        return (R @ basis).T @ (Ja - jacobian_at(model, kin, c.link_b, R.T @ (xa - p)))
+            E = core_distance(kin, xa, c.link_b, c.r_b, c.shape_R, c.shape, c.shape_half)[1].reshape(3, 1)
+        return E.T @ (Ja - jacobian_at(model, kin, c.link_b, R.T @ (xa - p)))
     if c.link_b >= 0:
         Ja = Ja - jacobian_at(model, kin, c.link_b, c.r_b)
     return c.basis.T @ Ja

@@ -31,7 +31,7 @@ import numpy as np
 from .jit import njit
 
 __all__ = ["PLANE", "POINT", "SEGMENT", "BOX", "CORE_NAMES", "FACE", "EDGE", "VERTEX", "nearest", "feature",
-           "part_of", "curvature", "distance"]
+           "part_of", "core_coordinates", "curvature", "tangent_basis", "distance"]
 
 #: Cores: a contact's plane (the rows of :mod:`core.contacts` before shapes), a point (a sphere), a segment
 #: along the core frame's z of half-length ``half[2]`` (a capsule), a box of half-extents ``half``.
@@ -122,6 +122,31 @@ def curvature(phi, region, axis, n, zd):
     if region == EDGE:
         t2 -= zd[axis] * zd[axis]
     return max(t2, 0.0) / phi
+
+
+@njit
+def tangent_basis(n, E, first):
+    """E[:, first], E[:, first + 1] ← two unit vectors orthogonal to the unit ``n`` and to each other:
+    e₁ = n × h/‖n × h‖ (h the x axis, or the y axis when n is near x), e₂ = n × e₁."""
+    h0, h1 = (1.0, 0.0) if abs(n[0]) < 0.9 else (0.0, 1.0)
+    e0, e1, e2 = -n[2] * h1, n[2] * h0, n[0] * h1 - n[1] * h0
+    norm = np.sqrt(e0 * e0 + e1 * e1 + e2 * e2)
+    e0, e1, e2 = e0 / norm, e1 / norm, e2 / norm
+    E[0, first], E[1, first], E[2, first] = e0, e1, e2
+    E[0, first + 1] = n[1] * e2 - n[2] * e1
+    E[1, first + 1] = n[2] * e0 - n[0] * e2
+    E[2, first + 1] = n[0] * e1 - n[1] * e0
+
+
+@njit
+def core_coordinates(R_WL, p_WL, b, x, centre, R, y, z):
+    """World point ``x`` in link b's frame (``y``) and in the frame of b's core centred at ``centre`` and turned by
+    ``R`` in b's frame (``z``)."""
+    for a in range(3):
+        y[a] = R_WL[b, 0, a] * (x[0] - p_WL[b, 0]) + R_WL[b, 1, a] * (x[1] - p_WL[b, 1]) + \
+            R_WL[b, 2, a] * (x[2] - p_WL[b, 2])
+    for a in range(3):
+        z[a] = R[0, a] * (y[0] - centre[0]) + R[1, a] * (y[1] - centre[1]) + R[2, a] * (y[2] - centre[2])
 
 
 def distance(kind: int, half, z) -> tuple[float, np.ndarray, np.ndarray]:

@@ -29,6 +29,7 @@ import numpy as np
 
 from .aba import aba_passes, aba_solve, tree_span
 from .constraints import JOINT_SPACE
+from .geometry import tangent_basis
 from .jit import njit
 from .linalg import pinv_apply, svd_columns
 from .points import jacobian_columns
@@ -101,20 +102,6 @@ def plane_normal(tab, kin, p, n):
 
 
 @njit
-def tangents(n, E, first):
-    """E[:, first], E[:, first + 1] ← two unit vectors orthogonal to the unit ``n`` and to each other (as
-    :func:`core.constraints.perpendicular_basis`)."""
-    h0, h1 = (1.0, 0.0) if abs(n[0]) < 0.9 else (0.0, 1.0)
-    e0, e1, e2 = n[1] * 0.0 - n[2] * h1, n[2] * h0 - n[0] * 0.0, n[0] * h1 - n[1] * h0     # n × helper
-    norm = np.sqrt(e0 * e0 + e1 * e1 + e2 * e2)
-    e0, e1, e2 = e0 / norm, e1 / norm, e2 / norm
-    E[0, first], E[1, first], E[2, first] = e0, e1, e2
-    E[0, first + 1] = n[1] * e2 - n[2] * e1
-    E[1, first + 1] = n[2] * e0 - n[0] * e2
-    E[2, first + 1] = n[0] * e1 - n[1] * e0
-
-
-@njit
 def _point_rows(tree, tab, kin, p, R, row, E):
     """R[row] ← n ᵀ J_rel and R[row + 1 : row + 1 + nt] ← E_tᵀ J_rel for contact point p, with J_rel the Jacobian of
     the velocity of its material point where it touches relative to the plane body's point there; E (3 x 3)
@@ -132,7 +119,7 @@ def _point_rows(tree, tab, kin, p, R, row, E):
         E[a, 0] = n[a]
     if pt.stick >= 0 and tab.constraints[pt.normal].shape > 0:    # against a core: the tangents of this normal
         nt = tab.constraints[pt.stick].rows
-        tangents(n, E, 1)
+        tangent_basis(n, E, 1)
     elif pt.stick >= 0:
         con = tab.constraints[pt.stick]
         nt = con.rows

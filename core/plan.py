@@ -18,7 +18,7 @@ from typing import NamedTuple
 import numpy as np
 
 from .constraints import constraint_table
-from .contacts import contact_rows, contact_tables
+from .contacts import contact_rows, contact_tables, stick_normals
 from .control.kernels import COMPUTED_TORQUE, PROJECTED, controller_table
 from .data import Data
 from .events import EVENT, decode
@@ -284,7 +284,8 @@ def build_plan(model: Model, inputs: Inputs) -> Plan:
     solver = {**s.get("solver", {}), **dict(inputs.solver)}
     projection = s.get("projection", {}) or {}
     drags = {n: (t0, np.array(p), np.array(v)) for n, t0, p, v in inputs.nails}
-    cons, tape, variables = constraint_table(model.constraints, drags, contact_rows(model), model.fixed_links)
+    cons, tape, variables = constraint_table(model.constraints, drags, contact_rows(model), model.fixed_links,
+                                             stick_normals(model))
     pull = () if inputs.pull is None else (pull_force(*inputs.pull),)
     forces = force_table(model.forces + pull, dict(inputs.actuators))
     controllers = controllers_under(model, inputs)

@@ -43,10 +43,10 @@ from __future__ import annotations
 import numpy as np
 
 from .contacts import OPEN, PENETRATION, SLIP, STICK
-from .geometry import BOX, SEGMENT, part_of
+from .geometry import BOX, SEGMENT, core_coordinates, part_of, tangent_basis
 from .events import (BOUNCE, BREAK, FULL_RANK, LIFT_OFF, LIMIT, LIMIT_BOUNCE, LIMIT_RELEASE, RANK_DEFICIENT,
                      SLIP as SLIP_EVENT, STICK as STICK_EVENT, TOUCHDOWN, WATCH)
-from .impacts import BOUND, NOT_IN_IMPACT, POINT, impact, plane_normal, tangents
+from .impacts import BOUND, NOT_IN_IMPACT, POINT, impact, plane_normal
 from .jit import njit
 from .programs.kernels import watch_value
 
@@ -97,18 +97,11 @@ def _core_point(tab, kin, p, z):
     """z ← contact point p's point in the frame of its shape's core (its normal row's ``r_b``, ``shape_R``)."""
     pt = tab.points[p]
     con = tab.constraints[pt.normal]
-    k, b = pt.link, pt.plane_link
-    y0 = kin.p_WL[k, 0] + kin.R_WL[k, 0, 0] * pt.r[0] + kin.R_WL[k, 0, 1] * pt.r[1] + kin.R_WL[k, 0, 2] * pt.r[2] - \
-        kin.p_WL[b, 0]
-    y1 = kin.p_WL[k, 1] + kin.R_WL[k, 1, 0] * pt.r[0] + kin.R_WL[k, 1, 1] * pt.r[1] + kin.R_WL[k, 1, 2] * pt.r[2] - \
-        kin.p_WL[b, 1]
-    y2 = kin.p_WL[k, 2] + kin.R_WL[k, 2, 0] * pt.r[0] + kin.R_WL[k, 2, 1] * pt.r[1] + kin.R_WL[k, 2, 2] * pt.r[2] - \
-        kin.p_WL[b, 2]
-    for a in range(3):                                        # in b's frame, then the core's
-        z[a] = kin.R_WL[b, 0, a] * y0 + kin.R_WL[b, 1, a] * y1 + kin.R_WL[b, 2, a] * y2 - con.r_b[a]
-    w0, w1, w2 = z[0], z[1], z[2]
+    k = pt.link
+    x, y = np.empty(3), np.empty(3)
     for a in range(3):
-        z[a] = con.shape_R[0, a] * w0 + con.shape_R[1, a] * w1 + con.shape_R[2, a] * w2
+        x[a] = kin.p_WL[k, a] + kin.R_WL[k, a, 0] * pt.r[0] + kin.R_WL[k, a, 1] * pt.r[1] + kin.R_WL[k, a, 2] * pt.r[2]
+    core_coordinates(kin.R_WL, kin.p_WL, pt.plane_link, x, con.r_b, con.shape_R, y, z)
 
 
 @njit
@@ -289,7 +282,7 @@ def update_tables(tab, kin, active, slip, lead):
             b = pt.plane_link
             for a in range(3):
                 w[a] = kin.R_WL[b, 0, a] * n[0] + kin.R_WL[b, 1, a] * n[1] + kin.R_WL[b, 2, a] * n[2]
-            tangents(w, ws_t, 0)
+            tangent_basis(w, ws_t, 0)
             for a in range(3):
                 for e in range(2):
                     if cons[pt.stick].basis[a, e] != ws_t[a, e]:

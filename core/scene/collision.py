@@ -237,7 +237,7 @@ def shape_contacts(spec, model) -> tuple[list[ShapeContact], list[Problem], list
     bodies = [b for b in spec.bodies if b.name not in g.exclude and (chosen is None or b.name in chosen)
               and any(touches(s) for s in b.shapes)]
     link_of = {b.name: model.body_frame(b.name)[0] for b in bodies}
-    moves = _moving_links(model)
+    fixed = model.fixed_links
     from ..points import link_kinematics
     kin = link_kinematics(model, model.q0)
     taken = {c.name for c in spec.contacts} | {c.name for c in spec.constraints}
@@ -247,7 +247,7 @@ def shape_contacts(spec, model) -> tuple[list[ShapeContact], list[Problem], list
         for B in bodies[i + 1:]:
             la, lb = link_of[A.name], link_of[B.name]
             pair = frozenset((A.name, B.name))
-            if la == lb or pair in excluded or not (moves[la] or moves[lb]):
+            if la == lb or pair in excluded or (la in fixed and lb in fixed):
                 continue
             related = int(model.parent[la]) == lb or int(model.parent[lb]) == la
             if related and pair not in included:
@@ -299,25 +299,13 @@ def _sides(A, ia, sa, B, ib, sb) -> list[tuple]:
 def _overlap(model, kin, side) -> float:
     """How deep the points of one side of a shape pair (:func:`_sides`) are inside the other shape at the
     configuration of ``kin`` (m; 0 when none is)."""
-    from ..geometry import distance
+    from ..contacts import core_distance
     body, _, other, _, points, (kind, R, centre, half, radius) = side
     la, R_LA, p_LA = model.body_frame(body.name)
     lb, R_LB, p_LB = model.body_frame(other.name)
-    Rb = kin.R_WL[lb] @ R_LB @ R
-    ob = kin.p_WL[lb] + kin.R_WL[lb] @ (p_LB + R_LB @ centre)
     deepest = 0.0
     for r, rad in points:
         x = kin.p_WL[la] + kin.R_WL[la] @ (p_LA + R_LA @ r)
-        phi = distance(kind, half, Rb.T @ (x - ob))[0]
+        phi = core_distance(kin, x, lb, p_LB + R_LB @ centre, R_LB @ R, kind, half)[0]
         deepest = max(deepest, rad + radius - phi)
     return deepest
-
-
-def _moving_links(model) -> np.ndarray:
-    """Whether each link can move in the world: it or one of its ancestors has a joint with velocities."""
-    N = len(model.parent)
-    moves = np.zeros(N, dtype=bool)
-    for i in range(N):                                    # (parents come first)
-        p = int(model.parent[i])
-        moves[i] = int(model.nv_j[i]) > 0 or (p >= 0 and moves[p])
-    return moves
