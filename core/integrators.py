@@ -18,8 +18,9 @@ renormalized.
 After each step the projection formulation removes the drift (:func:`core.formulations.project_state`; its
 energy change is booked as ``corrections``) and the new state is evaluated in full (its q̈ is the next step's
 first stage). Then the events (:mod:`core.witnesses`, Kearney §3): if a witness changed sign over the step, the
-step is taken again from its start with bisected lengths until the first crossing is bracketed within
-``simulation.event_tolerance`` (Kearney's isolation predicate on time), the events at the bracket's end are
+step is taken again from its start to trial lengths until the first crossing is bracketed within
+``simulation.event_tolerance`` (Kearney's isolation predicate on time; the trials by regula falsi on the
+witnesses' values, :func:`_isolate`), the events at the bracket's end are
 resolved (impacts, modes switched, constraints broken, and the modes settled) and the step goes on from there to
 its end. Rank changes are reported at the step's end. A batch stops early on a state that is not finite, on more than
 :data:`MAX_EVENTS_PER_STEP` event instants inside one step (chatter), when the events' work over the last steps
@@ -41,7 +42,7 @@ from .kinematics import integrate_kernel, normalize_kernel, qdot_kernel
 from .layout import CASH_KARP, PROJECTION, RK4, SEMI_IMPLICIT_EULER
 from .records import audit_error, write_record
 from .witnesses import (breaks_and_rank, close_touching, find, mark_eligible, rank_change, refresh_slip, resolve,
-                        settle_round, update_tables)
+                        settle_round, update_tables, witness_value)
 
 __all__ = ["advance", "CLOCK", "RUNNING", "EVENT", "NOT_FINITE", "CHATTER", "BOOKS", "EVENT_COST",
            "MAX_EVENTS_PER_STEP", "BOOKS_FACTOR"]
@@ -68,8 +69,8 @@ BOOKS_FACTOR = 0.5
 #: instants resolved so far inside the step in progress), ``settle`` (the modes at the state are to be settled
 #: first: a batch that stops at an event for the control programs stops before, so that the settling sees the
 #: commands they answer with), ``energy_scale`` (the largest |T| + |V_g| + |V_e| the run has been through:
-#: :data:`BOOKS_FACTOR`), ``event_work`` (the work the events have cost, in steps: each isolating bisection is a
-#: step taken again, each event instant counts 1 more and ``answer_work`` more when ``stop_on_events`` (the control
+#: :data:`BOOKS_FACTOR`), ``event_work`` (the work the events have cost, in steps: each isolating trial is a step
+#: taken again, each event instant counts 1 more and ``answer_work`` more when ``stop_on_events`` (the control
 #: programs answer it in Python); it decays by ``event_work_decay`` at every completed step, so it is a running
 #: sum over the last 1 / (1 − decay) steps, and passing ``event_work_limit`` stops the batch as EVENT_COST).
 #: Out: the same after the last good step, ``steps`` completed, ``status`` (RUNNING: the batch ended normally,
@@ -302,6 +303,102 @@ def _boundary_events(tree, tab, ws, t, y, active, events, clock, nq, nv, z0, m, 
     return ok, m, n_groups, scale
 
 
+@njit
+def _rebracket(ev, n_found, nb, halve):
+    """The events just found (``ev.kind``, ``index``, ``g``: n_found) become the isolation bracket's witnesses at
+    its late end; the early values of those already in it are kept (halved when ``halve``: Illinois), the others'
+    are not known (NaN). Returns how many."""
+    early = np.full(n_found, np.nan)
+    for j in range(n_found):
+        for b in range(nb):
+            if ev.bracket_id[b, 0] == ev.kind[j] and ev.bracket_id[b, 1] == ev.index[j]:
+                early[j] = ev.bracket_g[b, 0] * (0.5 if halve else 1.0)
+                break
+    for j in range(n_found):
+        ev.bracket_id[j, 0] = ev.kind[j]
+        ev.bracket_id[j, 1] = ev.index[j]
+        ev.bracket_g[j, 0] = early[j]
+        ev.bracket_g[j, 1] = ev.g[j]
+    return n_found
+
+
+@njit
+def _early_values(tab, ws, out, y_q, slip, nb):
+    """The bracket's witnesses at its early end, the state of the last full evaluation ``out``."""
+    ev = ws.events
+    for b in range(nb):
+        ev.bracket_g[b, 0] = witness_value(tab, ws, out, y_q, slip, ev.bracket_id[b, 0], ev.bracket_id[b, 1])
+
+
+@njit
+def _secant(gb, nb, lo, hi):
+    """The earliest crossing of the bracket's witnesses by the chords through their values at its ends (regula
+    falsi); NaN unless every early value is known and positive and every late one is not."""
+    t = np.inf
+    for b in range(nb):
+        a, c = gb[b, 0], gb[b, 1]
+        if not (a > 0.0 and c <= 0.0):
+            return np.nan
+        t = min(t, lo + (hi - lo) * a / (a - c))
+    return t
+
+
+@njit
+def _isolate(tree, tab, ws, stage, out, st, clock, t, h, y1, active, slip, touched, nq, nv, z0, m, n_groups, scale,
+             partial, full, n_found, correction, iterations):
+    """The first crossing inside the step of h from (t, ``ws.events.y0``), whose end y1 found ``n_found`` events,
+    bracketed within ``st.event_tolerance`` (Kearney's isolation predicate on time): the step is taken again from
+    its start to trial lengths, the bracket's early end a state with no event, its late end one with. The trial
+    length is the Illinois regula falsi's (the earliest chord crossing of the witnesses found at the late end
+    through their values at both ends, the end kept twice running halved), kept ``event_tolerance``/2 inside the
+    bracket so that a converged estimate closes it from both sides, and the bracket's midpoint when a witness's
+    early value is not known or two trials have not halved the bracket. Returns ``(hi, at_hi, correction,
+    iterations)``: the late end's length, whether ``out`` holds its evaluation, and its projection's figures; its
+    state is in ``ws.events.y_hi``."""
+    ev = ws.events
+    y0, y_hi = ev.y0, ev.y_hi
+    tol = st.event_tolerance
+    lo, hi, at_hi = 0.0, h, True
+    y_hi[:] = y1
+    nb = _rebracket(ev, n_found, 0, False)
+    if hi - lo > tol:                                         # the witnesses at the step's start (one evaluation)
+        at_hi = False
+        if evaluate(tree, tab, ws, t, y0[:nq], y0[nq:nq + nv], y0[z0:], m, n_groups, scale, full, out):
+            _early_values(tab, ws, out, y0[:nq], slip, nb)
+    side = 0                                                  # the end the last trial moved: −1 early, +1 late
+    w1 = w2 = np.inf                                          # the bracket's width before the last two trials
+    while hi - lo > tol:
+        width = hi - lo
+        trial = _secant(ev.bracket_g, nb, lo, hi)
+        if not np.isfinite(trial) or width > 0.5 * w2:
+            trial = 0.5 * (lo + hi)
+        trial = min(max(trial, lo + 0.5 * tol), hi - 0.5 * tol)
+        w2, w1 = w1, width
+        clock[0].event_work += 1.0                            # (a step taken again)
+        if not _take_step(tree, tab, ws, stage, out, st, t, y0, trial, y1, nq, nv, m, n_groups, scale, partial,
+                          partial):
+            break
+        ok, c_trial, it_trial = _settle_step(tree, tab, ws, st, t + trial, y1, active, nq, nv, z0, m, n_groups,
+                                             scale, full, out)
+        if not ok:
+            break
+        n_found = find(tab, ws, out, t + trial, y1[:nq], y1[nq:nq + nv], active, slip, touched, False)
+        if n_found > 0:
+            hi, at_hi = trial, True
+            y_hi[:] = y1
+            correction, iterations = c_trial, it_trial
+            nb = _rebracket(ev, n_found, nb, side == 1)
+            side = 1
+        else:
+            lo, at_hi = trial, False
+            _early_values(tab, ws, out, y1[:nq], slip, nb)
+            if side == -1:
+                for b in range(nb):
+                    ev.bracket_g[b, 1] *= 0.5
+            side = -1
+    return hi, at_hi, correction, iterations
+
+
 @entry
 def advance(tree, tab, ws, stage, y, active, slip, touched, clock, out, trace, events):
     """Up to ``clock.max_steps`` steps from (clock.t, y) with the constraints flagged in ``active``, the contact
@@ -411,27 +508,11 @@ def advance(tree, tab, ws, stage, y, active, slip, touched, clock, out, trace, e
                 ck.status = NOT_FINITE                        # a finite state whose evaluation overflows
                 ck.evaluated = False
                 break
-            if find(tab, ws, out, t + h, y1[:nq], y1[nq:nq + nv], active, slip, touched, False) > 0:
-                # an event inside the step: bisect the step from its start until the first crossing is
-                # bracketed within the event tolerance (the first stage, at y0, is kept in k[0])
-                lo, hi, at_hi = 0.0, h, True
-                y_hi[:] = y1
-                while hi - lo > st.event_tolerance:
-                    mid = 0.5 * (lo + hi)
-                    ck.event_work += 1.0                      # (a step taken again)
-                    if not _take_step(tree, tab, ws, stage, out, st, t, y0, mid, y1, nq, nv, m, n_groups, scale,
-                                      partial, partial):
-                        break
-                    ok, c_mid, it_mid = _settle_step(tree, tab, ws, st, t + mid, y1, active, nq, nv, z0, m,
-                                                     n_groups, scale, full, out)
-                    if not ok:
-                        break
-                    if find(tab, ws, out, t + mid, y1[:nq], y1[nq:nq + nv], active, slip, touched, False) > 0:
-                        hi, at_hi = mid, True
-                        y_hi[:] = y1
-                        correction, iterations = c_mid, it_mid
-                    else:
-                        lo, at_hi = mid, False
+            n_found = find(tab, ws, out, t + h, y1[:nq], y1[nq:nq + nv], active, slip, touched, False)
+            if n_found > 0:                                   # an event inside the step: isolate its first crossing
+                hi, at_hi, correction, iterations = _isolate(tree, tab, ws, stage, out, st, clock, t, h, y1, active,
+                                                             slip, touched, nq, nv, z0, m, n_groups, scale,
+                                                             partial, full, n_found, correction, iterations)
                 y[:] = y_hi
                 t = t + hi
                 ck.corrections += correction                  # (the projection's, of the step to the bracket)

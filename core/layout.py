@@ -252,7 +252,9 @@ class EventWork(StructRefProxy):
     contact point whether it may stick in this step (``eligible``), is held in stick (``held``) and how often it
     switched (``switches``); an impact's entries (``ents``, E x 2), which are new (``is_new``), their results
     (``result``, E x 6) and q̇⁺ (``qd``); the state a step starts from (``y0``) and the first one found past an
-    event (``y_hi``)."""
+    event (``y_hi``); per armed watch whether its witness is positive at the step's start (``watch_sign``); while
+    an event is isolated, the events found at the bracket's late end (``bracket_id``: kind, index) and their
+    witnesses at its two ends (``bracket_g``: early, late; NaN where not known)."""
 
 
 @structref.register
@@ -261,7 +263,8 @@ class EventWorkType(_Struct):
 
 
 define_proxy(EventWork, EventWorkType, ['kind', 'index', 'g', 'eligible', 'held', 'switches', 'ents', 'is_new',
-                                        'result', 'qd', 'y0', 'y_hi', 'watch_sign'])
+                                        'result', 'qd', 'y0', 'y_hi', 'watch_sign', 'bracket_id',
+                                        'bracket_g'])
 
 
 class ProgramWork(StructRefProxy):

@@ -46,7 +46,7 @@ PROGRAM_CAPACITY = (64, 8, 4, 32)
 NO_TRACE = np.zeros((0, 1))
 
 #: Chatter by cost (:data:`core.integrators.CLOCK`, ``event_work``): the work of a run's events, counted in steps
-#: (each bisection that isolates an event is a step taken again; each event instant counts 1 more, and
+#: (each trial step that isolates an event is a step taken again; each event instant counts 1 more, and
 #: :data:`ANSWER_WORK` more when control programs answer it in Python), is summed over about the last
 #: :data:`EVENT_WORK_WINDOW` steps (a sum that decays by 1 − 1/window at every step, carried in
 #: ``State.event_work``); when it passes :data:`EVENT_WORK_PER_STEP` times the window, the run stops as chattering

@@ -60,7 +60,7 @@ def failure(status: str, t: float, dt: float) -> str:
         from .plan import EVENT_WORK_PER_STEP, EVENT_WORK_WINDOW
         return (f"contact events cost more than {EVENT_WORK_PER_STEP:g} steps' work per step over the last "
                 f"{EVENT_WORK_WINDOW} steps at t = {t:.6g} s (chatter: contacts that keep switching, each switch "
-                f"isolated by bisection and answered by the control programs, if any); raise the contacts' "
+                f"isolated by trial steps and answered by the control programs, if any); raise the contacts' "
                 f"rest_speed or the event_tolerance, or lower the step")
     if status == "chatter":
         from .integrators import MAX_EVENTS_PER_STEP

@@ -50,7 +50,7 @@ from .impacts import BOUND, NOT_IN_IMPACT, POINT, impact, plane_normal
 from .jit import njit
 from .programs.kernels import watch_value
 
-__all__ = ["REGION", "region_code", "find", "resolve", "settle_round", "close_touching", "update_tables", "refresh_slip", "mark_eligible",
+__all__ = ["REGION", "region_code", "find", "witness_value", "resolve", "settle_round", "close_touching", "update_tables", "refresh_slip", "mark_eligible",
            "breaks_and_rank", "rank_change", "log", "MAX_SWITCHES"]
 
 #: A released joint bound is taken again when the joint moves into it faster than this (rad/s or m/s) or is beyond it
@@ -140,6 +140,37 @@ def _region_witness(tab, kin, p, code, z):
 
 
 @njit
+def _separation(out, n, i):
+    """h = n·(x_a − x_b): the separation along n of constraint row i's two points."""
+    return n[0] * (out.point_a[i, 0] - out.point_b[i, 0]) + n[1] * (out.point_a[i, 1] - out.point_b[i, 1]) + \
+        n[2] * (out.point_a[i, 2] - out.point_b[i, 2])
+
+
+@njit
+def _cone(pt, out, N):
+    """μN − ‖F_t‖: a sticking point's friction cone (its stick rows' force)."""
+    F = out.constraint_force
+    s = pt.stick
+    return pt.mu * N - np.sqrt(F[s, 0] * F[s, 0] + F[s, 1] * F[s, 1] + F[s, 2] * F[s, 2])
+
+
+@njit
+def _limit_gap(lim, k, y_q):
+    """s (q − bound): how far joint limit k's bound (lower for even k, upper for odd) is from being passed."""
+    if k % 2 == 0:
+        return y_q[lim.q] - lim.lower
+    return lim.upper - y_q[lim.q]
+
+
+@njit
+def _limit_force(lim, k, out):
+    """s λ: joint limit k's bound force, positive while it pushes."""
+    if k % 2 == 0:
+        return out.constraint_force[lim.lower_row, 0]
+    return -out.constraint_force[lim.upper_row, 0]
+
+
+@njit
 def _point_witnesses(tab, ws, out, t, active, slip, touched, settling):
     """:func:`find`'s contact points: touchdown, lift-off, slip and stick; returns how many were found."""
     ev, kin = ws.events, ws.kin
@@ -153,8 +184,7 @@ def _point_witnesses(tab, ws, out, t, active, slip, touched, settling):
         if not active[i]:
             if settling:
                 continue
-            h = n[0] * (out.point_a[i, 0] - out.point_b[i, 0]) + n[1] * (out.point_a[i, 1] - out.point_b[i, 1]) + \
-                n[2] * (out.point_a[i, 2] - out.point_b[i, 2])
+            h = _separation(out, n, i)
             if h < -PENETRATION and _dot(n, out.velocity_a, i) < 0.0:
                 count = _add(ev, count, TOUCHDOWN, p, h + PENETRATION)
             continue
@@ -166,8 +196,7 @@ def _point_witnesses(tab, ws, out, t, active, slip, touched, settling):
         s = pt.stick
         before = count
         if s >= 0 and active[s]:
-            F = out.constraint_force
-            g = pt.mu * N - np.sqrt(F[s, 0] * F[s, 0] + F[s, 1] * F[s, 1] + F[s, 2] * F[s, 2])
+            g = _cone(pt, out, N)
             if g < 0.0 and not ev.held[p]:
                 count = _add(ev, count, SLIP_EVENT, p, g)
         elif s >= 0 and not settling and ev.eligible[p]:
@@ -198,13 +227,13 @@ def find(tab, ws, out, t, y_q, y_qd, active, slip, touched, settling):
         if not active[row]:
             if settling:
                 continue
-            h = sign * (y_q[lim.q] - (lim.lower if k % 2 == 0 else lim.upper))
+            h = _limit_gap(lim, k, y_q)
             # beyond the bound, and moving into it faster than round-off or beyond it by more than LIMIT_SLACK: a
             # bound released at rest with no load (its force crossing zero by round-off) is not taken again at once
             if h < -PENETRATION and (sign * y_qd[lim.v] < -LIMIT_CREEP or h < -LIMIT_SLACK):
                 count = _add(ev, count, LIMIT, k, h + PENETRATION)
         else:
-            N = sign * out.constraint_force[row, 0]
+            N = _limit_force(lim, k, out)
             if N < 0.0:
                 count = _add(ev, count, LIMIT_RELEASE, k, N)
     if not settling:
@@ -218,6 +247,34 @@ def find(tab, ws, out, t, y_q, y_qd, active, slip, touched, settling):
                 if g <= 0.0:
                     count = _add(ev, count, WATCH, w, g)
     return count
+
+
+@njit
+def witness_value(tab, ws, out, y_q, slip, kind, index):
+    """The witness of event ``kind`` on ``index`` (as :func:`find` reports them) at the state of the last full
+    evaluation ``out`` (configuration ``y_q``), whatever its sign and whether :func:`find` would test it there:
+    the values the isolation interpolates between (:func:`core.integrators.advance`)."""
+    if kind == LIMIT:
+        return _limit_gap(tab.limits[index // 2], index, y_q) + PENETRATION
+    if kind == LIMIT_RELEASE:
+        return _limit_force(tab.limits[index // 2], index, out)
+    if kind == BREAK:
+        return tab.constraints[index].max_deviation - out.deviation[index]
+    if kind == WATCH:
+        return watch_value(tab.watches[index], out.quantities)
+    n = np.empty(3)
+    pt = tab.points[index]
+    plane_normal(tab, ws.kin, index, n)
+    if kind == TOUCHDOWN:
+        return _separation(out, n, pt.normal) + PENETRATION
+    N = _dot(n, out.constraint_force, pt.normal)
+    if kind == LIFT_OFF:
+        return N
+    if kind == SLIP_EVENT:
+        return _cone(pt, out, N)
+    if kind == STICK_EVENT:
+        return _slip_speed_against(n, out, pt.stick, slip[index])
+    return _region_witness(tab, ws.kin, index, tab.constraints[pt.normal].part, np.empty(3))
 
 
 @njit
