@@ -65,7 +65,7 @@ from .constraints import POINT_VELOCITY, active_layout, rows_kernel
 from .jit import njit
 from .kinematics import fk_kernel, integrate_kernel, normalize_kernel
 from .layout import MC, MC_GAMMA, MC_SYMMETRIC
-from .linalg import lu_solve, numerical_rank, svd_columns, symmetric_product
+from .linalg import lu_solve, numerical_rank, singular_values, svd_columns, symmetric_product
 from .points import velocity_product_kernel
 from .solver import COMPRESS_ROWS, range_basis, solve_groups, symmetric_eigen
 
@@ -124,9 +124,9 @@ def jacobian_singular_values(J, cons, rows, solve, dense, m, n_groups):
                 for k in range(p):
                     t = 0.0
                     for a in range(n):
-                        t += Q1[a, i] * J[idx[a], c0 + k]
+                        t += Q1[i, a] * J[idx[a], c0 + k]
                     Ju[k, i] = t                              # (Rᵀ: p x r)
-            svd_columns(Ju, p, r, dense.Vj, s)
+            singular_values(Ju, p, r, dense.Vj, s)
             for a in range(r, n):
                 s[a] = 0.0
         for a in range(n):

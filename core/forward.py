@@ -405,7 +405,7 @@ def workspace(N, nv, K, R, L, V, P, F, n, n_points, n_limits, n_forces, Q, E, U,
                     np.zeros(Lr), np.zeros(Lr), np.zeros(Lr), np.zeros((Lr, Vr)), np.zeros(Vr), np.zeros(Vr))
     solve = SolveWork(np.zeros(nv), np.zeros(nv), np.zeros((nv, R)), np.zeros((R, R)), np.zeros(R),
                       np.zeros(max(R, 1)), np.zeros(R, np.int64), np.zeros((R, R)), np.zeros((R, R)), np.zeros(R),
-                      np.zeros(R), np.zeros(R), np.zeros((R, 3), np.int64), np.zeros((R, nv)), np.zeros((nv, nv)))
+                      np.zeros(R), np.zeros(R), np.zeros((R, 3), np.int64), np.zeros((nv, R)), np.zeros((nv, nv)))
     plant = plant_work(N, nv)
     dense = Dense(np.zeros((nv, R)), np.zeros((R, R)), np.zeros(R), np.zeros((nv, R)), np.zeros((nv, nv)),
                   np.zeros((nv, nv)), np.zeros((nv, nv)), np.zeros((nv, nv)), np.zeros(nv), np.zeros(nv),

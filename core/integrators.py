@@ -481,8 +481,9 @@ def advance(tree, tab, ws, stage, y, active, slip, touched, clock, out, trace, e
         target = ck.t_target
         if t < target - 1e-12 * max(1.0, abs(target)):       # (what remains of) the step from (t, y)
             # the contact tables with the point that touches halfway, the points that may stick, then the step
+            # (its first stage from the tables' evaluation: a stage's, the diagnostics are the state's full one's)
             if update_tables(tab, ws.kin, active, slip, 0.5 * (target - t)):
-                if not evaluate(tree, tab, ws, t, y[:nq], y[nq:nq + nv], y[z0:], m, n_groups, scale, full, out):
+                if not evaluate(tree, tab, ws, t, y[:nq], y[nq:nq + nv], y[z0:], m, n_groups, scale, partial, out):
                     ck.status = NOT_FINITE
                     ck.evaluated = False
                     break

@@ -178,8 +178,8 @@ define_proxy(RowsWork, RowsWorkType, ['J', 'gamma', 'D', 'D_rate', 'stab', 'row_
 class SolveWork(StructRefProxy):
     """The constraint solve: unconstrained ``qdd_free`` = M⁻¹(τ − b) (nv), ``Y`` = M⁻¹Jᵀ (nv x R), ``A`` = J M⁻¹Jᵀ
     (R x R, the multipliers formulation's; dynamic constraints form its blocks as they need them), the right-hand side ``B`` (R), per row the velocities its trees span and its
-    group (``span``, R x 3), and scratch for the bounded solve and the eigen-decompositions (``Q1``: R x nv, an
-    orthonormal basis of a group's J; ``C``: nv x nv)."""
+    group (``span``, R x 3), and scratch for the bounded solve and the eigen-decompositions (``Q1``: nv x R, the rows
+    of an orthonormal basis of a group's J; ``C``: nv x nv)."""
 
 
 @structref.register

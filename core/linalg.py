@@ -1,9 +1,12 @@
 """Small dense linear algebra for the compiled step, allocation-free (the matrices are a few tens of rows: the
-constraint rows of one scene, or its degrees of freedom).
+constraint rows of one scene, or its degrees of freedom) but for LAPACK's on the larger ones.
 
 - :func:`svd_columns` — the singular value decomposition by one-sided Jacobi rotations (Hestenes), which
   resolves small singular values to high relative accuracy, as LAPACK's SVD does and an eigen-decomposition of
   A Aᵀ does not (σ² would lose them below ~1e-8 σ_max).
+- :func:`singular_values` — the singular values alone: one-sided Jacobi below :data:`LAPACK_SIZE` columns,
+  LAPACK's SVD (through numba) from there, where Jacobi's sweeps cost n³ each (a 30 x 30 block: 300 µs, LAPACK
+  100 µs).
 - :func:`lu_factor`, :func:`lu_apply`, :func:`lu_solve` — A x = b by Gaussian elimination with partial pivoting.
 - :func:`pinv_apply` — the minimum-norm least-squares solution A⁺b from an SVD.
 - :func:`numerical_rank` — how many singular values count (:mod:`core.formulations`, *Rank*).
@@ -14,7 +17,10 @@ import numpy as np
 
 from .jit import njit
 
-__all__ = ["svd_columns", "lu_factor", "lu_apply", "lu_solve", "numerical_rank", "pinv_apply", "cholesky_factor",
+#: From this many columns (or rows of a symmetric matrix) the values alone are LAPACK's, not Jacobi's.
+LAPACK_SIZE = 16
+
+__all__ = ["svd_columns", "singular_values", "LAPACK_SIZE", "lu_factor", "lu_apply", "lu_solve", "numerical_rank", "pinv_apply", "cholesky_factor",
            "cholesky_solve", "symmetric_product"]
 
 
@@ -91,6 +97,18 @@ def numerical_rank(s, n, tolerance, scale):
         if s[a] > tolerance * ref:
             r += 1
     return r
+
+
+@njit
+def singular_values(A, p, n, V, s):
+    """``s[:n]`` ← the singular values of the p x n matrix ``A[:p, :n]``, descending (A and ``V`` are scratch:
+    :func:`svd_columns` below :data:`LAPACK_SIZE` columns, LAPACK's SVD of a copy from there)."""
+    if n < LAPACK_SIZE:
+        svd_columns(A, p, n, V, s)
+        return
+    sv = np.linalg.svd(np.ascontiguousarray(A[:p, :n]), False)[1]
+    for a in range(n):
+        s[a] = sv[a] if a < sv.shape[0] else 0.0
 
 
 @njit

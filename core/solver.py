@@ -20,9 +20,9 @@ from __future__ import annotations
 import numpy as np
 
 from .jit import njit
-from .linalg import cholesky_factor, cholesky_solve, symmetric_product
+from .linalg import LAPACK_SIZE, cholesky_factor, cholesky_solve
 
-__all__ = ["symmetric_eigen", "solve_groups", "SVD", "DAMPED_LEAST_SQUARES"]
+__all__ = ["symmetric_eigen", "symmetric_eigenvalues", "row_dot", "range_basis", "solve_groups", "SVD", "DAMPED_LEAST_SQUARES"]
 
 SVD, DAMPED_LEAST_SQUARES = 0, 1
 #: Groups of this many rows or more are solved through an orthonormal basis of their J's columns (r = J's rank
@@ -92,35 +92,58 @@ def symmetric_eigen(A, n, lam, Q, vectors=True):
 
 
 @njit
+def symmetric_eigenvalues(A, n, lam):
+    """The eigenvalues alone of the symmetric ``A[:n, :n]`` into ``lam[:n]``, sorted by |λ|, largest first:
+    :func:`symmetric_eigen` below :data:`core.linalg.LAPACK_SIZE` (A is overwritten), LAPACK's from there."""
+    if n < LAPACK_SIZE:
+        symmetric_eigen(A, n, lam, A, False)
+        return
+    w = np.linalg.eigvalsh(np.ascontiguousarray(A[:n, :n]))
+    lo, hi = 0, n - 1                                         # ascending: the largest |λ| at either end
+    for a in range(n):
+        if abs(w[lo]) > abs(w[hi]):
+            lam[a] = w[lo]
+            lo += 1
+        else:
+            lam[a] = w[hi]
+            hi -= 1
+
+
+@njit(fastmath={"reassoc", "contract"})
+def row_dot(A, i, B, j, n):
+    """A[i, :n] · B[j, :n] — two contiguous rows, summed in any order (vectorized)."""
+    s = 0.0
+    for a in range(n):
+        s += A[i, a] * B[j, a]
+    return s
+
+
+@njit
 def range_basis(J, idx, n, c0, c1, Q1):
-    """``Q1[:n, :r]`` ← an orthonormal basis of the column space of the rows ``idx[:n]`` of J over the columns
-    c0 … c1 − 1 (classical Gram–Schmidt, twice per column; a column left below 1e-12 of its length is dependent).
-    Returns r."""
+    """The rows of ``Q1[:r, :n]`` ← an orthonormal basis of the column space of the rows ``idx[:n]`` of J over the
+    columns c0 … c1 − 1 (classical Gram–Schmidt, twice per column; a column left below 1e-12 of its length is
+    dependent): basis vector i is the row Q1[i] (contiguous). Returns r."""
     r = 0
     for k in range(c0, c1):
         if r == n:
             break
         norm0 = 0.0
         for a in range(n):
-            Q1[a, r] = J[idx[a], k]
-            norm0 += Q1[a, r] * Q1[a, r]
+            Q1[r, a] = J[idx[a], k]
+            norm0 += Q1[r, a] * Q1[r, a]
         if norm0 == 0.0:
             continue
         for _ in range(2):
             for j in range(r):
-                d = 0.0
+                d = row_dot(Q1, j, Q1, r, n)
                 for a in range(n):
-                    d += Q1[a, j] * Q1[a, r]
-                for a in range(n):
-                    Q1[a, r] -= d * Q1[a, j]
-        norm = 0.0
-        for a in range(n):
-            norm += Q1[a, r] * Q1[a, r]
+                    Q1[r, a] -= d * Q1[j, a]
+        norm = row_dot(Q1, r, Q1, r, n)
         if norm <= 1e-24 * norm0:
             continue
         norm = np.sqrt(norm)
         for a in range(n):
-            Q1[a, r] /= norm
+            Q1[r, a] /= norm
         r += 1
     return r
 
@@ -141,41 +164,42 @@ def _block(J, Y, span, idx, n, Ag):
 
 @njit
 def _compressed(J, Y, span, idx, n, c0, c1, Q1, R, T, C):
-    """With Q₁ (n x r) an orthonormal basis of the group's J over the velocities c0 … c1 − 1: C ← Q₁ᵀ A Q₁ (r x r).
-    With fewer velocities than rows (p < n) as (Q₁ᵀ J)(M⁻¹Jᵀ Q₁), by ``R`` = Q₁ᵀ J (r x p) and ``T`` = Y Q₁
-    (p x r); otherwise as Q₁ᵀ (A_g Q₁), the block A_g in ``R`` and A_g Q₁ in ``T`` (n x r): the scratch is n x n
+    """With Q₁ (the rows of ``Q1[:r, :n]``) an orthonormal basis of the group's J over the velocities c0 … c1 − 1:
+    C ← Q₁ᵀ A Q₁ (r x r), from contiguous rows. With fewer velocities than rows (p < n) as (Q₁ᵀ J)(M⁻¹Jᵀ Q₁): the
+    group's Jᵀ and Y gathered in ``T`` (p x n), Q₁ᵀ J in ``R`` (r x p) and (M⁻¹Jᵀ Q₁)ᵀ in ``T`` (r x p);
+    otherwise as Q₁ᵀ (A_g Q₁), the block A_g in ``R`` and (A_g Q₁)ᵀ in ``T`` (r x n): the scratch is n x n
     (m x m), which holds neither r x p nor p x r when p > n. Returns r."""
     r = range_basis(J, idx, n, c0, c1, Q1)
     p = c1 - c0
     if p >= n:
         _block(J, Y, span, idx, n, R)
-        for a in range(n):
-            for j in range(r):
-                s = 0.0
-                for b in range(n):
-                    s += R[a, b] * Q1[b, j]
-                T[a, j] = s
+        for j in range(r):
+            for a in range(n):
+                T[j, a] = row_dot(R, a, Q1, j, n)
         for i in range(r):
             for j in range(i, r):
-                s = 0.0
-                for a in range(n):
-                    s += Q1[a, i] * T[a, j]
-                C[i, j] = s
-                C[j, i] = s
+                C[i, j] = row_dot(Q1, i, T, j, n)
+                C[j, i] = C[i, j]
         return r
+    for k in range(p):                                        # Jᵀ's rows: J's columns
+        for a in range(n):
+            T[k, a] = J[idx[a], c0 + k]
     for i in range(r):
         for k in range(p):
-            s = 0.0
-            for a in range(n):
-                s += Q1[a, i] * J[idx[a], c0 + k]
-            R[i, k] = s
-    for k in range(p):
+            R[i, k] = row_dot(Q1, i, T, k, n)
+    for k in range(p):                                        # Y's rows over the group
+        for a in range(n):
+            T[k, a] = Y[c0 + k, idx[a]]
+    for k in range(p):                                        # (Y Q₁)ᵀ, each column of T at once
         for j in range(r):
-            s = 0.0
-            for a in range(n):
-                s += Y[c0 + k, idx[a]] * Q1[a, j]
-            T[k, j] = s
-    symmetric_product(R, T, C, r, p)
+            C[j, k] = row_dot(T, k, Q1, j, n)
+    for j in range(r):
+        for k in range(p):
+            T[j, k] = C[j, k]
+    for i in range(r):
+        for j in range(i, r):
+            C[i, j] = row_dot(R, i, T, j, p)
+            C[j, i] = C[i, j]
     return r
 
 
@@ -199,7 +223,7 @@ def _group_eigen(J, Y, span, idx, n, lam, Q, Ag, Q1, C):
         for j in range(r):
             s = 0.0
             for i in range(r):
-                s += Q1[a, i] * Ag[i, j]
+                s += Q1[i, a] * Ag[i, j]
             Q[a, j] = s
         for j in range(r, n):
             Q[a, j] = 0.0
@@ -253,7 +277,7 @@ def _group_cholesky(J, Y, B, span, idx, n, Ag, Q, Q1, C, x, Fg):
     for i in range(r):                                        # x = Q₁ᵀ B
         s = 0.0
         for a in range(n):
-            s += Q1[a, i] * B[idx[a]]
+            s += Q1[i, a] * B[idx[a]]
         x[i] = s
         for j in range(r):
             Q[i, j] = C[i, j]
@@ -263,7 +287,7 @@ def _group_cholesky(J, Y, B, span, idx, n, Ag, Q, Q1, C, x, Fg):
     for a in range(n):
         s = 0.0
         for i in range(r):
-            s += Q1[a, i] * x[i]
+            s += Q1[i, a] * x[i]
         Fg[a] = -s
     return r
 
@@ -311,7 +335,7 @@ def solve_groups(J, Y, B, cons, row_of, group_of, n_groups, method, rcond, rho, 
                 for a in range(n):
                     F[idx[a]] = Fg[a]
                 continue
-            symmetric_eigen(Q, size, lam, Ag, False)          # A's singular values, to report
+            symmetric_eigenvalues(Q, size, lam)               # A's singular values, to report
             for a in range(size, n):
                 lam[a] = 0.0
             k = 0

@@ -51,13 +51,17 @@ from .jit import njit
 from .programs.kernels import watch_value
 
 __all__ = ["REGION", "region_code", "find", "witness_value", "resolve", "settle_round", "close_touching", "update_tables", "refresh_slip", "mark_eligible",
-           "breaks_and_rank", "rank_change", "log", "MAX_SWITCHES"]
+           "breaks_and_rank", "rank_change", "log", "MAX_SWITCHES", "TABLE_TOLERANCE"]
 
 #: A released joint bound is taken again when the joint moves into it faster than this (rad/s or m/s) or is beyond it
 #: by more than LIMIT_SLACK (rad or m): a joint resting on its bound with no load, whose bound force crosses zero by
 #: round-off, chattered between release and limit (the limp lsa7 arm's wrist at 1.37 s).
 LIMIT_CREEP = 1e-6
 LIMIT_SLACK = 1e-6
+#: The contact tables (:func:`update_tables`) take a new contact point, stick basis or reaction point when it has
+#: moved more than this (m, or of a unit vector): a body at rest whose point moves by round-off at every step made
+#: every step evaluate its state again (twice), a stack of boxes 2.5x its cost.
+TABLE_TOLERANCE = 1e-12
 #: A point that switches between stick and slip this many times inside one step sticks until the step ends.
 MAX_SWITCHES = 4
 #: The kind of a point's crossing between two parts of a core (found and isolated, never logged: not an
@@ -340,11 +344,15 @@ def update_tables(tab, kin, active, slip, lead):
             for a in range(3):
                 w[a] = kin.R_WL[b, 0, a] * n[0] + kin.R_WL[b, 1, a] * n[1] + kin.R_WL[b, 2, a] * n[2]
             tangent_basis(w, ws_t, 0)
+            moved = 0.0
             for a in range(3):
                 for e in range(2):
-                    if cons[pt.stick].basis[a, e] != ws_t[a, e]:
+                    moved = max(moved, abs(cons[pt.stick].basis[a, e] - ws_t[a, e]))
+            if moved > TABLE_TOLERANCE:
+                for a in range(3):
+                    for e in range(2):
                         cons[pt.stick].basis[a, e] = ws_t[a, e]
-                        changed = True
+                changed = True
         for a in range(3):                                    # the normal in the link's frame
             w[a] = kin.R_WL[k, 0, a] * n[0] + kin.R_WL[k, 1, a] * n[1] + kin.R_WL[k, 2, a] * n[2]
         if lead != 0.0 and pt.radius > 0:                     # turned back by the link's rotation relative to the
@@ -370,21 +378,27 @@ def update_tables(tab, kin, active, slip, lead):
                 w[a] /= norm
         for a in range(3):
             r[a] = pt.r[a] - pt.radius * w[a]
+        moved = 0.0
         for a in range(3):
-            if cons[pt.stick].r_a[a] != r[a]:
+            moved = max(moved, abs(cons[pt.stick].r_a[a] - r[a]))
+        if moved > TABLE_TOLERANCE:
+            for a in range(3):
                 cons[pt.stick].r_a[a] = r[a]
                 forces[fi].r_a[a] = r[a]
-                changed = True
+            changed = True
         if pt.reaction >= 0:                                  # the reaction acts on b's point where p touches
             b = pt.plane_link
             for a in range(3):
                 x = kin.p_WL[k, a] + kin.R_WL[k, a, 0] * r[0] + kin.R_WL[k, a, 1] * r[1] + kin.R_WL[k, a, 2] * r[2]
                 w[a] = x - kin.p_WL[b, a]
+            moved = 0.0
             for a in range(3):
-                rb = kin.R_WL[b, 0, a] * w[0] + kin.R_WL[b, 1, a] * w[1] + kin.R_WL[b, 2, a] * w[2]
-                if forces[pt.reaction].r_a[a] != rb:
-                    forces[pt.reaction].r_a[a] = rb
-                    changed = True
+                r[a] = kin.R_WL[b, 0, a] * w[0] + kin.R_WL[b, 1, a] * w[1] + kin.R_WL[b, 2, a] * w[2]
+                moved = max(moved, abs(forces[pt.reaction].r_a[a] - r[a]))
+            if moved > TABLE_TOLERANCE:
+                for a in range(3):
+                    forces[pt.reaction].r_a[a] = r[a]
+                changed = True
     return changed
 
 
