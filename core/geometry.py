@@ -30,7 +30,7 @@ import numpy as np
 
 from .jit import njit
 
-__all__ = ["PLANE", "POINT", "SEGMENT", "BOX", "CORE_NAMES", "FACE", "EDGE", "VERTEX", "nearest", "feature",
+__all__ = ["PLANE", "POINT", "SEGMENT", "BOX", "CORE_NAMES", "FACE", "EDGE", "VERTEX", "nearest", "bounding_radius", "feature",
            "part_of", "core_coordinates", "curvature", "tangent_basis", "distance"]
 
 #: Cores: a contact's plane (the rows of :mod:`core.contacts` before shapes), a point (a sphere), a segment
@@ -42,6 +42,17 @@ CORE_NAMES = ("plane", "point", "segment", "box")
 FACE, EDGE, VERTEX = range(3)
 #: φ below this (m) is a touching point whose normal is that of the nearest face (a box corner on a box face).
 _TINY = 1e-12
+
+
+@njit
+def bounding_radius(kind, half):
+    """The radius of the smallest ball about a core's centre that holds it: 0 for a point, the half-length of a
+    segment (along its z), the half-diagonal of a box."""
+    if kind == POINT:
+        return 0.0
+    if kind == SEGMENT:
+        return half[2]
+    return np.sqrt(half[0] * half[0] + half[1] * half[1] + half[2] * half[2])
 
 
 @njit

@@ -172,6 +172,35 @@ def _table(ball: dict, friction: float, stabilization: float = 20.0, dt: float =
             "collisions": {"friction": friction, "stabilization": stabilization}}
 
 
+def test_far_from_a_shape_the_separation_is_a_lower_bound_and_exact_near_it():
+    """The broad phase (core.constraints._far): a ball dropped from 1.5 m above a table's top face is outside the
+    table's bounding ball (its half-diagonal, 1.12 m) until its last 0.9 m, and its open contact reports
+    |x − c| − 1.12 m − r there, below the true separation and positive; inside it the exact separation. The
+    touchdown comes at the free fall's time, √(2 (h + ε)/g), within the event tolerance."""
+    r, h = 0.1, 1.5
+    sim = core.Simulation(_model(_table(_ball("ball", [0.0, 0.0, 0.5 + r + h], radius=r), 0.5)))
+    model = sim.model
+    c = model.contacts[0]
+    p = c.points[0]
+    far = near = 0
+    while not [e for e in sim.events if e.kind in ("touchdown", "bounce")]:
+        kin = core.points.link_kinematics(model, sim.state.q)
+        exact = c.touching(kin, p)[2]
+        reported = sim.data.deviation[p.normal]
+        centre = sim.state.q[2] - 0.45
+        if centre - 1.0 * math.sqrt(1.0 + 0.25 + 0.0025) - r > 0:
+            assert 0 < reported <= exact and reported == pytest.approx(centre - math.sqrt(1.2525) - r, abs=1e-12)
+            far += 1
+        else:
+            assert reported == pytest.approx(exact, abs=1e-12)
+            near += 1
+        sim.step()
+    assert far > 100 and near > 100
+    touchdown = next(e for e in sim.events if e.kind in ("touchdown", "bounce"))
+    t_star = math.sqrt(2 * (h + core.contacts.PENETRATION) / G)
+    assert t_star - 1e-12 <= touchdown.t <= t_star + model.settings["event_tolerance"] + 1e-12
+
+
 def test_a_ball_sliding_over_an_edge_stays_on_it_and_leaves_at_the_energy_integrals_angle():
     """Frictionless, started on the edge at θ0 = 0.3 rad with speed v0 about it, no stabilization: the centre
     moves on the circle of radius r about the edge (the curvature term holds it there), and leaves where
