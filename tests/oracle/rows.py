@@ -220,6 +220,10 @@ def constraint_rows(model, t: float, q, qd, active, nails=None) -> Rows:
             continue
         if i in open_sticks and s is None:                                    # an open point's friction rows
             continue
+        far = _far(model, q, qd, c) if s is None and getattr(c, "shape", 0) else None
+        if far is not None:                                                   # the broad phase's lower bound
+            deviation[i], deviation_rate[i] = far
+            continue
         if getattr(c, "body_basis", False):
             d, dr, Ji, gi, bases[i] = _body_basis_row(model, q, qd, c, cons[normal_of.get(i, i)])
             deviation[i], deviation_rate[i] = np.linalg.norm(d), np.linalg.norm(dr)
@@ -272,6 +276,27 @@ def _nearest(kind: int, half, z):
             return float(np.abs(z[a]) - half[a]), n
     d = z - s
     return float(np.linalg.norm(d)), d / np.linalg.norm(d)
+
+
+def _far(model, q, qd, c):
+    """An open contact against a shape's core whose point is outside the core's bounding ball (radius 0 for a
+    point, a segment's half-length, a box's half-diagonal) widened by both radii reports a lower bound of its
+    separation, not the distance: ``(g, |u·w|)`` with g = |x_a − centre| − that radius, u the unit direction from
+    the core's centre to x_a and w = ẋ_a − v_b(x_a); None inside the ball."""
+    kin = core.points.link_kinematics(model, q, qd)
+    kb = int(c.link_b)
+    R, p = kin.R_WL[kb], kin.p_WL[kb]
+    centre = p + R @ np.asarray(c.r_b, dtype=float)
+    xa, va, _, _ = point_kinematics(model, q, qd, c.link_a, c.r_a, bias=False)
+    half = np.asarray(c.shape_half, dtype=float)
+    ball = 0.0 if c.shape == 1 else half[2] if c.shape == 2 else float(np.linalg.norm(half))
+    dist = float(np.linalg.norm(xa - centre))
+    g = dist - ball - float(c.radius)
+    if not g > 0:
+        return None
+    u = (xa - centre) / dist
+    vs = point_kinematics(model, q, qd, kb, R.T @ (xa - p), bias=False)[1]
+    return g, abs(float(u @ (va - vs)))
 
 
 def _body_basis_row(model, q, qd, c, normal):
