@@ -20,7 +20,7 @@ from .jit import njit
 #: From this many columns (or rows of a symmetric matrix) the values alone are LAPACK's, not Jacobi's.
 LAPACK_SIZE = 16
 
-__all__ = ["svd_columns", "singular_values", "LAPACK_SIZE", "lu_factor", "lu_apply", "lu_solve", "numerical_rank", "pinv_apply", "cholesky_factor",
+__all__ = ["svd_columns", "singular_values", "finite", "LAPACK_SIZE", "lu_factor", "lu_apply", "lu_solve", "numerical_rank", "pinv_apply", "cholesky_factor",
            "cholesky_solve", "symmetric_product"]
 
 
@@ -100,11 +100,24 @@ def numerical_rank(s, n, tolerance, scale):
 
 
 @njit
+def finite(A, p, n):
+    """Whether every entry of ``A[:p, :n]`` is finite."""
+    for a in range(p):
+        for b in range(n):
+            if not np.isfinite(A[a, b]):
+                return False
+    return True
+
+
+@njit
 def singular_values(A, p, n, V, s):
     """``s[:n]`` ← the singular values of the p x n matrix ``A[:p, :n]``, descending (A and ``V`` are scratch:
     :func:`svd_columns` below :data:`LAPACK_SIZE` columns, LAPACK's SVD of a copy from there)."""
     if n < LAPACK_SIZE:
         svd_columns(A, p, n, V, s)
+        return
+    if not finite(A, p, n):                                   # (LAPACK's wrapper raises on them: a diverging state)
+        s[:n] = np.nan
         return
     sv = np.linalg.svd(np.ascontiguousarray(A[:p, :n]), False)[1]
     for a in range(n):

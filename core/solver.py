@@ -20,7 +20,7 @@ from __future__ import annotations
 import numpy as np
 
 from .jit import njit
-from .linalg import LAPACK_SIZE, cholesky_factor, cholesky_solve
+from .linalg import LAPACK_SIZE, cholesky_factor, cholesky_solve, finite
 
 __all__ = ["symmetric_eigen", "symmetric_eigenvalues", "row_dot", "range_basis", "solve_groups", "SVD", "DAMPED_LEAST_SQUARES"]
 
@@ -97,6 +97,9 @@ def symmetric_eigenvalues(A, n, lam):
     :func:`symmetric_eigen` below :data:`core.linalg.LAPACK_SIZE` (A is overwritten), LAPACK's from there."""
     if n < LAPACK_SIZE:
         symmetric_eigen(A, n, lam, A, False)
+        return
+    if not finite(A, n, n):                                   # (LAPACK's wrapper raises on them: a diverging state)
+        lam[:n] = np.nan
         return
     w = np.linalg.eigvalsh(np.ascontiguousarray(A[:n, :n]))
     lo, hi = 0, n - 1                                         # ascending: the largest |λ| at either end

@@ -1016,6 +1016,35 @@ def test_symmetric_eigen_special_matrices():
     np.testing.assert_allclose(np.abs(Q.T @ V), np.eye(5), atol=1e-12)              # the eigenvectors, up to sign
 
 
+@pytest.mark.parametrize("n", [3, 15, 16, 30])
+def test_the_values_alone_equal_numpy_on_both_sides_of_the_lapack_size(n):
+    """core.solver.symmetric_eigenvalues and core.linalg.singular_values: Jacobi below LAPACK_SIZE (16), LAPACK
+    from there — the same values either way (sorted by |λ|, descending; σ descending), and NaN, not an exception
+    (numba's LAPACK wrappers raise on a non-finite matrix), for a matrix of a diverging state."""
+    from core.linalg import LAPACK_SIZE, singular_values
+    from core.solver import symmetric_eigenvalues
+    assert LAPACK_SIZE == 16
+    rng = np.random.default_rng(n)
+    for rank in sorted({n, n // 2, 1}):
+        A = random_psd(rng, n, rank, 1.0)
+        lam = np.zeros(n)
+        symmetric_eigenvalues(A.copy(), n, lam)
+        ref = np.linalg.eigvalsh(A)
+        np.testing.assert_allclose(lam, ref[np.argsort(-np.abs(ref), kind="stable")], rtol=0,
+                                   atol=1e-13 * np.linalg.norm(A, 2))
+        B = rng.standard_normal((n + 2, n)) @ np.diag(np.exp(rng.uniform(-3, 3, n)))
+        s = np.zeros(n)
+        singular_values(B.copy(), n + 2, n, np.zeros((n, n)), s)
+        np.testing.assert_allclose(s, np.linalg.svd(B)[1], rtol=0, atol=1e-13 * np.linalg.norm(B, 2))
+    A[1, 2] = A[2, 1] = np.nan
+    B[0, 1] = np.inf
+    lam, s = np.zeros(n), np.zeros(n)
+    symmetric_eigenvalues(A.copy(), n, lam)
+    singular_values(B.copy(), n + 2, n, np.zeros((n, n)), s)
+    if n >= 16:
+        assert np.isnan(lam).all() and np.isnan(s).all()
+
+
 def random_system(rng, sizes, groups):
     """A block-diagonal PSD A (one block per group; odd groups have a zero eigenvalue) for constraints of
     ``sizes`` rows with random orthonormal bases, and B."""
