@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .geometry import bounding_radius, core_coordinates, curvature, feature, tangent_basis
+from .geometry import core_coordinates, curvature, feature, outside_bounding_ball, tangent_basis
 from .jit import inline, njit
 from .joint_constraints import JOINT_SPACE, TAPE, JointSpaceConstraint, tape_jet
 from .points import jacobian_columns, point_bias, point_state
@@ -312,7 +312,7 @@ def rows_kernel(parent, S, v_start, nv_j, R_WL, p_WL, v, a_vp, cons, tape, varia
     dynamics is read) the inactive constraints are left as they were: their deviations, ends and a shape
     contact's normal are read only from a full evaluation (the witnesses, the records). An open contact against a
     shape's core that is outside the core's bounding ball gets a lower bound of its separation instead of the
-    exact one (:func:`_far`: the broad phase)."""
+    exact one (:func:`core.geometry.outside_bounding_ball`: the broad phase)."""
     xa, va, xb, vb, ba, bb = P3[0], P3[1], P3[2], P3[3], P3[4], P3[5]
     val, d1, d2, grad, xv, vv = regs
     for c in range(cons.shape[0]):
@@ -388,41 +388,6 @@ def rows_kernel(parent, S, v_start, nv_j, R_WL, p_WL, v, a_vp, cons, tape, varia
 
 
 @njit
-def _far(R_WL, p_WL, v, kb, con, c, xa, va, deviation, deviation_rate, point_a, point_b, velocity_a, P3):
-    """The broad phase of an open contact against a shape's core (:func:`_body_basis_rows`): when point a (x_a,
-    velocity v_a) is farther from the core's centre c than the core's bounding radius plus both radii, the
-    separation is at least g = |x_a − c| − bounding radius − radii > 0 and the exact distance is not computed:
-    the normal row's normal is the direction u from c to x_a, its ends x_a and x_a − g u, its deviation g (a lower
-    bound: what a touchdown's witness needs, h > 0) and its rate |u·(v_a − v_b)|. Returns whether it was far."""
-    cb, u, rs, xs, vs = P3[6], P3[7], P3[11], P3[12], P3[13]
-    d2 = 0.0
-    for a in range(3):
-        cb[a] = p_WL[kb, a] + R_WL[kb, a, 0] * con.r_b[0] + R_WL[kb, a, 1] * con.r_b[1] + R_WL[kb, a, 2] * con.r_b[2]
-        u[a] = xa[a] - cb[a]
-        d2 += u[a] * u[a]
-    dist = np.sqrt(d2)
-    g = dist - bounding_radius(con.shape, con.shape_half) - con.radius
-    if not g > 0.0:
-        return False
-    for a in range(3):
-        u[a] /= dist
-        rs[a] = xa[a] - p_WL[kb, a]
-    for a in range(3):                                         # the normal and x_a in b's frame
-        con.basis[a, 0] = R_WL[kb, 0, a] * u[0] + R_WL[kb, 1, a] * u[1] + R_WL[kb, 2, a] * u[2]
-        xs[a] = R_WL[kb, 0, a] * rs[0] + R_WL[kb, 1, a] * rs[1] + R_WL[kb, 2, a] * rs[2]
-    point_state(R_WL, p_WL, v, kb, xs, rs, vs)                 # b's point at x_a
-    rate = 0.0
-    for a in range(3):
-        point_a[c, a] = xa[a]
-        point_b[c, a] = xa[a] - g * u[a]
-        velocity_a[c, a] = va[a] - vs[a]
-        rate += u[a] * velocity_a[c, a]
-    deviation[c] = g
-    deviation_rate[c] = abs(rate)
-    return True
-
-
-@njit
 def _body_basis_rows(parent, S, v_start, nv_j, R_WL, p_WL, v, a_vp, con, c, row, J, gamma, D, D_rate, stab,
                      deviation, deviation_rate, point_a, point_b, velocity_a, P3):
     """:func:`rows_kernel` for a constraint whose basis is fixed in link b (module docstring): ``velocity_a``
@@ -433,14 +398,13 @@ def _body_basis_rows(parent, S, v_start, nv_j, R_WL, p_WL, v, a_vp, con, c, row,
     z, sc, nc = P3[13], P3[14], P3[15]
     E = P3[8:11]                                               # world basis: E[a, b] = (R_b E_b)[a, b]
     point_state(R_WL, p_WL, v, ka, con.r_a, xa, va)
-    if row < 0 and con.shape > 0 and _far(R_WL, p_WL, v, kb, con, c, xa, va, deviation, deviation_rate, point_a,
-                                          point_b, velocity_a, P3):
-        return
     point_state(R_WL, p_WL, v, kb, con.r_b, xb, vb)
     core_coordinates(R_WL, p_WL, kb, xa, con.r_b, con.shape_R, rs, z)   # b's point at x_a (b's frame); z: the core's
     phi, region, axis = 0.0, 0, -1
-    if con.shape > 0:                                          # against a core: the normal of this state
-        phi, region, axis = feature(con.shape, con.shape_half, con.part, z, sc, nc)
+    if con.shape > 0:                                          # against a core: the normal of this state (an open
+        # contact outside the core's bounding ball: the ball's, a lower bound of the separation — the broad phase)
+        if row >= 0 or not outside_bounding_ball(con.shape, con.shape_half, con.radius, z, sc, nc):
+            phi, region, axis = feature(con.shape, con.shape_half, con.part, z, sc, nc)
         for a in range(3):                                     # n_b (b's frame) into the table; the core's point
             con.basis[a, 0] = con.shape_R[a, 0] * nc[0] + con.shape_R[a, 1] * nc[1] + con.shape_R[a, 2] * nc[2]
             vb[a] = con.r_b[a] + con.shape_R[a, 0] * sc[0] + con.shape_R[a, 1] * sc[1] + con.shape_R[a, 2] * sc[2]

@@ -20,7 +20,7 @@ from .jit import njit
 #: From this many columns (or rows of a symmetric matrix) the values alone are LAPACK's, not Jacobi's.
 LAPACK_SIZE = 16
 
-__all__ = ["svd_columns", "singular_values", "finite", "LAPACK_SIZE", "lu_factor", "lu_apply", "lu_solve", "numerical_rank", "pinv_apply", "cholesky_factor",
+__all__ = ["svd_columns", "singular_values", "lapack_ready", "LAPACK_SIZE", "lu_factor", "lu_apply", "lu_solve", "numerical_rank", "pinv_apply", "cholesky_factor",
            "cholesky_solve", "symmetric_product"]
 
 
@@ -100,11 +100,13 @@ def numerical_rank(s, n, tolerance, scale):
 
 
 @njit
-def finite(A, p, n):
-    """Whether every entry of ``A[:p, :n]`` is finite."""
+def lapack_ready(A, p, n, out):
+    """Whether ``A[:p, :n]`` is all finite, as numba's LAPACK wrappers need (they raise otherwise); if not,
+    ``out[:n]`` ← NaN: the values of a diverging state's matrix, which the step then stops on."""
     for a in range(p):
         for b in range(n):
             if not np.isfinite(A[a, b]):
+                out[:n] = np.nan
                 return False
     return True
 
@@ -116,8 +118,7 @@ def singular_values(A, p, n, V, s):
     if n < LAPACK_SIZE:
         svd_columns(A, p, n, V, s)
         return
-    if not finite(A, p, n):                                   # (LAPACK's wrapper raises on them: a diverging state)
-        s[:n] = np.nan
+    if not lapack_ready(A, p, n, s):
         return
     sv = np.linalg.svd(np.ascontiguousarray(A[:p, :n]), False)[1]
     for a in range(n):

@@ -20,7 +20,7 @@ from __future__ import annotations
 import numpy as np
 
 from .jit import njit
-from .linalg import LAPACK_SIZE, cholesky_factor, cholesky_solve, finite
+from .linalg import LAPACK_SIZE, cholesky_factor, cholesky_solve, lapack_ready
 
 __all__ = ["symmetric_eigen", "symmetric_eigenvalues", "row_dot", "range_basis", "solve_groups", "SVD", "DAMPED_LEAST_SQUARES"]
 
@@ -98,8 +98,7 @@ def symmetric_eigenvalues(A, n, lam):
     if n < LAPACK_SIZE:
         symmetric_eigen(A, n, lam, A, False)
         return
-    if not finite(A, n, n):                                   # (LAPACK's wrapper raises on them: a diverging state)
-        lam[:n] = np.nan
+    if not lapack_ready(A, n, n, lam):
         return
     w = np.linalg.eigvalsh(np.ascontiguousarray(A[:n, :n]))
     lo, hi = 0, n - 1                                         # ascending: the largest |λ| at either end
