@@ -201,6 +201,33 @@ def test_far_from_a_shape_the_separation_is_a_lower_bound_and_exact_near_it():
     assert t_star - 1e-12 <= touchdown.t <= t_star + model.settings["event_tolerance"] + 1e-12
 
 
+def test_drawn_contact_points_of_touching_shapes_sit_on_their_surfaces_and_apart_ones_use_the_steps_bound():
+    """core.contacts.point_states (what the viewport draws) on twenty balls in a box after 1.5 s: a touching
+    shape pair's point is measured exactly (on the ball's surface, at the radius from its centre along the
+    normal: what Contact.touching gives); a pair apart is not measured again (position NaN: not drawn)
+    and reports the step's own separation, a lower bound of the exact one and exact near the shape."""
+    sim = core.Simulation(_model(_scene("balls_in_a_box")))
+    sim.run(1.5)
+    model = sim.model
+    states = core.contacts.point_states(model, sim.state, sim.data)
+    kin = core.points.link_kinematics(model, sim.state.q)
+    k = closed = apart = 0
+    for c in model.contacts:
+        for p in c.points:
+            n, x, exact = c.touching(kin, p)
+            if c.shape and states["mode"][k] == core.contacts.OPEN:
+                assert np.all(np.isnan(states["position"][k]))
+                assert states["separation"][k] == sim.data.deviation[p.normal]
+                assert 0 < states["separation"][k] <= exact + 1e-12
+                apart += 1
+            elif c.shape:
+                np.testing.assert_allclose(states["position"][k], x, atol=1e-15)
+                assert states["separation"][k] == exact and abs(exact) < 1e-4
+                closed += 1
+            k += 1
+    assert closed >= 5 and apart >= 100
+
+
 def test_a_ball_sliding_over_an_edge_stays_on_it_and_leaves_at_the_energy_integrals_angle():
     """Frictionless, started on the edge at θ0 = 0.3 rad with speed v0 about it, no stabilization: the centre
     moves on the circle of radius r about the edge (the curvature term holds it there), and leaves where
