@@ -255,15 +255,17 @@ def tree_span(parent, root, v_start, nv_j, row, nv):
 
 
 @njit
-def aba_passes(tree, kin, aba, qd, tau, qdd, framed):
+def aba_passes(tree, kin, aba, qd, tau, qdd, framed, armature):
     """q̈ ← H⁻¹(τ − b) by the three passes, at the link poses ``kin.R_WL``, ``kin.p_WL`` (:func:`fk_kernel`) with
-    the external forces ``aba.fx`` (world axes about W); leaves the factorization (U, W, D⁻¹) in ``aba``. With
+    the external forces ``aba.fx`` (world axes about W), H taken with the joints' ``armature`` (``tree.armature``,
+    or the ``implicitfast`` step's, which adds h·c: :func:`core.forward.evaluate`); leaves the factorization
+    (U, W, D⁻¹) in ``aba``. With
     ``framed`` the links' world subspaces and inertias are in ``aba.Sw`` and ``aba.IA`` already (the plant stage
     made them, :func:`core.forward.plant_stage`), else :func:`world_frame` makes them here."""
     if not framed:
         world_frame(tree.S, tree.nv_j, tree.mass, tree.com, tree.inertia_com, kin.R_WL, kin.p_WL, aba.Sw, aba.IA)
     aba_velocities(tree.parent, aba.Sw, tree.v_start, tree.nv_j, aba.IA, qd, aba.fx, aba.v, aba.c, aba.pA, aba.s6)
-    aba_inertias(tree.parent, aba.Sw, tree.v_start, tree.nv_j, tree.armature, tau, aba.c, aba.pA, aba.IA, aba.U,
+    aba_inertias(tree.parent, aba.Sw, tree.v_start, tree.nv_j, armature, tau, aba.c, aba.pA, aba.IA, aba.U,
                  aba.W, aba.Dinv, aba.u, aba.G, aba.D6, tree.lone, tree.lone_Dinv)
     a0 = aba.s6[2]                                            # gravity as a base acceleration
     a0[0], a0[1], a0[2] = 0.0, 0.0, 0.0
@@ -283,7 +285,7 @@ def aba_entry(tree, kin, aba, q, qd, tau, f_ext, use_f_ext, qdd):
         aba.fx[:, :] = f_ext
     else:
         aba.fx[:, :] = 0.0
-    aba_passes(tree, kin, aba, qd, tau, qdd, False)
+    aba_passes(tree, kin, aba, qd, tau, qdd, False, tree.armature)
 
 
 def forward_dynamics(model: Model, q: np.ndarray, qd: np.ndarray, tau: np.ndarray,

@@ -99,11 +99,15 @@ def force_table(elements, actuator_values: dict | None = None) -> np.ndarray:
 
 
 @njit
-def forces_kernel(parent, S, v_start, nv_j, R_WL, p_WL, v, q, qd, t, forces, tau, power, P3, extra, programs):
+def forces_kernel(parent, S, v_start, nv_j, R_WL, p_WL, v, q, qd, t, forces, tau, power, P3, extra, programs,
+                  damping):
     """τ += the generalized forces of the elements of ``forces`` (:data:`FORCE`); ``power`` (4) += the power of
     dampers, drag, actuators, external; returns the elastic potential energy (``P3``: ≥ 5 x 3 scratch). With
     ``programs``, an actuator whose ``extra`` entry is a number takes it as its command (a control program's
-    servo or control equation, :mod:`core.programs.kernels`)."""
+    servo or control equation, :mod:`core.programs.kernels`). ``damping`` (nv, or empty: not asked) += −∂τ/∂q̇
+    of the joint forces, whose only dependence on q̇ is their own joint's: a joint damper's c and an actuator's
+    −b₂ while its force is inside its range (the ``implicitfast`` step takes them implicitly)."""
+    rates = damping.shape[0] > 0
     potential = 0.0
     xa, va, xb, vb, f = P3[0], P3[1], P3[2], P3[3], P3[4]
     for e in range(forces.shape[0]):
@@ -144,6 +148,8 @@ def forces_kernel(parent, S, v_start, nv_j, R_WL, p_WL, v, q, qd, t, forces, tau
         elif kind == JOINT_SPRING:                            # τ = −k (q − q_rest) − c q̇
             x, w = q[el.qdof], qd[dof]
             tau[dof] += -k * (x - el.rest) - c * w
+            if rates:
+                damping[dof] += c
             potential += 0.5 * k * (x - el.rest) ** 2
             power[DAMPERS] += -c * w * w
         elif kind == DRAG:                                    # f = −(c₁ + c₂‖ẋ‖) ẋ
@@ -159,6 +165,8 @@ def forces_kernel(parent, S, v_start, nv_j, R_WL, p_WL, v, q, qd, t, forces, tau
             u = min(max(u, el.command_lo), el.command_hi)
             b = el.bias
             u = el.gain * u + b[0] + b[1] * q[el.qdof] + b[2] * qd[dof]
+            if rates and el.force_lo < u < el.force_hi:
+                damping[dof] -= b[2]
             u = min(max(u, el.force_lo), el.force_hi)
             tau[dof] += u
             power[ACTUATORS] += u * qd[dof]

@@ -106,8 +106,17 @@ def evaluate(tree, tab, ws, t, q, qd, z, m, n_groups, scale, full, out):
     tau, power = out.tau, out.power
     tau[:] = 0.0
     power[:] = 0.0
+    iw = ws.integrator
+    h = st.implicit_step                                      # > 0: the implicitfast step's own evaluation
+    damping = iw.damping if h > 0.0 else iw.damping[:0]
+    damping[:] = 0.0
     elastic = forces_kernel(tree.parent, tree.S, tree.v_start, tree.nv_j, kin.R_WL, kin.p_WL, kin.v, q, qd, t,
-                            tab.forces, tau, power[K:], rows.P3, extra, programs)
+                            tab.forces, tau, power[K:], rows.P3, extra, programs, damping)
+    armature = tree.armature
+    if h > 0.0:            # (H + h C) q̈ = τ(q, q̇) − b + Jᵀλ: C = −∂τ/∂q̇ of the joint forces (diagonal), so that
+        armature = iw.armature     # q̇ + h q̈ is the velocity those forces act at (MuJoCo's implicitfast)
+        for k in range(nv):
+            armature[k] = tree.armature[k] + h * max(damping[k], 0.0)
     if st.mass_matrix:
         plant_stage(tree, kin, aba, plant, qd, st.gravity_torque)
     out.tau_control[:] = 0.0
@@ -119,7 +128,8 @@ def evaluate(tree, tab, ws, t, q, qd, z, m, n_groups, scale, full, out):
             power[K + ACTUATORS] += out.tau_control[k] * qd[k]   # the controllers act through the actuators
     formulation = st.formulation if m > 0 else -1
     if formulation != PROJECTION:                             # ABA in world axes (core.aba): q̈_free = M⁻¹(τ − b)
-        aba_passes(tree, kin, aba, qd, tau, solve.qdd_free, st.mass_matrix)   # (the plant stage made the frame)
+        aba_passes(tree, kin, aba, qd, tau, solve.qdd_free, st.mass_matrix, armature)   # (the plant stage made the
+        #                                                                              frame)
         if m > 0:
             minv_jt(tree, aba, rows, solve, m)
     if tab.equations.shape[0] > 0:                            # control equations (Kearney §4.2), with the dynamics
@@ -418,7 +428,7 @@ def workspace(N, nv, K, R, L, V, P, F, n, n_points, n_limits, n_forces, Q, E, U,
                           np.zeros(nv), np.zeros(3))             # (v1 also holds a mixture's gates, one per expert)
     flags = np.zeros(2, np.bool_)
     flags[1] = True
-    integrator = IntegratorWork(np.zeros((6, n)), np.zeros(n), np.zeros(n), flags)
+    integrator = IntegratorWork(np.zeros((6, n)), np.zeros(n), np.zeros(n), flags, np.zeros(nv), np.zeros(nv))
     F_ev = n_points + 2 * n_limits + K + W + 1                # events found at one state, at most
     E = n_points + 2 * n_limits + 1                           # an impact's entries, at most
     events = EventWork(np.zeros(F_ev, np.int64), np.zeros(F_ev, np.int64), np.zeros(F_ev),

@@ -258,7 +258,7 @@ def impact(tree, tab, ws, q, qd, ke, active, ents, new, n_ent, qd_out, result):
     # 3. Y = M⁻¹ Rᵀ, one O(N) solve per row, from ABA's factorization at q
     tau0 = np.zeros(nv)
     scratch = np.empty(nv)
-    aba_passes(tree, kin, aba, qd, tau0, scratch, False)
+    aba_passes(tree, kin, aba, qd, tau0, scratch, False, tree.armature)
     Y = np.empty((nv, max(nr, 1)))
     col = np.empty(nv)
     row = np.empty(nv)

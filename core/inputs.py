@@ -15,7 +15,7 @@ class Inputs:
     """What may change between steps without changing the model (all optional; None: the scene's own).
 
     - ``formulation``: dynamic_constraints | projection | multipliers; ``integrator``: rk4 | cash_karp |
-      semi_implicit_euler; ``tolerance``: cash_karp's error tolerance; ``solver``: ((key, value), …) over the
+      semi_implicit_euler | implicitfast (:mod:`core.integrators`); ``tolerance``: cash_karp's error tolerance; ``solver``: ((key, value), …) over the
       scene's ``simulation.solver`` (method, rcond, rho);
     - ``nails``: ((name, t0, position, velocity), …) — a nail put at ``position`` at time t0, moving with
       ``velocity`` (the studio's drag);

@@ -14,6 +14,12 @@ renormalized.
   min(5, max(1, 0.9 err^−1/5)); a rejected one shrinks by max(0.1, 0.9 err^−1/4)).
 - ``semi_implicit_euler``: ``q̇ ← q̇ + h q̈(q, q̇)``, then ``q ← q ⊕ q̇ h``; first order, symplectic for
   unconstrained systems.
+- ``implicitfast``: the same step with the joint forces' velocity dependence taken implicitly, as MuJoCo's
+  ``implicitfast`` takes it: q̈ from (H + h C) q̈ = τ(q, q̇) − b + Jᵀλ with C = −∂τ/∂q̇ of the joint dampers and
+  of the actuators' velocity gains (diagonal; :func:`core.forward.evaluate`), so the damping acts at the step's
+  end velocity q̇ + h q̈ and a damper stays stable at any c·h/I (RK4 needs ≤ 2.785). The constraints are solved
+  with H + h C too, so they hold for that velocity. First order; evaluated afresh at each step's start (its q̈
+  depends on h); a state's reported q̈ and forces are its own (h = 0).
 
 After each step the projection formulation removes the drift (:func:`core.formulations.project_state`; its
 energy change is booked as ``corrections``) and the new state is evaluated in full (its q̈ is the next step's
@@ -39,7 +45,7 @@ from .formulations import project_state
 from .forward import evaluate, kinematics_stage
 from .jit import entry, njit
 from .kinematics import integrate_kernel, normalize_kernel, qdot_kernel
-from .layout import CASH_KARP, PROJECTION, RK4, SEMI_IMPLICIT_EULER
+from .layout import CASH_KARP, IMPLICITFAST, PROJECTION, RK4, SEMI_IMPLICIT_EULER
 from .records import audit_error, write_record
 from .witnesses import (breaks_and_rank, close_touching, find, mark_eligible, rank_change, refresh_slip, resolve,
                         settle_round, update_tables, witness_value)
@@ -162,7 +168,7 @@ def _total_energy(tree, tab, ws, t, q, qd):
     ke, pe = energies_kernel(tree.inertia, tree.armature, tree.gravity, kin.R_WL, kin.p_WL, kin.v, qd)
     tau, power = ws.plant.zero.copy(), np.zeros(4)
     elastic = forces_kernel(tree.parent, tree.S, tree.v_start, tree.nv_j, kin.R_WL, kin.p_WL, kin.v, q, qd, t,
-                            tab.forces, tau, power, ws.rows.P3, ws.programs.extra, False)
+                            tab.forces, tau, power, ws.rows.P3, ws.programs.extra, False, ws.integrator.damping[:0])
     return ke + pe + elastic
 
 
@@ -201,7 +207,15 @@ def _take_step(tree, tab, ws, stage, out, st, t, y, h, y1, nq, nv, m, n_groups, 
     if st.integrator == CASH_KARP:
         return _explicit_rk(tree, tab, ws, stage, out, t, y, h, nq, nv, _CK_C, _CK_A, _CK_B5, _CK_B4, k, y1, y2,
                             m, n_groups, scale, fresh, partial)
-    if fresh:
+    if st.integrator == IMPLICITFAST:                         # q̈ from (H + h C) q̈ = τ − b + Jᵀλ at (q, q̇): its
+        st.implicit_step = h                                  # own evaluation, for this h
+        ok = evaluate(tree, tab, ws, t, y[:nq], y[nq:nq + nv], y[n - out.z_rate.shape[0]:], m, n_groups, scale,
+                      partial, stage)
+        st.implicit_step = 0.0
+        if not ok:
+            return False
+        _derivative(tree, y, nq, nv, stage, k[0, :nq], k[0, nq:nq + nv], k[0, nq + nv:])
+    elif fresh:
         _derivative(tree, y, nq, nv, out, k[0, :nq], k[0, nq:nq + nv], k[0, nq + nv:])
     for j in range(nq, n):                                    # q̇ ← q̇ + h q̈;  w ← w + h ẇ
         y1[j] = y[j] + h * k[0, j]
@@ -556,7 +570,7 @@ def advance(tree, tab, ws, stage, y, active, slip, touched, clock, out, trace, e
                 continue
             # the books judged where a step is taken: a step with an event inside is taken again to the event, its
             # unresolved end (a contact crossed, a lift-off not made) is never a state of the run
-            if st.integrator != SEMI_IMPLICIT_EULER and _books_blown(out, y1, nq, nv, active.shape[0],
+            if st.integrator != SEMI_IMPLICIT_EULER and st.integrator != IMPLICITFAST and _books_blown(out, y1, nq, nv, active.shape[0],
                                                                      ck.corrections + correction, ck.energy0,
                                                                      ck.energy_scale):
                 ck.status = BOOKS

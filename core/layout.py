@@ -32,14 +32,20 @@ class _Struct(types.StructRef):
 
 __all__ = ["kinematics_work", "articulated_work", "plant_work", "thread_work", "Tables", "Outputs", "OutputArrays", "OUTPUT_FIELDS", "TreeRef", "Workspace", "Kinematics", "Articulated", "RowsWork", "SolveWork", "Plant", "Dense",
            "ControlWork", "IntegratorWork", "EventWork", "ProgramWork", "SETTINGS", "SCALARS", "outputs", "DYNAMIC_CONSTRAINTS", "PROJECTION",
-           "MULTIPLIERS", "FORMULATION_CODES", "RK4", "CASH_KARP", "SEMI_IMPLICIT_EULER", "INTEGRATOR_CODES",
+           "MULTIPLIERS", "FORMULATION_CODES", "RK4", "CASH_KARP", "SEMI_IMPLICIT_EULER", "IMPLICITFAST", "INTEGRATOR_CODES",
+           "IMPLICIT_PROJECTION",
            "MC", "MC_SYMMETRIC", "MC_GAMMA", "VARIANT_CODES"]
 
 DYNAMIC_CONSTRAINTS, PROJECTION, MULTIPLIERS = 0, 1, 2
 FORMULATION_CODES = {"dynamic_constraints": DYNAMIC_CONSTRAINTS, "projection": PROJECTION,
                      "multipliers": MULTIPLIERS}
-RK4, CASH_KARP, SEMI_IMPLICIT_EULER = 0, 1, 2
-INTEGRATOR_CODES = {"rk4": RK4, "cash_karp": CASH_KARP, "semi_implicit_euler": SEMI_IMPLICIT_EULER}
+RK4, CASH_KARP, SEMI_IMPLICIT_EULER, IMPLICITFAST = 0, 1, 2, 3
+INTEGRATOR_CODES = {"rk4": RK4, "cash_karp": CASH_KARP, "semi_implicit_euler": SEMI_IMPLICIT_EULER,
+                    "implicitfast": IMPLICITFAST}
+#: Why the implicitfast step refuses the projection formulation (the scene schema and core.plan say it).
+IMPLICIT_PROJECTION = ("the implicitfast integrator takes the dynamic_constraints or multipliers formulation, not "
+                       "projection: it solves with H + h C through the articulated-body factorization, which the "
+                       "projection formulation does not use (it forms M itself)")
 MC, MC_SYMMETRIC, MC_GAMMA = 0, 1, 2
 VARIANT_CODES = {"Mc": MC, "Mc_symmetric": MC_SYMMETRIC, "Mc_gamma": MC_GAMMA}
 
@@ -49,13 +55,15 @@ VARIANT_CODES = {"Mc": MC, "Mc_symmetric": MC_SYMMETRIC, "Mc_gamma": MC_GAMMA}
 #: tolerance ``projection_tolerance`` and the Newton–Raphson ``position_tolerance`` and ``max_iterations``), the
 #: integrator and the adaptive one's ``tolerance``, and what the step must assemble: ``mass_matrix`` (the
 #: projection formulation or a controller needs M and b), ``gravity_torque`` (a controller needs g(q)); the time
-#: to which events are isolated (``event_tolerance``, s).
+#: to which events are isolated (``event_tolerance``, s); ``implicit_step``: the step length h over which an
+#: evaluation takes the joints' dampers and actuators' velocity gains implicitly (the ``implicitfast`` step writes
+#: it around its own evaluation, :func:`core.integrators._take_step`; 0 elsewhere: the state's own q̈).
 SETTINGS = np.dtype([
     ("formulation", np.int64), ("method", np.int64), ("rcond", np.float64), ("rho", np.float64),
     ("rank_tolerance", np.float64), ("variant", np.int64), ("gamma", np.float64),
     ("projection_tolerance", np.float64), ("position_tolerance", np.float64), ("max_iterations", np.int64),
     ("integrator", np.int64), ("tolerance", np.float64), ("mass_matrix", np.bool_), ("gravity_torque", np.bool_),
-    ("event_tolerance", np.float64),
+    ("event_tolerance", np.float64), ("implicit_step", np.float64),
 ], align=True)
 
 #: The scalar results of one evaluation (one record of :class:`Outputs`): see :class:`core.data.Data`.
@@ -235,7 +243,9 @@ define_proxy(ControlWork, ControlWorkType, ['Y', 'wp', 'qd_r', 'qdd_r', 'q_d', '
 
 class IntegratorWork(StructRefProxy):
     """The integrator's stages ``k`` (6 x n: the derivatives of y = [q, q̇, work, z], n entries), the two
-    solutions ``y1``, ``y2`` (n) of an embedded pair, and ``flags`` (two run-time booleans, False and True)."""
+    solutions ``y1``, ``y2`` (n) of an embedded pair, ``flags`` (two run-time booleans, False and True), and the
+    ``implicitfast`` step's ``damping`` (nv: −∂τ/∂q̇ of the joint dampers and actuators, diagonal) and the
+    ``armature`` its articulated-body pass takes (nv: the joints' armature + h · damping)."""
 
 
 @structref.register
@@ -243,7 +253,7 @@ class IntegratorWorkType(_Struct):
     pass
 
 
-define_proxy(IntegratorWork, IntegratorWorkType, ["k", "y1", "y2", "flags"])
+define_proxy(IntegratorWork, IntegratorWorkType, ["k", "y1", "y2", "flags", "damping", "armature"])
 
 
 class EventWork(StructRefProxy):

@@ -30,7 +30,7 @@ from .integrators import (BOOKS, CHATTER, CLOCK, EVENT as EVENT_STATUS, EVENT_CO
                           RUNNING)
 from .integrators import advance as advance_kernel
 from .joint_constraints import JOINT_SPACE
-from .layout import (FORMULATION_CODES, INTEGRATOR_CODES, PROJECTION, SETTINGS, VARIANT_CODES, OutputArrays, Outputs,
+from .layout import (FORMULATION_CODES, IMPLICIT_PROJECTION, INTEGRATOR_CODES, PROJECTION, SETTINGS, VARIANT_CODES, OutputArrays, Outputs,
                      Tables, outputs)
 from .model import Model, State
 
@@ -273,6 +273,8 @@ def build_plan(model: Model, inputs: Inputs) -> Plan:
     integrator = inputs.integrator or s.get("integrator", "rk4")
     if integrator not in INTEGRATOR_CODES:
         raise ValueError(f"unknown integrator {integrator!r}; choose one of {', '.join(INTEGRATOR_CODES)}")
+    if integrator == "implicitfast" and formulation == "projection":
+        raise ValueError(IMPLICIT_PROJECTION)
     names = model.constraint_names
     for name, *_ in inputs.nails:
         if name not in names:

@@ -25,6 +25,7 @@ import numpy as np
 from .data import Data
 from .formulations import FORMULATIONS
 from .joint_constraints import JOINT_SPACE
+from .layout import IMPLICIT_PROJECTION
 from .model import Model, State
 from .plan import NO_TRACE, one_step, plan_of, run
 from .programs import answer as answer_events
@@ -217,22 +218,28 @@ class Simulation:
         self.inputs = self.inputs.with_(pull=None)
 
     def set_integrator(self, name: str, tolerance: float | None = None, dt: float | None = None) -> None:
-        """Switch the integrator (rk4, cash_karp, semi_implicit_euler), its tolerance and the step ``dt`` from
+        """Switch the integrator (rk4, cash_karp, semi_implicit_euler, implicitfast), its tolerance and the step ``dt`` from
         the next step on."""
         if name not in INTEGRATOR_NAMES:
             raise ValueError(f"unknown integrator {name!r}; choose one of {', '.join(INTEGRATOR_NAMES)}")
         tol = self.tolerance if tolerance is None else float(tolerance)
         if not (np.isfinite(tol) and tol > 0):
             raise ValueError(f"the integrator tolerance must be positive, got {tol}")
+        self._check_pair(name, self.inputs.formulation or self.model.settings.get("formulation"))
         if dt is not None:
             _check_dt(dt)
             self.dt = float(dt)
         self.inputs = self.inputs.with_(integrator=name, tolerance=tol)
 
+    def _check_pair(self, integrator, formulation) -> None:
+        if integrator == "implicitfast" and formulation == "projection":
+            raise ValueError(IMPLICIT_PROJECTION)
+
     def set_formulation(self, name: str) -> None:
         """Switch formulation (dynamic_constraints, projection, multipliers) at the next step boundary."""
         if name not in FORMULATIONS:
             raise ValueError(f"unknown formulation {name!r}; choose one of {', '.join(FORMULATIONS)}")
+        self._check_pair(self.integrator, name)
         self.inputs = self.inputs.with_(formulation=name)
 
     def set_active(self, name: str, on: bool) -> None:

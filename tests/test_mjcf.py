@@ -626,7 +626,7 @@ def test_the_summary_says_a_floating_mjcf_robot_is_floating(files, tmp_path):
 
 STIFF = """
 <mujoco model="stiff">
-  <option timestep="0.01"/>
+  <option timestep="0.01" integrator="RK4"/>
   <worldbody>
     <body name="a" pos="0 0 1">
       <joint name="soft" type="hinge" axis="0 1 0" damping="0.01"/>
@@ -667,6 +667,36 @@ def test_validate_and_run_name_a_joint_damped_beyond_rk4s_bound(tmp_path, capsys
     assert stiff_joints(model, dt=0.95 * s.needed_dt) == []
     assert main(["run", str(path), "--duration", "0.02", "--out", str(tmp_path / "r"), "--quiet"]) == 3
     assert "joint 'stiff' is too stiff" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("integrator", ["Euler", "implicitfast"])
+def test_a_stiffly_damped_model_runs_at_its_own_dt_with_mujocos_implicit_damping(tmp_path, capsys, integrator):
+    """The same stiff model under MuJoCo's Euler (its default) or implicitfast integrator is imported with the
+    implicitfast step (core.integrators): the joint damped at λ·dt ≈ 50 (18 times RK4's bound) runs at the file's
+    dt without diverging, validate names no joint, and the trajectory is MuJoCo's own to round-off over 2 s
+    (no actuators: MuJoCo's Euler and implicitfast both take (M + h D) q̈ = τ − b here)."""
+    from core.__main__ import main
+    from core.scene.stiffness import RK4_REAL_BOUND, stiff_joints
+    path = tmp_path / "stiff.xml"
+    path.write_text(STIFF.replace('integrator="RK4"', f'integrator="{integrator}"'))
+    model = core.load_scene(path)
+    assert model.settings["integrator"] == "implicitfast"
+    assert stiff_joints(model) == [] and stiff_joints(model, integrator="rk4")[0].rate_dt > 15 * RK4_REAL_BOUND
+    assert main(["validate", str(path)]) == 0 and "too stiff" not in capsys.readouterr().out
+    m = mujoco.MjModel.from_xml_path(str(path))
+    d = mujoco.MjData(m)
+    d.qpos[:] = [0.4, -1.0]
+    d.qvel[:] = [0.0, 3.0]
+    theirs = []
+    for _ in range(200):
+        mujoco.mj_step(m, d)
+        theirs.append(np.concatenate([d.qpos, d.qvel]))
+    sim = core.Simulation(model)
+    sim.state = core.State(t=0.0, q=np.array([0.4, -1.0]), qd=np.array([0.0, 3.0]))
+    records = sim.run(2.0)
+    ours = np.column_stack([records["q"], records["qd"]])[-200:]
+    np.testing.assert_allclose(ours, np.array(theirs), atol=1e-12)
+    assert abs(theirs[-1][3]) < 0.5 and abs(theirs[-1][1] - theirs[-1][0]) > 0   # (it moved, and damped)
 
 
 def test_actuator_armature_and_damping_join_the_joints(tmp_path):

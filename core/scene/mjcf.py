@@ -397,6 +397,7 @@ def mjcf_to_spec(path: str | Path) -> Scene:
         notes.fluid = (f"the medium's fluid forces (density {m.opt.density:g} kg/m³, viscosity "
                        f"{m.opt.viscosity:g} Pa·s"
                        + (", and the ellipsoid fluid model of geoms" if m.geom_fluid[:, 0].any() else "") + ")")
+    integrator = _integrator(mujoco, m, notes)
     if m.npair > 0 or m.nexclude > 0:
         notes.contact_rules = (f"the file's contact rules ({m.npair} <pair> and {m.nexclude} <exclude>) are not "
                                "imported: a scene's \"collisions\" lets every two geoms collide that pass "
@@ -408,12 +409,33 @@ def mjcf_to_spec(path: str | Path) -> Scene:
     model_name = re.sub(r"[^A-Za-z0-9_\-]", "_", path.stem) or "mjcf"
     raw = {"format_version": 1, "name": model_name if re.match(r"[A-Za-z_]", model_name) else "_" + model_name,
            "description": f"Imported from the MJCF file {path.name} through MuJoCo {mujoco.__version__}",
-           "gravity": [float(g) for g in m.opt.gravity], "simulation": {"dt": float(m.opt.timestep)},
+           "gravity": [float(g) for g in m.opt.gravity], "simulation": {"dt": float(m.opt.timestep), "integrator": integrator},
            "bodies": bodies, "constraints": constraints, "forces": forces + actuators.forces}
     ground = _ground(mujoco, m, source)
     if ground is not None:
         raw["ground"] = ground
     return parse_spec(_zero(raw), source)
+
+
+def _integrator(mujoco, m, notes) -> str:
+    """The scene's integrator for the model's: RK4 as RK4; MuJoCo's Euler, implicit and implicitfast, which all
+    take joint damping implicitly (the time steps of MuJoCo's models are chosen for that), as ``implicitfast``
+    (:mod:`core.integrators`), which is MuJoCo's implicitfast (the joint dampers' and the actuators' velocity
+    gains implicit) — what differs from the file's is noted."""
+    kind = int(m.opt.integrator)
+    T = mujoco.mjtIntegrator
+    if kind == int(T.mjINT_RK4):
+        return "rk4"
+    if kind == int(T.mjINT_EULER):
+        if any(int(m.actuator_biastype[a]) == int(mujoco.mjtBias.mjBIAS_AFFINE) and m.actuator_biasprm[a, 2] != 0
+               for a in range(m.nu)):
+            notes.integrator = ("the Euler integrator becomes implicitfast, which also takes the actuators' velocity "
+                                "gains (kv) implicitly where MuJoCo's Euler takes them explicitly")
+        return "implicitfast"
+    if kind == int(T.mjINT_IMPLICIT):
+        notes.integrator = ("the implicit integrator becomes implicitfast, which leaves out the implicit "
+                            "integrator's derivatives of the Coriolis and centrifugal forces")
+    return "implicitfast"
 
 
 class _Notes:
@@ -432,6 +454,7 @@ class _Notes:
         self.equalities: list[str] = []       # "name (type)" of equalities not imported
         self.fluid: str | None = None
         self.contact_rules: str | None = None
+        self.integrator: str | None = None
 
     def warn(self, source: str) -> None:
         said = []
@@ -462,6 +485,8 @@ class _Notes:
             said.append(f"{self.fluid} are not imported")
         if self.contact_rules:
             said.append(self.contact_rules)
+        if self.integrator:
+            said.append(self.integrator)
         for text in said:
             warnings.warn(f"{source}: {text}", MJCFWarning, stacklevel=3)
 

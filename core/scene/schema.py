@@ -534,7 +534,7 @@ class SimulationSettings(Strict):
     scale of the active constraints — the norm of their rows at the initial configuration). Below it the
     multipliers (McClamroch) would amplify errors by 1/σ², so that formulation drops the direction and flags it."""
     dt: Positive = 0.001                              # s; at least limits.MIN_DT (below)
-    integrator: Literal["rk4", "cash_karp", "semi_implicit_euler"] = "rk4"
+    integrator: Literal["rk4", "cash_karp", "semi_implicit_euler", "implicitfast"] = "rk4"
     tolerance: Annotated[float, Field(ge=1e-14, le=1.0)] = 1e-8   # cash_karp's error tolerance (1e-14: a few
     #                                                                 ulps of a unit state; tighter is never met)
     formulation: Literal["dynamic_constraints", "projection", "multipliers"] = "dynamic_constraints"
@@ -551,6 +551,13 @@ class SimulationSettings(Strict):
         if v < MIN_DT:
             raise ValueError(f"dt must be at least {MIN_DT:g} s (a shorter step cannot move the clock)")
         return v
+
+    @model_validator(mode="after")
+    def _implicit_solves_through_the_tree(self):
+        if self.integrator == "implicitfast" and self.formulation == "projection":
+            from ..layout import IMPLICIT_PROJECTION
+            raise ValueError(IMPLICIT_PROJECTION)
+        return self
 
 
 # ---------------------------------------------------------------------------------------------- contacts

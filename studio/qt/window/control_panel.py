@@ -104,7 +104,8 @@ class ControlPanel(QWidget):
         self.dt_editor = editor_for("float", {}, "s")
         self.dt_editor.committed.connect(lambda v: self._edit_setting("dt", v))
         form.addRow("time step", self.dt_editor)
-        self.integrator_editor = editor_for("choice", {"options": ["rk4", "cash_karp", "semi_implicit_euler"]})
+        self.integrator_editor = editor_for("choice", {"options": ["rk4", "cash_karp", "semi_implicit_euler",
+                                                                       "implicitfast"]})
         self.integrator_editor.committed.connect(lambda v: self._edit_setting("integrator", v))
         form.addRow("integrator", self.integrator_editor)
         self.formulation_editor = editor_for("choice", {"options": ["dynamic_constraints", "projection",
