@@ -65,7 +65,7 @@ from .constraints import POINT_VELOCITY, active_layout, rows_kernel
 from .jit import njit
 from .kinematics import fk_kernel, integrate_kernel, normalize_kernel
 from .layout import MC, MC_GAMMA, MC_SYMMETRIC
-from .linalg import lu_solve, numerical_rank, singular_values, svd_columns, symmetric_product
+from .linalg import VALUES_LAPACK_SIZE, lu_solve, numerical_rank, singular_values, svd_columns, symmetric_product
 from .points import velocity_product_kernel
 from .solver import COMPRESS_ROWS, range_basis, solve_groups, symmetric_eigen
 
@@ -112,11 +112,12 @@ def jacobian_singular_values(J, cons, rows, solve, dense, m, n_groups):
         for a in range(1, n):
             c0, c1 = min(c0, span[idx[a], 0]), max(c1, span[idx[a], 1])
         p = c1 - c0
-        if n <= p and n < COMPRESS_ROWS:                      # Jᵀ's n columns
+        if n >= VALUES_LAPACK_SIZE or (n <= p and n < COMPRESS_ROWS):   # Jᵀ's n columns (LAPACK's values from
+            #                                                 VALUES_LAPACK_SIZE rows on, of any shape: no basis)
             for a in range(n):
                 for k in range(p):
                     Ju[k, a] = J[idx[a], c0 + k]
-            svd_columns(Ju, p, n, dense.Vj, s)
+            singular_values(Ju, p, n, dense.Vj, s)
         else:                                                 # J = Q₁ R: J's singular values are R's (r x p)
             Q1 = solve.Q1
             r = range_basis(J, idx, n, c0, c1, Q1)

@@ -149,10 +149,11 @@ def evaluate(tree, tab, ws, t, q, qd, z, m, n_groups, scale, full, out):
         diagnostics(tree, cons, st, kin, rows, ws.solve, dense, m, n_groups, formulation, scale, elastic, qd, out)
         sc = out.scalars[0]                                   # what a step reports must be finite too: a state
         ok = ok and np.isfinite(sc.energy_kinetic + sc.energy_gravity + sc.energy_elastic)   # whose energy or
-        for c in range(K):                                    # forces overflow is diverging
-            ok = ok and np.isfinite(out.deviation[c]) and np.isfinite(out.deviation_rate[c])
-            for a in range(3):
-                ok = ok and np.isfinite(out.constraint_force[c, a])
+        deviation, rate, force = out.deviation, out.deviation_rate, out.constraint_force   # forces overflow
+        total = 0.0                                                                       # is diverging
+        for c in range(K):                                    # (a sum is finite only if every term is;
+            total += deviation[c] + rate[c] + force[c, 0] + force[c, 1] + force[c, 2]
+        ok = ok and np.isfinite(total)                        # one that overflows is diverging too)
     return ok
 
 
@@ -376,12 +377,14 @@ def diagnostics(tree, cons, st, kin, rows, solve, dense, m, n_groups, formulatio
     if m == 0:
         sc.rank, sc.dropped, sc.cutoff, sc.n_svals, sc.jacobian_rank = 0, 0, np.nan, 0, 0
     J, gamma, qdd, residual_rows, residual = rows.J, rows.gamma, out.qdd, out.residual_rows, out.residual
+    row_of, force = rows.row_of, out.constraint_force       # (read once: a structure's field is counted at each read)
     for c in range(cons.shape[0]):
-        row = rows.row_of[c]
-        constraint_force(cons, kin, rows, out.multipliers, c, out.constraint_force[c])
-        if row < 0:
+        row = row_of[c]
+        if row < 0:                                           # inactive: no force, no residual
+            force[c, 0], force[c, 1], force[c, 2] = 0.0, 0.0, 0.0
             residual[c] = np.nan
             continue
+        constraint_force(cons, kin, rows, out.multipliers, c, force[c])
         r2 = 0.0
         for b in range(cons[c].rows):
             r2 += residual_rows[row + b] ** 2

@@ -488,9 +488,8 @@ def advance(tree, tab, ws, stage, y, active, slip, touched, clock, out, trace, e
             if t >= ck.t_end - eps or (capacity > 0 and ck.recorded == capacity):
                 break
             ck.t_target = t + min(ck.dt, ck.t_end - t)
-            for p in range(tab.points.shape[0]):
-                ev.switches[p] = 0
-                ev.held[p] = False
+            ev.switches[:] = 0
+            ev.held[:] = False
             ck.instants = 0
         target = ck.t_target
         if t < target - 1e-12 * max(1.0, abs(target)):       # (what remains of) the step from (t, y)

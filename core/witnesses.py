@@ -179,11 +179,12 @@ def _limit_force(lim, k, out):
 def _point_witnesses(tab, ws, out, t, active, slip, touched, settling):
     """:func:`find`'s contact points: touchdown, lift-off, slip and stick; returns how many were found."""
     ev, kin = ws.events, ws.kin
+    points, cons, held, eligible = tab.points, tab.constraints, ev.held, ev.eligible   # (each read once)
     count = 0
     n = np.empty(3)
     z = np.empty(3)
-    for p in range(tab.points.shape[0]):
-        pt = tab.points[p]
+    for p in range(points.shape[0]):
+        pt = points[p]
         plane_normal(tab, kin, p, n)
         i = pt.normal
         if not active[i]:
@@ -202,13 +203,13 @@ def _point_witnesses(tab, ws, out, t, active, slip, touched, settling):
         before = count
         if s >= 0 and active[s]:
             g = _cone(pt, out, N)
-            if g < 0.0 and not ev.held[p]:
+            if g < 0.0 and not held[p]:
                 count = _add(ev, count, SLIP_EVENT, p, g)
-        elif s >= 0 and not settling and ev.eligible[p]:
+        elif s >= 0 and not settling and eligible[p]:
             g = _slip_speed_against(n, out, s, slip[p])
             if g < 0.0:
                 count = _add(ev, count, STICK_EVENT, p, g)
-        part = tab.constraints[i].part
+        part = cons[i].part
         if count == before and not settling and part >= 0:
             g = _region_witness(tab, kin, p, part, z)
             if g < 0.0:
@@ -293,13 +294,14 @@ def mark_eligible(tab, ws, out, active, slip):
     if tab.points.shape[0] == 0:
         return
     n = np.empty(3)
-    for p in range(tab.points.shape[0]):
-        pt = tab.points[p]
-        ev.eligible[p] = False
+    points, eligible = tab.points, ev.eligible
+    for p in range(points.shape[0]):
+        pt = points[p]
+        eligible[p] = False
         if pt.stick < 0 or not active[pt.normal] or active[pt.stick]:
             continue
         plane_normal(tab, kin, p, n)
-        ev.eligible[p] = _slip_speed_against(n, out, pt.stick, slip[p]) > 0.0
+        eligible[p] = _slip_speed_against(n, out, pt.stick, slip[p]) > 0.0
 
 
 @njit
@@ -319,9 +321,9 @@ def update_tables(tab, kin, active, slip, lead):
     w = np.empty(3)
     r = np.empty(3)
     ws_t = np.empty((3, 2))
-    cons, forces = tab.constraints, tab.forces
-    for p in range(tab.points.shape[0]):
-        pt = tab.points[p]
+    cons, forces, points = tab.constraints, tab.forces, tab.points
+    for p in range(points.shape[0]):
+        pt = points[p]
         part = region_code(tab, kin, p, r) if active[pt.normal] else -1     # the part of a core kept over a step
         if cons[pt.normal].part != part:
             cons[pt.normal].part = part
@@ -413,8 +415,9 @@ def refresh_slip(tab, kin, out, active, slip):
         return changed
     n = np.empty(3)
     f = np.empty(3)
-    for p in range(tab.points.shape[0]):
-        pt = tab.points[p]
+    points = tab.points
+    for p in range(points.shape[0]):
+        pt = points[p]
         if pt.stick < 0 or not active[pt.normal] or active[pt.stick]:
             continue
         plane_normal(tab, kin, p, n)
