@@ -70,7 +70,8 @@ def relative_jacobian(model, kin, c: Contact, p: ContactPoint, x: np.ndarray | N
 def impact(model, state, touching: list, contact_rows: set, limits: list = ()) -> tuple[np.ndarray, dict]:
     """Resolve an impact at ``state``: the post-impact velocity q̇⁺ and, per point of ``touching`` (the
     (contact, point) pairs that touch: colliding or resting), ``(P_n, P_t vector, v_n⁻, mode)`` with the mode
-    after the impact: :data:`OPEN` when it leaves the plane at its rest speed or faster, else in contact
+    after the impact: :data:`OPEN` when it leaves the plane at its rest speed or faster, or faster than 1 % of it
+    with no impulse (P_n = 0), else in contact
     (stick, slip or frictionless).
 
     Impulse–momentum (McClamroch §6; Kearney §3): M (q̇⁺ − q̇⁻) = Jᵀ P over the rows of every active constraint
@@ -176,8 +177,9 @@ def impact(model, state, touching: list, contact_rows: set, limits: list = ()) -
     info["energy_change"] = 0.5 * float(qd @ M @ qd - v @ M @ v)  # its sliding impulses added energy
     for k, d in enumerate(pts):
         after = float(d["Jn"] @ qd)
-        if after >= d["c"].rest_speed:                          # it rebounds (or separates): open
-            mode = OPEN
+        left = not d["in"] or float(Pn.get(k, 0.0)) <= 0.0      # no impulse: the others' impulses lift it
+        if after >= d["c"].rest_speed or (left and after > 0.01 * d["c"].rest_speed):
+            mode = OPEN                                         # it rebounds, or separates (core: LIFT_SPEED)
         elif d["p"].stick < 0:
             mode = FRICTIONLESS
         else:
