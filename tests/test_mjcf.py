@@ -182,6 +182,56 @@ def test_a_scene_includes_an_mjcf_model_with_q0(files, tmp_path):
     assert info.value.problems[0].path == "$.robot.base"
 
 
+EXCLUDED = """
+<mujoco model="excluded">
+  <worldbody>
+    <geom name="floor" type="plane" size="2 2 0.1"/>
+    <body name="a" pos="0 0 0.5">
+      <joint name="ja" type="hinge" axis="0 1 0"/>
+      <geom type="sphere" size="0.05" pos="0.2 0 0"/>
+      <body name="b" pos="0.3 0 0">
+        <joint name="jb" type="hinge" axis="0 1 0"/>
+        <geom type="sphere" size="0.05" pos="0.2 0 0"/>
+        <body name="c" pos="0.3 0 0">
+          <joint name="jc" type="hinge" axis="0 1 0"/>
+          <geom type="sphere" size="0.05" pos="0.2 0 0"/>
+        </body>
+      </body>
+    </body>
+  </worldbody>
+  <contact>%s</contact>
+</mujoco>
+"""
+
+
+def test_the_files_excludes_leave_out_body_pairs_and_the_floor(tmp_path):
+    """MuJoCo's <exclude body1 body2>: a document that includes the model with "collisions": {} collides its
+    bodies' shapes as MuJoCo would (not a parent and its child: a–c here), but not a pair the file excludes;
+    an exclude against the world keeps that body off the floor (the scene's ground). Without the document's
+    collisions, the file's excludes collide nothing themselves."""
+    def model(rules, collisions=True):
+        path = tmp_path / "excluded.xml"
+        path.write_text(EXCLUDED % rules)
+        doc = {"format_version": 1, "name": "s", "robot": {"file": str(path)}}
+        if collisions:
+            doc["collisions"] = {}
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", MJCFWarning)
+            return core.scene.compile_scene(core.scene.parse_spec(doc, str(tmp_path / "s.json")))
+
+    def pairs(m):
+        return {frozenset((c.body, c.plane_body)) for c in m.contacts if c.shape}
+
+    def grounded(m):
+        return {c.body for c in m.contacts if not c.shape}
+
+    assert pairs(model("")) == {frozenset(("a", "c"))} and grounded(model("")) == {"a", "b", "c"}
+    kept = model('<exclude body1="a" body2="c"/><exclude body1="world" body2="b"/>')
+    assert pairs(kept) == set() and grounded(kept) == {"a", "c"}
+    alone = model('<exclude body1="a" body2="c"/>', collisions=False)
+    assert pairs(alone) == set() and grounded(alone) == {"a", "b", "c"}
+
+
 @pytest.mark.parametrize("text, message", [
     ("garbage", "MuJoCo's compiler refused the file"),
     ("<mujoco><worldbody><body><joint type='hinge'/></body></worldbody></mujoco>", "MuJoCo's compiler refused"),

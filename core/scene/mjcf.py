@@ -398,10 +398,11 @@ def mjcf_to_spec(path: str | Path) -> Scene:
                        f"{m.opt.viscosity:g} Pa·s"
                        + (", and the ellipsoid fluid model of geoms" if m.geom_fluid[:, 0].any() else "") + ")")
     integrator = _integrator(mujoco, m, notes)
-    if m.npair > 0 or m.nexclude > 0:
-        notes.contact_rules = (f"the file's contact rules ({m.npair} <pair> and {m.nexclude} <exclude>) are not "
-                               "imported: a scene's \"collisions\" lets every two geoms collide that pass "
-                               "contype/conaffinity and are not a parent and its child")
+    excluded, world_excluded = _excludes(m, body_name)
+    if m.npair > 0:
+        notes.contact_rules = (f"the file's {m.npair} <pair> contact rule(s) are not imported: a scene's "
+                               "\"collisions\" lets every two geoms collide that pass contype/conaffinity and are "
+                               "not a parent and its child (its <exclude> rules are kept)")
     notes.warn(source)
     if len(bodies) > MAX_BODIES:
         raise SceneError([Problem("mujoco", f"{len(bodies)} bodies (with one per extra joint), more than the "
@@ -413,8 +414,29 @@ def mjcf_to_spec(path: str | Path) -> Scene:
            "bodies": bodies, "constraints": constraints, "forces": forces + actuators.forces}
     ground = _ground(mujoco, m, source)
     if ground is not None:
+        if world_excluded:                              # <exclude body1="world" body2="b">: b never touches the floor
+            ground["exclude"] = world_excluded
         raw["ground"] = ground
+    if excluded:       # carried for a document whose "collisions" collide the robot's geoms (robots.expand); on
+        raw["collisions"] = {"bodies": [], "exclude_pairs": excluded}   # its own, nothing collides (bodies: none)
     return parse_spec(_zero(raw), source)
+
+
+def _excludes(m, body_name: dict) -> tuple[list[list[str]], list[str]]:
+    """The file's ``<exclude>`` rules in scene names: ``(pairs of bodies, bodies excluded from the world)`` (MuJoCo's
+    ``exclude_signature`` = body1 · 2¹⁶ + body2; a body against the world: against its floor, the scene's ground)."""
+    pairs, world = [], []
+    for sig in np.asarray(m.exclude_signature, dtype=np.int64):
+        a, b = body_name.get(int(sig) >> 16), body_name.get(int(sig) & 0xFFFF)
+        if a is None or b is None or a == b:
+            continue
+        if "world" in (a, b):
+            other = b if a == "world" else a
+            if other not in world:
+                world.append(other)
+        elif [a, b] not in pairs and [b, a] not in pairs:
+            pairs.append([a, b])
+    return pairs, world
 
 
 def _integrator(mujoco, m, notes) -> str:

@@ -113,6 +113,11 @@ def expand(spec: Scene) -> Scene:
         data[key] = robot[key] + data[key]
     if data.get("ground") is None:                      # the robot's own floor (an MJCF world plane)
         data["ground"] = robot.get("ground")
+    rules = robot.get("collisions")                     # an MJCF file's <exclude> pairs, for the document's own
+    if data.get("collisions") is not None and rules:    # collisions (the robot's block collides nothing itself)
+        taken = {frozenset(p) for p in data["collisions"]["exclude_pairs"]}
+        data["collisions"]["exclude_pairs"] = list(data["collisions"]["exclude_pairs"]) + [
+            p for p in rules["exclude_pairs"] if frozenset(p) not in taken]
     free = [b["name"] for b in robot["bodies"] if b["parent"] == "world" and b["joint"]["type"] == "free"]
     if free and data.get("ground") is None and not data.get("contacts"):
         from .mjcf import MJCFWarning
