@@ -54,8 +54,8 @@ def failure(status: str, t: float, dt: float) -> str:
         from .integrators import BOOKS_FACTOR
         return (f"the step from t = {t:.6g} s (dt = {dt:g} s) left the energy audit's error above {BOOKS_FACTOR:g} "
                 f"of the scene's energy scale, energy from no source: the state is diverging (a step too long for a "
-                f"stiff spring, damper or gain, or a constraint force without a bound); lower dt or use the "
-                f"cash_karp integrator")
+                f"stiff spring, damper or gain, or a constraint force without a bound); lower dt, use the "
+                f"cash_karp integrator, or implicitfast for stiff joint dampers and actuator gains")
     if status == "event_cost":
         from .plan import EVENT_WORK_PER_STEP, EVENT_WORK_WINDOW
         return (f"contact events cost more than {EVENT_WORK_PER_STEP:g} steps' work per step over the last "
