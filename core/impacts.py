@@ -9,10 +9,10 @@ J_t (a joint bound: the row ±e_j) — such that::
     M (q̇⁺ − q̇⁻) = Rᵀ P                                       (impulse–momentum)
     v_n⁺ ≥ target,  P_n ≥ 0,  P_n (v_n⁺ − target) = 0        (target = −e v_n⁻ for a colliding point whose
                                                               rebound is at least its rest speed, else 0)
+    ‖P_t‖ ≤ μ P_n;  v_t⁺ = 0 inside the cone, P_t = −μ P_n t̂ on its edge   (Coulomb, t̂ the slip direction)
 
 After it a point is open when it rebounds at its rest speed or faster, or when it takes no impulse (P_n = 0) and
 leaves its plane faster than :data:`LIFT_SPEED` of its rest speed; the others stay in contact.
-    ‖P_t‖ ≤ μ P_n;  v_t⁺ = 0 inside the cone, P_t = −μ P_n t̂ on its edge   (Coulomb, t̂ the slip direction)
 
 Solution. An active set (every touching point in, sticking): solve A P = b with A = R M⁻¹ Cᵀ (C = R but for a
 sliding point, whose normal column carries its friction, J_n − μ t̂ᵀJ_t) by least squares; a point with P_n < 0

@@ -569,9 +569,9 @@ def advance(tree, tab, ws, stage, y, active, slip, touched, clock, out, trace, e
                 continue
             # the books judged where a step is taken: a step with an event inside is taken again to the event, its
             # unresolved end (a contact crossed, a lift-off not made) is never a state of the run
-            if st.integrator != SEMI_IMPLICIT_EULER and st.integrator != IMPLICITFAST and _books_blown(out, y1, nq, nv, active.shape[0],
-                                                                     ck.corrections + correction, ck.energy0,
-                                                                     ck.energy_scale):
+            first_order = st.integrator == SEMI_IMPLICIT_EULER or st.integrator == IMPLICITFAST
+            if not first_order and _books_blown(out, y1, nq, nv, active.shape[0], ck.corrections + correction,
+                                                ck.energy0, ck.energy_scale):
                 ck.status = BOOKS
                 ck.evaluated = False
                 break

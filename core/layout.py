@@ -33,7 +33,7 @@ class _Struct(types.StructRef):
 __all__ = ["kinematics_work", "articulated_work", "plant_work", "thread_work", "Tables", "Outputs", "OutputArrays", "OUTPUT_FIELDS", "TreeRef", "Workspace", "Kinematics", "Articulated", "RowsWork", "SolveWork", "Plant", "Dense",
            "ControlWork", "IntegratorWork", "EventWork", "ProgramWork", "SETTINGS", "SCALARS", "outputs", "DYNAMIC_CONSTRAINTS", "PROJECTION",
            "MULTIPLIERS", "FORMULATION_CODES", "RK4", "CASH_KARP", "SEMI_IMPLICIT_EULER", "IMPLICITFAST", "INTEGRATOR_CODES",
-           "IMPLICIT_PROJECTION",
+           "integrator_problem",
            "MC", "MC_SYMMETRIC", "MC_GAMMA", "VARIANT_CODES"]
 
 DYNAMIC_CONSTRAINTS, PROJECTION, MULTIPLIERS = 0, 1, 2
@@ -42,10 +42,17 @@ FORMULATION_CODES = {"dynamic_constraints": DYNAMIC_CONSTRAINTS, "projection": P
 RK4, CASH_KARP, SEMI_IMPLICIT_EULER, IMPLICITFAST = 0, 1, 2, 3
 INTEGRATOR_CODES = {"rk4": RK4, "cash_karp": CASH_KARP, "semi_implicit_euler": SEMI_IMPLICIT_EULER,
                     "implicitfast": IMPLICITFAST}
-#: Why the implicitfast step refuses the projection formulation (the scene schema and core.plan say it).
-IMPLICIT_PROJECTION = ("the implicitfast integrator takes the dynamic_constraints or multipliers formulation, not "
-                       "projection: it solves with H + h C through the articulated-body factorization, which the "
-                       "projection formulation does not use (it forms M itself)")
+
+
+def integrator_problem(integrator: str, formulation: str | None) -> str | None:
+    """Why ``integrator`` cannot run under ``formulation`` (None: it can) — one rule for the scene schema,
+    :func:`core.plan.build_plan` and :class:`core.Simulation`'s setters: the implicitfast step solves with
+    H + h C through the articulated-body factorization, which the projection formulation does not use."""
+    if integrator == "implicitfast" and formulation == "projection":
+        return ("the implicitfast integrator takes the dynamic_constraints or multipliers formulation, not "
+                "projection: it solves with H + h C through the articulated-body factorization, which the "
+                "projection formulation does not use (it forms M itself)")
+    return None
 MC, MC_SYMMETRIC, MC_GAMMA = 0, 1, 2
 VARIANT_CODES = {"Mc": MC, "Mc_symmetric": MC_SYMMETRIC, "Mc_gamma": MC_GAMMA}
 

@@ -35,7 +35,7 @@ if _gesdd_values is not None:
 else:
     @njit
     def _lapack_values(A):
-        return np.linalg.svd(A, False)[1]
+        return np.linalg.svd(np.ascontiguousarray(A), False)[1]
 
 __all__ = ["svd_columns", "singular_values", "lapack_ready", "LAPACK_SIZE", "VALUES_LAPACK_SIZE", "lu_factor", "lu_apply", "lu_solve", "numerical_rank", "pinv_apply", "cholesky_factor",
            "cholesky_solve", "symmetric_product"]

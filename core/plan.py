@@ -30,8 +30,8 @@ from .integrators import (BOOKS, CHATTER, CLOCK, EVENT as EVENT_STATUS, EVENT_CO
                           RUNNING)
 from .integrators import advance as advance_kernel
 from .joint_constraints import JOINT_SPACE
-from .layout import (FORMULATION_CODES, IMPLICIT_PROJECTION, INTEGRATOR_CODES, PROJECTION, SETTINGS, VARIANT_CODES, OutputArrays, Outputs,
-                     Tables, outputs)
+from .layout import (FORMULATION_CODES, INTEGRATOR_CODES, PROJECTION, SETTINGS, VARIANT_CODES, OutputArrays, Outputs,
+                     Tables, integrator_problem, outputs)
 from .model import Model, State
 
 __all__ = ["Plan", "Batch", "DivergenceError", "plan_of", "build_plan", "run", "one_step", "evaluated", "data",
@@ -273,8 +273,8 @@ def build_plan(model: Model, inputs: Inputs) -> Plan:
     integrator = inputs.integrator or s.get("integrator", "rk4")
     if integrator not in INTEGRATOR_CODES:
         raise ValueError(f"unknown integrator {integrator!r}; choose one of {', '.join(INTEGRATOR_CODES)}")
-    if integrator == "implicitfast" and formulation == "projection":
-        raise ValueError(IMPLICIT_PROJECTION)
+    if integrator_problem(integrator, formulation):
+        raise ValueError(integrator_problem(integrator, formulation))
     names = model.constraint_names
     for name, *_ in inputs.nails:
         if name not in names:

@@ -25,7 +25,7 @@ import numpy as np
 from .data import Data
 from .formulations import FORMULATIONS
 from .joint_constraints import JOINT_SPACE
-from .layout import IMPLICIT_PROJECTION
+from .layout import integrator_problem
 from .model import Model, State
 from .plan import NO_TRACE, one_step, plan_of, run
 from .programs import answer as answer_events
@@ -225,21 +225,19 @@ class Simulation:
         tol = self.tolerance if tolerance is None else float(tolerance)
         if not (np.isfinite(tol) and tol > 0):
             raise ValueError(f"the integrator tolerance must be positive, got {tol}")
-        self._check_pair(name, self.inputs.formulation or self.model.settings.get("formulation"))
+        if integrator_problem(name, self.formulation):
+            raise ValueError(integrator_problem(name, self.formulation))
         if dt is not None:
             _check_dt(dt)
             self.dt = float(dt)
         self.inputs = self.inputs.with_(integrator=name, tolerance=tol)
 
-    def _check_pair(self, integrator, formulation) -> None:
-        if integrator == "implicitfast" and formulation == "projection":
-            raise ValueError(IMPLICIT_PROJECTION)
-
     def set_formulation(self, name: str) -> None:
         """Switch formulation (dynamic_constraints, projection, multipliers) at the next step boundary."""
         if name not in FORMULATIONS:
             raise ValueError(f"unknown formulation {name!r}; choose one of {', '.join(FORMULATIONS)}")
-        self._check_pair(self.integrator, name)
+        if integrator_problem(self.integrator, name):
+            raise ValueError(integrator_problem(self.integrator, name))
         self.inputs = self.inputs.with_(formulation=name)
 
     def set_active(self, name: str, on: bool) -> None:

@@ -552,12 +552,14 @@ class SimulationSettings(Strict):
             raise ValueError(f"dt must be at least {MIN_DT:g} s (a shorter step cannot move the clock)")
         return v
 
-    @model_validator(mode="after")
-    def _implicit_solves_through_the_tree(self):
-        if self.integrator == "implicitfast" and self.formulation == "projection":
-            from ..layout import IMPLICIT_PROJECTION
-            raise ValueError(IMPLICIT_PROJECTION)
-        return self
+    @field_validator("formulation")
+    @classmethod
+    def _fits_the_integrator(cls, v, info):           # (declared after the integrator: its value is known here)
+        from ..layout import integrator_problem
+        why = integrator_problem(info.data.get("integrator"), v)
+        if why:
+            raise ValueError(why)
+        return v
 
 
 # ---------------------------------------------------------------------------------------------- contacts

@@ -28,7 +28,9 @@ from PySide6.QtCore import Qt, QTimer, Signal, Slot
 from PySide6.QtWidgets import (QBoxLayout, QComboBox, QFormLayout, QFrame, QGridLayout, QGroupBox, QHBoxLayout,
                                QLabel, QMenu, QPushButton, QScrollArea, QSlider, QToolButton, QVBoxLayout, QWidget)
 
+from core.formulations import FORMULATIONS
 from core.scene import SceneError
+from core.step import INTEGRATOR_NAMES
 
 from studio.document import edits
 from studio.document.robot import included_robot
@@ -104,12 +106,10 @@ class ControlPanel(QWidget):
         self.dt_editor = editor_for("float", {}, "s")
         self.dt_editor.committed.connect(lambda v: self._edit_setting("dt", v))
         form.addRow("time step", self.dt_editor)
-        self.integrator_editor = editor_for("choice", {"options": ["rk4", "cash_karp", "semi_implicit_euler",
-                                                                       "implicitfast"]})
+        self.integrator_editor = editor_for("choice", {"options": list(INTEGRATOR_NAMES)})
         self.integrator_editor.committed.connect(lambda v: self._edit_setting("integrator", v))
         form.addRow("integrator", self.integrator_editor)
-        self.formulation_editor = editor_for("choice", {"options": ["dynamic_constraints", "projection",
-                                                                    "multipliers"]})
+        self.formulation_editor = editor_for("choice", {"options": list(FORMULATIONS)})
         self.formulation_editor.committed.connect(lambda v: self._edit_setting("formulation", v))
         form.addRow("formulation", self.formulation_editor)
         self.residual_editor = editor_for("float", {}, "m/s²")
