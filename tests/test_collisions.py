@@ -229,6 +229,40 @@ def test_drawn_contact_points_of_touching_shapes_sit_on_their_surfaces_and_apart
     assert closed >= 5 and apart >= 100
 
 
+def test_a_resting_ball_struck_from_below_leaves_the_floor_at_the_impulse_laws_speed():
+    """A small ball (r = 0.05 m) slides frictionless at u = 6 cm/s into a big one (r = 0.1 m) resting on the
+    floor: the line of centres n = (√8, 0, 1)/3 tilts up, so the elastic impulse P (the small ball's floor holds
+    its vertical velocity; P (1 + n_x²) = 2 u n_x) lifts the big ball at P n_z = 2 u n_x n_z / (1 + n_x²) = 2 cm/s.
+    Its floor point takes no impulse and opens at the impact (core.impacts.LIFT_SPEED), though that speed is far
+    below the ground's rest speed (1 m/s), and the ball hops to v²/2g above the floor. Before, such a point stayed
+    closed, holding a velocity its contact cannot have (its stabilization, 2 λ v = 0.8 m/s² < g, needs no pull to
+    hold it, so no lift-off followed). The small ball stays on the floor."""
+    u = 0.06
+
+    def ball(name, x, v, r):
+        return {"name": name, "parent": "world", "joint": {"type": "free", "q0": [*x, 1, 0, 0, 0],
+                                                           "qd0": [0, 0, 0, *v]},
+                "shapes": [{"type": "sphere", "radius": r, "mass": 1.0}]}
+    doc = {"format_version": 1, "name": "struck", "gravity": [0, 0, -G], "simulation": {"dt": 0.001},
+           "bodies": [ball("big", [0, 0, 0.1], [0, 0, 0], 0.1), ball("small", [-0.15, 0, 0.05], [u, 0, 0], 0.05)],
+           "ground": {"friction": 0.0, "restitution": 0.0, "rest_speed": 1.0},
+           "collisions": {"friction": 0.0, "restitution": 1.0}}
+    sim = core.Simulation(_model(doc))
+    while not any(e.what.startswith("big.small") for e in sim.events):
+        sim.step()
+    hit = next(e for e in sim.events if e.what.startswith("big.small"))
+    lift = [e for e in sim.events if e.kind == "lift-off" and e.what.startswith("big.ground")]
+    assert hit.kind == "bounce" and len(lift) == 1 and lift[0].t == hit.t
+    nx, nz = math.sqrt(8) / 3, 1 / 3
+    up = 2 * u * nx * nz / (1 + nx * nx)
+    v = np.asarray(sim.state.qd)
+    assert v[5] == pytest.approx(up - G * (sim.state.t - hit.t), abs=1e-8)   # (gravity over the rest of the step)
+    assert v[3] == pytest.approx(2 * u * nx * nx / (1 + nx * nx), abs=1e-8)
+    assert abs(v[11]) < 1e-12                                                # the small ball's floor holds it
+    z = sim.run(2 * up / G)["q"][:, 2]
+    assert z.max() - 0.1 == pytest.approx(up * up / (2 * G), rel=0.05)       # the hop, to 20 µm
+
+
 def test_a_ball_sliding_over_an_edge_stays_on_it_and_leaves_at_the_energy_integrals_angle():
     """Frictionless, started on the edge at θ0 = 0.3 rad with speed v0 about it, no stabilization: the centre
     moves on the circle of radius r about the edge (the curvature term holds it there), and leaves where
