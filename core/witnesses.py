@@ -16,7 +16,7 @@ after (``EventWork.g``); per contact point p with world normal n (turned with a 
   whose slip opposed its friction at the step's start (``eligible``: a slip that has just begun from rest may
   not stick at once);
 - a joint limit (bound open):  g = s (q − bound) + ε, s = ±1, while the joint moves into the bound or is beyond it
-  by more than :data:`LIMIT_SLACK`; (bound active): g = s λ, its force;
+  by more than :data:`LIMIT_SLACK` and not moving out; (bound active): g = s λ, its force;
 - a break (active bilateral constraint):  g = max_deviation − ‖D‖ (thesis §2.3.4), isolated like the contacts'
   events; a state that starts a call beyond a bound (one made by hand) breaks at once (:func:`breaks_and_rank`);
 - a rank change of J: reported at the step's end where it is first seen (a report, not a switch: the bounded
@@ -34,9 +34,13 @@ after (``EventWork.g``); per contact point p with world normal n (turned with a 
 Resolution (:func:`resolve`): touchdowns and limits reached take an impact (:func:`core.impacts.impact`:
 impulses on the touching points, the bounds and every linked active constraint; each point's mode after it),
 a break removes its constraint, lift-offs remove a point's rows, slips its stick rows (its Coulomb force μN
-taking over in the stick force's direction), sticks add them back; then, until the modes are consistent (at most 8 rounds), the lift-offs and slips
-that the new modes cause at once (:func:`settle`). A point that switches between stick and slip
-:data:`MAX_SWITCHES` times inside one step is held in stick to the step's end (chatter at the cone's edge).
+taking over in the stick force's direction), sticks add them back; then, until the modes are consistent (at most
+:data:`core.integrators.SETTLE_ROUNDS` rounds, one lift-off or release a round), the lift-offs and slips
+that the new modes cause at once (:func:`settle`). A point that switches between stick and slip, or lifts off,
+:data:`MAX_SWITCHES` times inside one step is held to the step's end — in stick, and closed even if its normal
+force pulls (chatter at the cone's edge; a point with no consistent mode, as in Painlevé's configuration, where
+sliding has no solution, sticking pulls and lifting off penetrates: Menagerie's Go2 dragging a calf at μ = 1
+lifted off and touched down again every nanosecond).
 """
 from __future__ import annotations
 
@@ -196,7 +200,7 @@ def _point_witnesses(tab, ws, out, t, active, slip, touched, settling):
             continue
         N = _dot(n, out.constraint_force, i)
         loading = pt.liftoff_delay > 0 and np.isfinite(touched[p]) and t - touched[p] < pt.liftoff_delay
-        if N < 0.0 and not loading:
+        if N < 0.0 and not loading and not held[p]:
             count = _add(ev, count, LIFT_OFF, p, N)
             continue
         s = pt.stick
@@ -234,9 +238,12 @@ def find(tab, ws, out, t, y_q, y_qd, active, slip, touched, settling):
             if settling:
                 continue
             h = _limit_gap(lim, k, y_q)
-            # beyond the bound, and moving into it faster than round-off or beyond it by more than LIMIT_SLACK: a
-            # bound released at rest with no load (its force crossing zero by round-off) is not taken again at once
-            if h < -PENETRATION and (sign * y_qd[lim.v] < -LIMIT_CREEP or h < -LIMIT_SLACK):
+            # beyond the bound, and moving into it faster than round-off, or beyond it by more than LIMIT_SLACK and
+            # not leaving it: a bound released at rest with no load (its force crossing zero by round-off) is not
+            # taken again at once, nor one released beyond its bound (the drift its stabilization was removing)
+            # while the joint moves out of it — taken, it bounced with no impulse at once, again and again
+            into = sign * y_qd[lim.v]
+            if h < -PENETRATION and (into < -LIMIT_CREEP or (h < -LIMIT_SLACK and into <= LIMIT_CREEP)):
                 count = _add(ev, count, LIMIT, k, h + PENETRATION)
         else:
             N = _limit_force(lim, k, out)
@@ -463,7 +470,7 @@ def log(events, clock, t, kind, index, impulse, tangential, velocity, force, mod
 @njit
 def _switch(tab, ws, out, n_found, active, slip, events, clock, t):
     """Apply the mode switches among the events found (lift-off, slip, stick, a limit's release) and log them;
-    counts each point's slips and sticks (``switches``; a point at :data:`MAX_SWITCHES` is ``held``)."""
+    counts each point's lift-offs, slips and sticks (``switches``; a point at :data:`MAX_SWITCHES` is ``held``)."""
     ev, kin = ws.events, ws.kin
     nan = np.nan
     n = np.empty(3)
@@ -481,6 +488,7 @@ def _switch(tab, ws, out, n_found, active, slip, events, clock, t):
                 for a in range(3):
                     slip[i, a] = 0.0
             log(events, clock, t, LIFT_OFF, i, nan, nan, nan, g, -1, nan)
+            _count_switch(ws, i)
         elif kind == SLIP_EVENT:
             pt = tab.points[i]
             F = out.constraint_force
@@ -600,22 +608,67 @@ def resolve(tree, tab, ws, out, t, q, qd, active, slip, touched, n_found, events
 
 
 @njit
-def settle_round(tab, ws, out, t, q, qd, active, slip, touched, events, clock):
+def settle_round(tab, ws, out, t, q, qd, active, slip, touched, events, clock, cap):
     """One round of settling the modes at an event, at the full evaluation ``out`` of the state: refresh the
     slipping points' forces (True: they changed, evaluate again), else switch the lift-offs, slips and releases
-    the modes cause at once (True if any). False: the modes are consistent."""
+    the modes cause at once (True if any). False: the modes are consistent.
+
+    Friction is explicit, so the refreshes are a fixed-point iteration N ← N(μN) at the state. Where the normal
+    force grows with the friction that slides the point (a leg dragged at μ = 1: Painlevé's configuration, in
+    which sliding has no consistent force) it diverges — twice the force at each round, 10⁶ N within a settle
+    (Menagerie's Go2 falling onto its calves was thrown 1.3 m up). So a point's slipping force may change freely at
+    its first refresh in a settle, and is then held within ``cap`` (P, infinite on entry to the settle): twice
+    the larger of its force before and after that refresh."""
+    P = tab.points.shape[0]
+    before = np.empty((P, 3))
+    for p in range(P):
+        for a in range(3):
+            before[p, a] = slip[p, a]
     if refresh_slip(tab, ws.kin, out, active, slip):
-        return True
+        changed = False
+        for p in range(P):
+            old = np.sqrt(before[p, 0] ** 2 + before[p, 1] ** 2 + before[p, 2] ** 2)
+            size = np.sqrt(slip[p, 0] ** 2 + slip[p, 1] ** 2 + slip[p, 2] ** 2)
+            if np.isinf(cap[p]) and (size > 0.0 or old > 0.0):
+                cap[p] = 2.0 * max(size, old)                 # (its first refresh in this settle)
+            elif size > cap[p]:
+                for a in range(3):
+                    slip[p, a] *= cap[p] / size
+            d = 0.0
+            for a in range(3):
+                d += (slip[p, a] - before[p, a]) ** 2
+            changed = changed or np.sqrt(d) > 1e-12 * (size + old)
+        if changed:
+            return True
     n_found = find(tab, ws, out, t, q, qd, active, slip, touched, True)
     if n_found == 0:
         return False
-    P = tab.points.shape[0]
-    before = np.empty(P, np.bool_)
+    n_found = _one_removal(ws.events, n_found)
+    closed = np.empty(P, np.bool_)
     for p in range(P):
-        before[p] = active[tab.points[p].normal]
+        closed[p] = active[tab.points[p].normal]
     _switch(tab, ws, out, n_found, active, slip, events, clock, t)
-    _touch_times(tab, before, active, touched, t)
+    _touch_times(tab, closed, active, touched, t)
     return True
+
+
+@njit
+def _one_removal(ev, n_found):
+    """Among the settling events found, the single lift-off or limit release whose force is the most negative, if
+    there is one (every other event waits for the next round's solve); else all of them. Releasing one unilateral
+    row whose force pulls leaves that row moving away from its bound (its acceleration takes the sign of −λ, A
+    positive definite), so a released point does not touch down again at once; releasing every pulling row
+    together does not have that property — where the rows are coupled (a robot lying on its legs and joint
+    limits) the others' forces change with each release, and points released together came back as touchdowns
+    an instant later, again and again (Menagerie's Go2 collapsing: more than 64 events in one step)."""
+    best, worst = -1, 0.0
+    for e in range(n_found):
+        if (ev.kind[e] == LIFT_OFF or ev.kind[e] == LIMIT_RELEASE) and (best < 0 or ev.g[e] < worst):
+            best, worst = e, ev.g[e]
+    if best < 0:
+        return n_found
+    ev.kind[0], ev.index[0], ev.g[0] = ev.kind[best], ev.index[best], ev.g[best]
+    return 1
 
 
 @njit

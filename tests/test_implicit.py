@@ -97,3 +97,4 @@ def test_the_projection_formulation_is_refused_with_the_reason():
     sim.set_formulation("projection")
     with pytest.raises(ValueError, match="not projection"):
         sim.set_integrator("implicitfast")
+

@@ -206,9 +206,11 @@ def _frictional_impact(Jb: np.ndarray, pts: list, Minv: np.ndarray, v: np.ndarra
     With the rows R = [J_b; J_n,k; J_t,k] and W = R M⁻¹ Rᵀ, the impulses x give q̇⁺ = q̇⁻ + M⁻¹ Rᵀ x and row
     velocities R q̇⁻ + W x. The bilateral rows keep their velocity (J_b Δq̇ = 0); each point has
     v_n⁺ ≥ target, P_n ≥ 0, P_n (v_n⁺ − target) = 0, and a tangential impulse within the disc ‖P_t‖ ≤ μ P_n
-    that stops the slip or, on the disc's edge, opposes it. Sweeps update each row (bilateral, normal) or 2 × 2
-    tangential block against the others' latest impulses and project onto those sets, until no impulse moves by
-    more than ``tol`` relative to the largest. Returns ``(q̇⁺, P_n by point, P_t (2,) by point)``; the points'
+    that stops the slip or, on the disc's edge, opposes it. Sweeps update each bilateral row and each point's
+    impulses against the others' latest ones until no impulse moves by more than ``tol`` relative to the largest:
+    a point's normal and tangential impulses together (:func:`_block`), and where those sweeps leave the
+    conditions violated, its normal row and then its tangential block projected onto the disc, whichever
+    violates them less (:func:`_violation`). Returns ``(q̇⁺, P_n by point, P_t (2,) by point)``; the points'
     ``sliding`` flags are set for the impulses on the cone's edge."""
     nb = Jb.shape[0]
     rows = [Jb] + [np.vstack([d["Jn"][None], d["Jt"]]) for d in pts]
@@ -219,36 +221,13 @@ def _frictional_impact(Jb: np.ndarray, pts: list, Minv: np.ndarray, v: np.ndarra
     for k, d in enumerate(pts):
         o = nb + 3 * k
         target[o], target[o + 1:o + 3] = d["target"], 0.0
-    x, y = np.zeros(len(base)), base.copy()                 # y = R q̇⁺ = R q̇⁻ + W x
-    for _ in range(sweeps):
-        moved, largest = 0.0, 0.0
-        for i in range(nb):
-            if W[i, i] > 0:
-                dx = (target[i] - y[i]) / W[i, i]
-                x[i] += dx
-                y += W[:, i] * dx
-                moved, largest = max(moved, abs(dx)), max(largest, abs(x[i]))
-        for k, d in enumerate(pts):
-            o = nb + 3 * k
-            xn = max(0.0, x[o] + (target[o] - y[o]) / W[o, o])
-            dn = xn - x[o]
-            x[o] = xn
-            y += W[:, o] * dn
-            mu = d["c"].friction
-            dt = np.zeros(2)
-            if mu > 0:
-                B = W[o + 1:o + 3, o + 1:o + 3]
-                xt = x[o + 1:o + 3] - np.linalg.lstsq(B, y[o + 1:o + 3], rcond=1e-12)[0]
-                norm = float(np.hypot(xt[0], xt[1]))
-                if norm > mu * xn:
-                    xt *= mu * xn / norm
-                dt = xt - x[o + 1:o + 3]
-                x[o + 1:o + 3] = xt
-                y += W[:, o + 1:o + 3] @ dt
-            moved = max(moved, abs(dn), float(np.abs(dt).max()))
-            largest = max(largest, abs(xn))
-        if moved <= tol * max(largest, 1e-300):
-            break
+    mus = [d["c"].friction for d in pts]
+    x = _sweeps(W, base, target, nb, mus, True, sweeps, tol)
+    worst = _violation(W, base, x, target, nb, mus)
+    if worst > 1e-9 * max(np.abs(base).max(), 1e-300):     # (the block sweeps cycled: the separate updates)
+        other = _sweeps(W, base, target, nb, mus, False, sweeps, tol)
+        if _violation(W, base, other, target, nb, mus) < worst:
+            x = other
     Pn, Pt = {}, {}
     for k, d in enumerate(pts):
         o = nb + 3 * k
@@ -260,3 +239,108 @@ def _frictional_impact(Jb: np.ndarray, pts: list, Minv: np.ndarray, v: np.ndarra
             d["vt"] = -Pt[k]
     return v + Minv @ (R.T @ x), Pn, Pt
 
+
+def _sweeps(W, base, target, nb, mus, block, sweeps, tol):
+    """Projected Gauss–Seidel's impulses x on y = base + W x (:func:`_frictional_impact`)."""
+    x, y = np.zeros(len(base)), base.copy()                 # y = R q̇⁺ = R q̇⁻ + W x
+    for _ in range(sweeps):
+        moved, largest = 0.0, 0.0
+        for i in range(nb):
+            if W[i, i] > 0:
+                dx = (target[i] - y[i]) / W[i, i]
+                x[i] += dx
+                y += W[:, i] * dx
+                moved, largest = max(moved, abs(dx)), max(largest, abs(x[i]))
+        for k, mu in enumerate(mus):
+            o = nb + 3 * k
+            sl = slice(o, o + 3) if mu > 0 else slice(o, o + 1)
+            if block:
+                new = _block(W[sl, sl], y[sl] - W[sl, sl] @ x[sl], target[o], mu)
+            else:
+                new = x[sl].copy()
+                new[0] = max(0.0, x[o] + (target[o] - y[o]) / W[o, o])
+                if mu > 0:
+                    yt = y[o + 1:o + 3] + W[o + 1:o + 3, o] * (new[0] - x[o])
+                    xt = x[o + 1:o + 3] - np.linalg.lstsq(W[o + 1:o + 3, o + 1:o + 3], yt, rcond=1e-12)[0]
+                    norm = float(np.hypot(xt[0], xt[1]))
+                    new[1:] = xt * (mu * new[0] / norm) if norm > mu * new[0] else xt
+            delta = new - x[sl]
+            x[sl] += delta
+            y += W[:, sl] @ delta
+            moved = max(moved, float(np.abs(delta).max()))
+            largest = max(largest, abs(x[o]))
+        if moved <= tol * max(largest, 1e-300):
+            break
+    return x
+
+
+def _violation(W, base, x, target, nb, mus) -> float:
+    """How far impulses x are from solving the impact, as velocities (core.impacts._violation)."""
+    y = base + W @ x
+    worst = float(np.abs(y[:nb] - target[:nb]).max()) if nb else 0.0
+    for k, mu in enumerate(mus):
+        o = nb + 3 * k
+        w = W[o, o]
+        worst = max(worst, abs(min(x[o] * w, y[o] - target[o])))
+        if mu <= 0:
+            continue
+        pt, vt = np.linalg.norm(x[o + 1:o + 3]), np.linalg.norm(y[o + 1:o + 3])
+        edge = mu * max(x[o], 0.0)
+        worst = max(worst, (pt - edge) * w)
+        if pt < edge * (1 - 1e-9):
+            worst = max(worst, vt)
+        elif vt > 0:
+            worst = max(worst, np.linalg.norm(x[o + 1:o + 3] + edge * y[o + 1:o + 3] / vt) * w)
+    return worst
+
+
+def _block(W: np.ndarray, r: np.ndarray, goal: float, mu: float) -> np.ndarray:
+    """One point's impulses (normal, then tangential) against the others' in projected Gauss–Seidel, ``r`` its row
+    velocities without its own impulses: none when r_n ≥ goal; the sticking impulses W P = (goal − r_n, −r_t)
+    inside the disc; else sliding, P_t = −μ P_n d with v_n = goal and d the direction of the resulting slip
+    (the angle at which v_t ∥ d, bracketed on a grid and bisected)."""
+    P = np.zeros(len(r))
+    if r[0] >= goal:
+        return P
+    if len(r) == 1:
+        P[0] = (goal - r[0]) / W[0, 0]
+        return P
+    stick = np.linalg.solve(W, np.concatenate([[goal - r[0]], -r[1:]]))
+    if stick[0] >= 0 and np.linalg.norm(stick[1:]) <= mu * stick[0]:
+        return stick
+
+    def sliding(d):                                         # (P_n, v_t) sliding along d; P_n < 0: none
+        den = W[0, 0] - mu * W[0, 1:] @ d
+        if not den > 0:
+            return -1.0, None
+        pn = (goal - r[0]) / den
+        return pn, r[1:] + W[1:, 0] * pn - mu * pn * W[1:, 1:] @ d
+
+    if len(r) == 2:
+        for d in (np.array([1.0]), np.array([-1.0])):
+            pn, vt = sliding(d)
+            if pn >= 0 and vt @ d >= 0:
+                return np.concatenate([[pn], -mu * pn * d])
+    else:
+        def cross(theta):
+            d = np.array([np.cos(theta), np.sin(theta)])
+            pn, vt = sliding(d)
+            return np.nan if pn < 0 else vt[0] * d[1] - vt[1] * d[0]
+        grid = np.linspace(0.0, 2.0 * np.pi, 65)
+        values = [cross(th) for th in grid]
+        for a, b, ga, gb in zip(grid[:-1], grid[1:], values[:-1], values[1:]):
+            if not (np.isfinite(ga) and np.isfinite(gb) and ga * gb <= 0):
+                continue
+            for _ in range(60):
+                mid = 0.5 * (a + b)
+                gm = cross(mid)
+                if not np.isfinite(gm):
+                    break
+                a, b, ga = (a, mid, ga) if ga * gm <= 0 else (mid, b, gm)
+            d = np.array([np.cos(0.5 * (a + b)), np.sin(0.5 * (a + b))])
+            pn, vt = sliding(d)
+            if pn >= 0 and vt @ d >= 0:
+                return np.concatenate([[pn], -mu * pn * d])
+    if stick[0] > 0 and np.linalg.norm(stick[1:]) > 0:     # no sliding solution: the sticking impulse, its
+        stick[1:] *= mu * stick[0] / np.linalg.norm(stick[1:])   # tangential part brought onto the cone
+    return stick
