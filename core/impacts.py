@@ -34,7 +34,7 @@ from .aba import aba_passes, aba_solve, tree_span
 from .constraints import JOINT_SPACE
 from .geometry import tangent_basis
 from .jit import njit
-from .linalg import pinv_apply, svd_columns
+from .linalg import lu_solve, pinv_apply, svd_columns
 from .points import jacobian_columns
 
 __all__ = ["impact", "plane_normal", "OPEN", "STICK", "SLIP", "FRICTIONLESS", "POINT", "BOUND", "NOT_IN_IMPACT", "LIFT_SPEED"]
@@ -532,7 +532,7 @@ def _contact_block(W, y, x, o, nt, mu, goal, P):
         rhs[a] = (goal - r[0]) if a == 0 else -r[a]
         for c in range(k):
             B[a, c] = W[o + a, o + c]
-    stuck = _solve_small(B, rhs, k, P)
+    stuck = lu_solve(B, k, rhs, P, np.empty(3, np.int64))
     pt = 0.0
     for t in range(nt):
         pt += P[1 + t] * P[1 + t]
@@ -545,11 +545,21 @@ def _contact_block(W, y, x, o, nt, mu, goal, P):
             if pn >= 0.0 and vt[0] * sign >= 0.0:
                 P[0], P[1] = pn, -mu * pn * sign
                 return
-    # the slip's direction d = (cos θ, sin θ): v_t(θ) ∥ d, along it (friction −μ P_n d opposes the slip), P_n ≥ 0;
-    # the zero of v_t × d bracketed on a grid of angles and bisected
-    lo = 0.0 if nt == 2 else 2.0 * np.pi                      # (one tangent: no angle to search)
+    elif _slide_on_disc(W, r, o, mu, goal, P):
+        return
+    if stuck and P[0] > 0.0 and pt > 0.0:                     # (no sliding solution: the sticking impulse, its
+        for t in range(nt):                                   # tangential part brought onto the cone)
+            P[1 + t] *= mu * P[0] / pt
+
+
+@njit
+def _slide_on_disc(W, r, o, mu, goal, P):
+    """The sliding impulse of an entry with two tangential rows, into P: the slip's direction d = (cos θ, sin θ)
+    where v_t(θ) ∥ d, along it (friction −μ P_n d opposes the slip), with P_n ≥ 0 — the zero of v_t × d bracketed
+    on :data:`_ANGLES` angles and bisected. False (P untouched) if no angle slides so."""
+    lo = 0.0
     g_lo = _slip_cross(W, r, o, mu, goal, lo)
-    for k in range(1, (_ANGLES if nt == 2 else 0) + 1):
+    for k in range(1, _ANGLES + 1):
         hi = 2.0 * np.pi * k / _ANGLES
         g_hi = _slip_cross(W, r, o, mu, goal, hi)
         if np.isfinite(g_lo) and np.isfinite(g_hi) and g_lo * g_hi <= 0.0:
@@ -568,14 +578,12 @@ def _contact_block(W, y, x, o, nt, mu, goal, P):
             pn, vt = _sliding(W, r, o, mu, goal, c, sn, 2)
             if pn >= 0.0 and vt[0] * c + vt[1] * sn >= 0.0:
                 P[0], P[1], P[2] = pn, -mu * pn * c, -mu * pn * sn
-                return
+                return True
         lo, g_lo = hi, g_hi
-    if stuck and P[0] > 0.0 and pt > 0.0:                     # (no sliding solution: the sticking impulse, its
-        for t in range(nt):                                   # tangential part brought onto the cone)
-            P[1 + t] *= mu * P[0] / pt
+    return False
 
 
-#: Angles on which :func:`_contact_block` brackets the slip's direction.
+#: Angles on which :func:`_slide_on_disc` brackets the slip's direction.
 _ANGLES = 64
 
 
@@ -604,34 +612,6 @@ def _slip_cross(W, r, o, mu, goal, theta):
     if pn < 0.0:
         return np.nan
     return vt[0] * sn - vt[1] * c
-
-
-@njit
-def _solve_small(B, rhs, k, x):
-    """x[:k] ← B[:k, :k]⁻¹ rhs (k ≤ 3, Gaussian elimination with partial pivoting; B and rhs are overwritten);
-    False if B is singular."""
-    for c in range(k):
-        p = c
-        for a in range(c + 1, k):
-            if abs(B[a, c]) > abs(B[p, c]):
-                p = a
-        if not abs(B[p, c]) > 1e-300:
-            return False
-        if p != c:
-            for e in range(k):
-                B[c, e], B[p, e] = B[p, e], B[c, e]
-            rhs[c], rhs[p] = rhs[p], rhs[c]
-        for a in range(c + 1, k):
-            f = B[a, c] / B[c, c]
-            for e in range(c, k):
-                B[a, e] -= f * B[c, e]
-            rhs[a] -= f * rhs[c]
-    for c in range(k - 1, -1, -1):
-        s = rhs[c]
-        for e in range(c + 1, k):
-            s -= B[c, e] * x[e]
-        x[c] = s / B[c, c]
-    return True
 
 
 @njit

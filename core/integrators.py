@@ -488,6 +488,7 @@ def advance(tree, tab, ws, stage, y, active, slip, touched, clock, out, trace, e
     ck.energy_scale = max(ck.energy_scale, _energy_size(out))  # (the state's own: out holds its evaluation)
     eps = 1e-12 * max(1.0, abs(ck.t_end))
     h_try = ck.step_size if ck.step_size > 0.0 else ck.dt
+    no_cap = np.empty(0)                                      # (a step's end refreshes the slipping forces unbounded)
     while ck.steps < ck.max_steps:
         if np.isnan(ck.t_target):                             # a new step
             if t >= ck.t_end - eps or (capacity > 0 and ck.recorded == capacity):
@@ -589,7 +590,7 @@ def advance(tree, tab, ws, stage, y, active, slip, touched, clock, out, trace, e
         ck.event_work *= ck.event_work_decay
         ck.energy_scale = max(ck.energy_scale, _energy_size(out))
         ck.since += 1
-        changed = refresh_slip(tab, ws.kin, out, active, slip)
+        changed = refresh_slip(tab, ws.kin, out, active, slip, no_cap)
         if update_tables(tab, ws.kin, active, slip, 0.0) or changed:
             if not evaluate(tree, tab, ws, t, y[:nq], y[nq:nq + nv], y[z0:], m, n_groups, scale, full, out):
                 ck.status = NOT_FINITE

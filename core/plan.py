@@ -273,8 +273,9 @@ def build_plan(model: Model, inputs: Inputs) -> Plan:
     integrator = inputs.integrator or s.get("integrator", "rk4")
     if integrator not in INTEGRATOR_CODES:
         raise ValueError(f"unknown integrator {integrator!r}; choose one of {', '.join(INTEGRATOR_CODES)}")
-    if integrator_problem(integrator, formulation):
-        raise ValueError(integrator_problem(integrator, formulation))
+    problem = integrator_problem(integrator, formulation)
+    if problem:
+        raise ValueError(problem)
     names = model.constraint_names
     for name, *_ in inputs.nails:
         if name not in names:

@@ -225,8 +225,9 @@ class Simulation:
         tol = self.tolerance if tolerance is None else float(tolerance)
         if not (np.isfinite(tol) and tol > 0):
             raise ValueError(f"the integrator tolerance must be positive, got {tol}")
-        if integrator_problem(name, self.formulation):
-            raise ValueError(integrator_problem(name, self.formulation))
+        problem = integrator_problem(name, self.formulation)
+        if problem:
+            raise ValueError(problem)
         if dt is not None:
             _check_dt(dt)
             self.dt = float(dt)
@@ -236,8 +237,9 @@ class Simulation:
         """Switch formulation (dynamic_constraints, projection, multipliers) at the next step boundary."""
         if name not in FORMULATIONS:
             raise ValueError(f"unknown formulation {name!r}; choose one of {', '.join(FORMULATIONS)}")
-        if integrator_problem(self.integrator, name):
-            raise ValueError(integrator_problem(self.integrator, name))
+        problem = integrator_problem(self.integrator, name)
+        if problem:
+            raise ValueError(problem)
         self.inputs = self.inputs.with_(formulation=name)
 
     def set_active(self, name: str, on: bool) -> None:

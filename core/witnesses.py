@@ -413,10 +413,17 @@ def update_tables(tab, kin, active, slip, lead):
 
 
 @njit
-def refresh_slip(tab, kin, out, active, slip):
+def refresh_slip(tab, kin, out, active, slip, cap):
     """Each slipping point's Coulomb force μN opposing its slip velocity, N and the velocity from the evaluation
     ``out`` at the state (the direction kept while the point hardly moves): friction explicit over the next step.
-    Returns whether a force changed."""
+    Returns whether a force changed.
+
+    Repeated at one state (the rounds of a settle, :func:`settle_round`) the refreshes are a fixed-point iteration
+    N ← N(μN), which diverges where the normal force grows with the friction that slides the point (a leg dragged
+    at μ = 1: Painlevé's configuration, in which sliding has no consistent force) — twice the force at each round,
+    10⁶ N within a settle, which threw Menagerie's Go2, collapsing onto its calves, metres up. ``cap`` (P; empty:
+    no bound, a step's end) bounds them: a point's first refresh with a force in a settle, where its cap is
+    still infinite, sets it to twice the larger of its force before and after; later ones stay within it."""
     changed = False
     if tab.points.shape[0] == 0:
         return changed
@@ -440,9 +447,15 @@ def refresh_slip(tab, kin, out, active, slip):
             old = np.sqrt(slip[p, 0] ** 2 + slip[p, 1] ** 2 + slip[p, 2] ** 2)
             old = max(old, 1e-300)
             f[0], f[1], f[2] = slip[p, 0] / old, slip[p, 1] / old, slip[p, 2] / old
+        size = pt.mu * N
+        if cap.shape[0] > 0:
+            before = np.sqrt(slip[p, 0] ** 2 + slip[p, 1] ** 2 + slip[p, 2] ** 2)
+            if np.isinf(cap[p]) and max(size, before) > 0.0:
+                cap[p] = 2.0 * max(size, before)
+            size = min(size, cap[p])
         d2, f2 = 0.0, 0.0
         for a in range(3):
-            f[a] *= pt.mu * N
+            f[a] *= size
             d2 += (f[a] - slip[p, a]) ** 2
             f2 += f[a] * f[a]
         if np.sqrt(d2) > 1e-12 * (np.sqrt(f2) + 1e-300):
@@ -610,36 +623,12 @@ def resolve(tree, tab, ws, out, t, q, qd, active, slip, touched, n_found, events
 @njit
 def settle_round(tab, ws, out, t, q, qd, active, slip, touched, events, clock, cap):
     """One round of settling the modes at an event, at the full evaluation ``out`` of the state: refresh the
-    slipping points' forces (True: they changed, evaluate again), else switch the lift-offs, slips and releases
-    the modes cause at once (True if any). False: the modes are consistent.
-
-    Friction is explicit, so the refreshes are a fixed-point iteration N ← N(μN) at the state. Where the normal
-    force grows with the friction that slides the point (a leg dragged at μ = 1: Painlevé's configuration, in
-    which sliding has no consistent force) it diverges — twice the force at each round, 10⁶ N within a settle
-    (Menagerie's Go2 falling onto its calves was thrown 1.3 m up). So a point's slipping force may change freely at
-    its first refresh in a settle, and is then held within ``cap`` (P, infinite on entry to the settle): twice
-    the larger of its force before and after that refresh."""
+    slipping points' forces within ``cap`` (:func:`refresh_slip`; True: they changed, evaluate again), else switch
+    the lift-offs, slips and releases the modes cause, one release a round (:func:`_one_removal`; True if any).
+    False: the modes are consistent."""
+    if refresh_slip(tab, ws.kin, out, active, slip, cap):
+        return True
     P = tab.points.shape[0]
-    before = np.empty((P, 3))
-    for p in range(P):
-        for a in range(3):
-            before[p, a] = slip[p, a]
-    if refresh_slip(tab, ws.kin, out, active, slip):
-        changed = False
-        for p in range(P):
-            old = np.sqrt(before[p, 0] ** 2 + before[p, 1] ** 2 + before[p, 2] ** 2)
-            size = np.sqrt(slip[p, 0] ** 2 + slip[p, 1] ** 2 + slip[p, 2] ** 2)
-            if np.isinf(cap[p]) and (size > 0.0 or old > 0.0):
-                cap[p] = 2.0 * max(size, old)                 # (its first refresh in this settle)
-            elif size > cap[p]:
-                for a in range(3):
-                    slip[p, a] *= cap[p] / size
-            d = 0.0
-            for a in range(3):
-                d += (slip[p, a] - before[p, a]) ** 2
-            changed = changed or np.sqrt(d) > 1e-12 * (size + old)
-        if changed:
-            return True
     n_found = find(tab, ws, out, t, q, qd, active, slip, touched, True)
     if n_found == 0:
         return False
@@ -654,8 +643,9 @@ def settle_round(tab, ws, out, t, q, qd, active, slip, touched, events, clock, c
 
 @njit
 def _one_removal(ev, n_found):
-    """Among the settling events found, the single lift-off or limit release whose force is the most negative, if
-    there is one (every other event waits for the next round's solve); else all of them. Releasing one unilateral
+    """Among the settling events found, the single lift-off or limit release whose force is the most negative
+    (newtons and newton-metres compared as they are), if there is one (every other event waits for the next
+    round's solve); else all of them. Releasing one unilateral
     row whose force pulls leaves that row moving away from its bound (its acceleration takes the sign of −λ, A
     positive definite), so a released point does not touch down again at once; releasing every pulling row
     together does not have that property — where the rows are coupled (a robot lying on its legs and joint

@@ -205,8 +205,9 @@ def test_drawn_contact_points_of_touching_shapes_sit_on_their_surfaces_and_apart
     """core.contacts.point_states (what the viewport draws) on twenty balls in a box after 1.5 s: a touching
     shape pair's point is measured exactly (on the ball's surface, at the radius from its centre along the
     normal: what Contact.touching gives) and touches (within 1e-8 m: before impacts opened the points they lift,
-    a ball struck where it rested kept its floor contact closed 0.05 mm above the floor); a pair apart is not measured again (position NaN: not drawn)
-    and reports the step's own separation, a lower bound of the exact one and exact near the shape."""
+    a ball struck where it rested kept its floor contact closed 0.05 mm above the floor); a pair apart is not
+    measured again (position NaN: not drawn) and reports the step's own separation, a lower bound of the exact
+    one and exact near the shape."""
     sim = core.Simulation(_model(_scene("balls_in_a_box")))
     sim.run(1.5)
     model = sim.model
