@@ -39,7 +39,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .geometry import core_coordinates, curvature, feature, outside_bounding_ball, tangent_basis
+from .geometry import (STAND_IN, bounding_radius, core_coordinates, crossing, crossing_rates, curvature, feature,
+                       nearest, normal_rate, outside_bounding_ball, tangent_basis)
 from .jit import inline, njit
 from .joint_constraints import JOINT_SPACE, TAPE, JointSpaceConstraint, tape_jet
 from .points import jacobian_columns, point_bias, point_state
@@ -49,7 +50,7 @@ KIND_NAMES = {NAIL: "nail", POINT_TO_POINT: "point_to_point", POINT_ON_LINE: "po
               POINT_ON_PLANE: "point_on_plane", POINT_VELOCITY: "point_velocity", JOINT_SPACE: "joint_space"}
 
 __all__ = ["PointConstraint", "JointSpaceConstraint", "constraint_table", "constraint_links", "perpendicular_basis",
-           "rows_kernel", "active_layout", "nail_target_kernel", "CONSTRAINT", "JOINT_VARIABLE",
+           "rows_kernel", "active_layout", "nail_target_kernel", "slide_frame", "CONSTRAINT", "JOINT_VARIABLE",
            "NAIL", "POINT_TO_POINT", "POINT_ON_LINE", "POINT_ON_PLANE", "POINT_VELOCITY", "JOINT_SPACE",
            "KIND_NAMES"]
 
@@ -68,6 +69,11 @@ __all__ = ["PointConstraint", "JointSpaceConstraint", "constraint_table", "const
 #: table are solved apart and their impacts are separate. ``normal_row``: a contact point's tangential rows name
 #: its normal row (−1 otherwise): while that is inactive (the point open) they are not evaluated. ``part``: the
 #: part of the core a shape contact in touch keeps over a step (:func:`core.geometry.feature`; −1: the nearest).
+#: ``slide_half`` > 0: a sliding contact's normal row (:func:`core.geometry.crossing`) — point a slides on the
+#: segment of link a centred at ``slide_centre`` along the unit ``slide_axis`` (link a's frame) with that
+#: half-length; ``r_a`` is where it was at the last evaluation, ``slide_rate`` how fast it slid (m/s), ``part`` the
+#: pair it keeps over a step. ``normal_rate``: how fast an active shape contact's normal turned relative to link b
+#: at the last evaluation (b's frame; :func:`core.geometry.normal_rate`), which the stick rows' point ahead reads.
 CONSTRAINT = np.dtype([
     ("kind", np.int64), ("link_a", np.int64), ("link_b", np.int64), ("rows", np.int64),
     ("r_a", np.float64, (3,)), ("r_b", np.float64, (3,)), ("basis", np.float64, (3, 3)),
@@ -81,6 +87,8 @@ CONSTRAINT = np.dtype([
     ("value", np.float64), ("body_basis", np.bool_), ("unilateral", np.bool_),
     ("shape", np.int64), ("shape_R", np.float64, (3, 3)), ("shape_half", np.float64, (3,)), ("radius", np.float64),
     ("fixed_a", np.bool_), ("fixed_b", np.bool_), ("normal_row", np.int64), ("part", np.int64),
+    ("slide_centre", np.float64, (3,)), ("slide_axis", np.float64, (3,)), ("slide_half", np.float64),
+    ("slide_rate", np.float64), ("normal_rate", np.float64, (3,)),
 ], align=True)
 
 #: A joint coordinate a joint-space constraint reads: its entries in q and q̇ and the link it moves.
@@ -111,6 +119,8 @@ class PointConstraint:
     shape_R: np.ndarray = field(default_factory=lambda: np.eye(3))
     shape_half: np.ndarray = field(default_factory=lambda: np.zeros(3))
     radius: float = 0.0
+    slide_axis: np.ndarray = field(default_factory=lambda: np.zeros(3))
+    slide_half: float = 0.0           # > 0: point a slides on a segment through r_a along slide_axis (CONSTRAINT)
 
     @property
     def rows(self) -> int:
@@ -161,6 +171,8 @@ def constraint_table(constraints, drags: dict | None = None, unilateral=frozense
         row["shape"] = getattr(c, "shape", 0)
         if row["shape"]:
             row["shape_R"], row["shape_half"], row["radius"] = c.shape_R, c.shape_half, c.radius
+        if getattr(c, "slide_half", 0.0) > 0.0:
+            row["slide_centre"], row["slide_axis"], row["slide_half"] = c.r_a, c.slide_axis, c.slide_half
         if c.path is not None:
             row["has_path"] = True
             row["path_velocity"], row["path_amplitude"], row["path_frequency"], row["path_phase"] = c.path
@@ -307,7 +319,7 @@ def rows_kernel(parent, S, v_start, nv_j, R_WL, p_WL, v, a_vp, cons, tape, varia
         stab = 2κḊ + κ²D  (D̈ + 2κḊ + κ²D = 0, eq. 2.21);   velocity constraint: D = Eᵀ(ẋ_a − v), stab = κD
         joint space: D = Φ(q) − value, Ḋ = ∇Φ·q̇, γ = q̇ᵀ∇²Φ q̇, J = ∇Φ  (exact, core.joint_constraints)
 
-    J's rows must be zero on entry (they are accumulated). ``P3`` (≥ 16 x 3) and ``regs`` (val, d1, d2 (L),
+    J's rows must be zero on entry (they are accumulated). ``P3`` (≥ 20 x 3) and ``regs`` (val, d1, d2 (L),
     grad (L, n) of the longest program) are scratch. Without ``every`` (an integrator's stage, where only the
     dynamics is read) the inactive constraints are left as they were: their deviations, ends and a shape
     contact's normal are read only from a full evaluation (the witnesses, the records). An open contact against a
@@ -388,22 +400,88 @@ def rows_kernel(parent, S, v_start, nv_j, R_WL, p_WL, v, a_vp, cons, tape, varia
 
 
 @njit
+def slide_frame(R_WL, p_WL, con, zc, ec, y, x):
+    """zc, ec ← a sliding contact's segment centre and unit axis in the frame of the core of link b (``y``, ``x``:
+    scratch)."""
+    ka, kb = con.link_a, con.link_b
+    for a in range(3):
+        x[a] = p_WL[ka, a] + R_WL[ka, a, 0] * con.slide_centre[0] + R_WL[ka, a, 1] * con.slide_centre[1] + \
+            R_WL[ka, a, 2] * con.slide_centre[2]
+    core_coordinates(R_WL, p_WL, kb, x, con.r_b, con.shape_R, y, zc)
+    for a in range(3):
+        y[a] = R_WL[ka, a, 0] * con.slide_axis[0] + R_WL[ka, a, 1] * con.slide_axis[1] + \
+            R_WL[ka, a, 2] * con.slide_axis[2]
+    for a in range(3):                                         # the axis: world → b → core (no translation)
+        x[a] = R_WL[kb, 0, a] * y[0] + R_WL[kb, 1, a] * y[1] + R_WL[kb, 2, a] * y[2]
+    for a in range(3):
+        ec[a] = con.shape_R[0, a] * x[0] + con.shape_R[1, a] * x[1] + con.shape_R[2, a] * x[2]
+
+
+@njit
+def _slide(R_WL, p_WL, con, row, P3):
+    """A sliding contact's point (:func:`core.geometry.crossing`): its segment's centre and axis in b's core
+    frame (``P3[16]``, ``P3[17]``), the pair it keeps (an active row's ``part``) or the shapes' nearest, ``con.r_a``
+    ← the segment's point of that pair (link a's frame). Returns ``(h, valid)``: the pair's separation of the cores
+    (radii not subtracted), with P3[14] (s) and P3[15] (n) the edge's point and the normal in the core's frame; an
+    open row whose pair is not the shapes' nearest gets :data:`core.geometry.STAND_IN`-bounded stand-ins
+    instead (its segment's ends' distances; beyond the core's bounding ball, that ball's), and is not valid."""
+    zc, ec, sc, nc, y, x = P3[16], P3[17], P3[14], P3[15], P3[18], P3[19]
+    slide_frame(R_WL, p_WL, con, zc, ec, y, x)
+    L = con.slide_half
+    con.slide_rate = 0.0
+    reach = np.sqrt(zc[0] * zc[0] + zc[1] * zc[1] + zc[2] * zc[2])
+    bound = reach - bounding_radius(con.shape, con.shape_half) - L      # the broad phase: a lower bound of the
+    if row < 0 and bound > con.radius:                                # cores' distance, far apart
+        for a in range(3):
+            nc[a] = zc[a] / reach
+            sc[a] = zc[a] - bound * nc[a]
+            con.r_a[a] = con.slide_centre[a]
+        return bound, False
+    code = con.part if row >= 0 else -1
+    h, u, code, margin = crossing(zc, ec, L, con.shape, con.shape_half, code, nc, sc)
+    valid = code >= 0 and h < np.inf
+    if not valid:                                              # no crossing pair: the nearer end's distance
+        h = np.inf
+        for end in (-L, L):
+            for a in range(3):
+                x[a] = zc[a] + end * ec[a]
+            phi, _, _ = nearest(con.shape, con.shape_half, x, y, P3[13])
+            if phi < h:
+                h, u = phi, end
+                for a in range(3):
+                    nc[a], sc[a] = P3[13][a], y[a]
+        h = max(h - con.radius, STAND_IN) + con.radius
+        for a in range(3):                                     # (the stand-in's point: h along n from the end)
+            sc[a] = zc[a] + u * ec[a] - h * nc[a]
+    for a in range(3):
+        con.r_a[a] = con.slide_centre[a] + u * con.slide_axis[a]
+    return h, valid
+
+
+@njit
 def _body_basis_rows(parent, S, v_start, nv_j, R_WL, p_WL, v, a_vp, con, c, row, J, gamma, D, D_rate, stab,
                      deviation, deviation_rate, point_a, point_b, velocity_a, P3):
     """:func:`rows_kernel` for a constraint whose basis is fixed in link b (module docstring): ``velocity_a``
-    gets the velocity of point a relative to b's coincident point."""
+    gets the velocity of point a relative to b's coincident point. A sliding contact's point is its segment's
+    point nearest the other core's edge (:func:`_slide`), and its γ has the terms of the point's sliding
+    (:func:`core.geometry.crossing_rates`)."""
     ka, kb, m = con.link_a, con.link_b, con.rows
     xa, va, xb, vb, ba, bs = P3[0], P3[1], P3[2], P3[3], P3[4], P3[5]
     rs, xs, vs, w = P3[6], P3[7], P3[11], P3[12]
     z, sc, nc = P3[13], P3[14], P3[15]
     E = P3[8:11]                                               # world basis: E[a, b] = (R_b E_b)[a, b]
+    sliding = con.slide_half > 0.0
+    phi, region, axis, valid = 0.0, 0, -1, False
+    if sliding:
+        phi, valid = _slide(R_WL, p_WL, con, row, P3)
     point_state(R_WL, p_WL, v, ka, con.r_a, xa, va)
     point_state(R_WL, p_WL, v, kb, con.r_b, xb, vb)
     core_coordinates(R_WL, p_WL, kb, xa, con.r_b, con.shape_R, rs, z)   # b's point at x_a (b's frame); z: the core's
-    phi, region, axis = 0.0, 0, -1
     if con.shape > 0:                                          # against a core: the normal of this state (an open
         # contact outside the core's bounding ball: the ball's, a lower bound of the separation — the broad phase)
-        if row >= 0 or not outside_bounding_ball(con.shape, con.shape_half, con.radius, z, sc, nc):
+        if sliding:
+            pass
+        elif row >= 0 or not outside_bounding_ball(con.shape, con.shape_half, con.radius, z, sc, nc):
             phi, region, axis = feature(con.shape, con.shape_half, con.part, z, sc, nc)
         for a in range(3):                                     # n_b (b's frame) into the table; the core's point
             con.basis[a, 0] = con.shape_R[a, 0] * nc[0] + con.shape_R[a, 1] * nc[1] + con.shape_R[a, 2] * nc[2]
@@ -448,11 +526,32 @@ def _body_basis_rows(parent, S, v_start, nv_j, R_WL, p_WL, v, a_vp, con, c, row,
     for b in range(m):
         gamma[row + b] = E[0, b] * (ba[0] - bs[0] - 2.0 * c0) + E[1, b] * (ba[1] - bs[1] - 2.0 * c1) + \
             E[2, b] * (ba[2] - bs[2] - 2.0 * c2)
-    if con.shape > 0 and region != 0:                          # the normal turning as the point moves (ṅ·ż)
+    nd = P3[13]
+    for a in range(3):
+        nd[a] = 0.0
+    if con.shape > 0 and (region != 0 or sliding):             # the normal turning as the point moves (ṅ·ż)
         for a in range(3):                                     # ż: w in the core's frame
             sc[a] = 0.0
             for e in range(3):
                 sc[a] += con.shape_R[e, a] * (R_WL[kb, 0, e] * w[0] + R_WL[kb, 1, e] * w[1] + R_WL[kb, 2, e] * w[2])
-        gamma[row] += curvature(phi, region, axis, nc, sc)
+        if not sliding:
+            gamma[row] += curvature(phi, region, axis, nc, sc)
+            normal_rate(phi, region, axis, nc, sc, nd)
+        elif valid:                                            # ė = (ω_a − ω_b) × e, in the core's frame
+            ed, ec, x = P3[18], P3[17], P3[19]
+            for a in range(3):
+                x[a] = R_WL[ka, a, 0] * v[ka, 0] + R_WL[ka, a, 1] * v[ka, 1] + R_WL[ka, a, 2] * v[ka, 2]
+            x[0], x[1], x[2] = x[0] - o0, x[1] - o1, x[2] - o2           # ω_a − ω_b (world), then in the core's frame
+            for a in range(3):
+                ed[a] = 0.0
+                for e in range(3):
+                    ed[a] += con.shape_R[e, a] * (R_WL[kb, 0, e] * x[0] + R_WL[kb, 1, e] * x[1] + R_WL[kb, 2, e] * x[2])
+            x[0], x[1], x[2] = ed[1] * ec[2] - ed[2] * ec[1], ed[2] * ec[0] - ed[0] * ec[2], ed[0] * ec[1] - ed[1] * ec[0]
+            extra, rate = crossing_rates(P3[16], ec, con.shape, con.shape_half, con.part, sc, x, nd)
+            gamma[row] += extra
+            con.slide_rate = rate
+    if con.shape > 0:                                          # ṅ (core frame) into b's frame
+        for a in range(3):
+            con.normal_rate[a] = con.shape_R[a, 0] * nd[0] + con.shape_R[a, 1] * nd[1] + con.shape_R[a, 2] * nd[2]
     jacobian_columns(parent, S, v_start, nv_j, R_WL, p_WL, ka, xa, E, m, 1.0, J, row)
     jacobian_columns(parent, S, v_start, nv_j, R_WL, p_WL, kb, xa, E, m, -1.0, J, row)

@@ -43,13 +43,14 @@ import numpy as np
 
 from .constraints import JOINT_SPACE, POINT_ON_PLANE, POINT_VELOCITY, PointConstraint, perpendicular_basis
 from .forces import POINT_FORCE, AppliedForce
-from .geometry import distance
+from .geometry import STAND_IN, crossing, distance
 from .joint_constraints import tape_jet
 from .points import jacobian_at, link_kinematics
 
 __all__ = ["Contact", "ContactPoint", "JointLimit", "contact_elements", "point_modes", "point_states",
            "plane_frames", "contact_rows", "constraint_jacobian", "contact_tables", "CONTACT_POINT", "LIMIT",
-           "OPEN", "STICK", "SLIP", "FRICTIONLESS", "MODE_NAMES", "PENETRATION", "stick_normals", "core_distance"]
+           "OPEN", "STICK", "SLIP", "FRICTIONLESS", "MODE_NAMES", "PENETRATION", "stick_normals", "core_distance",
+           "segment_separation"]
 
 OPEN, STICK, SLIP, FRICTIONLESS = range(4)
 #: m: the penetration beyond which an open point touches down (the isolation's tolerance on the separation).
@@ -73,6 +74,10 @@ class ContactPoint:
     friction: int
     slot: int
     reaction: int = -1
+    axis: np.ndarray | None = None    # a sliding point: the unit axis of its segment through r (body frame)
+    half_length: float = 0.0          # and its half-length (core.geometry.crossing)
+    ends: tuple = (-1, -1)            # and the slots of the points at its segment's ends (−1: none), which it
+    #                                   takes over from where it touches (core.witnesses.resolve)
 
 
 @dataclass(frozen=True, eq=False)
@@ -117,12 +122,44 @@ class Contact:
         or the other shape to the point), where the point touches or would touch (on its own surface: a sphere's
         point nearest the other side) and the separation h (m)."""
         centre = kin.p_WL[point.link] + kin.R_WL[point.link] @ point.r
+        if point.half_length > 0:                            # a sliding point: its segment's, at the pair
+            return self._sliding(kin, point)
         if not self.shape:
             n, o = self.plane(kin)
             x = centre - point.radius * n
             return n, x, float(n @ (x - o))
         phi, n = core_distance(kin, centre, self.plane_link, self.origin, self.shape_R, self.shape, self.shape_half)
         return n, centre - point.radius * n, phi - point.radius - self.shape_radius
+
+    def _sliding(self, kin, point) -> tuple[np.ndarray, np.ndarray, float]:
+        """:meth:`touching` of a sliding point (:func:`segment_separation`)."""
+        R_b = kin.R_WL[self.plane_link]
+        R_core = R_b @ self.shape_R
+        origin = kin.p_WL[self.plane_link] + R_b @ self.origin
+        R_a = kin.R_WL[point.link]
+        c = R_core.T @ (kin.p_WL[point.link] + R_a @ point.r - origin)
+        e = R_core.T @ (R_a @ point.axis)
+        h, u, n = segment_separation(self.shape, self.shape_half, c, e, point.half_length,
+                                     point.radius + self.shape_radius)
+        n_w = R_core @ n
+        return n_w, origin + R_core @ (c + u * e) - point.radius * n_w, h
+
+
+def segment_separation(kind: int, half, c, e, half_length: float, radii: float) -> tuple[float, float, np.ndarray]:
+    """``(h, u, n)`` of a sliding contact point — a segment of centre ``c`` and unit axis ``e`` (the core's frame)
+    swept by a ball, the radii of both sides ``radii`` — against a core (:func:`core.geometry.crossing`): at its
+    pair while that is the shapes' nearest, else at its segment's nearer end with the separation there but at least
+    :data:`core.geometry.STAND_IN` (the contact that stands for the shapes there measures them); the segment's
+    parameter u and the core's normal n."""
+    n, s = np.zeros(3), np.zeros(3)
+    c, e, half = (np.asarray(x, dtype=float) for x in (c, e, half))
+    h, u, code, _ = crossing(c, e, float(half_length), int(kind), half, -1, n, s)
+    if code >= 0 and np.isfinite(h):
+        return float(h - radii), float(u), n
+    ends = [(distance(kind, half, c + end * e), end) for end in (-half_length, half_length)]
+    (h, _, n), u = min(ends, key=lambda x: x[0][0])
+    return float(max(h - radii, STAND_IN)), float(u), n
+
 
 @dataclass(frozen=True, eq=False)
 class JointLimit:
@@ -166,8 +203,9 @@ def contact_elements(name: str, body: str, link: int, points, normal, origin, re
         raise ValueError("a contact against a shape needs the shape's link")
     constraints, forces, cps = [], [], []
     k, f = first_constraint, first_force
-    for i, (r, radius) in enumerate(points):
-        r = np.asarray(r, float)
+    for i, point in enumerate(points):
+        r, radius = np.asarray(point[0], float), point[1]
+        axis, length = (np.asarray(point[2], float), float(point[3])) if len(point) > 2 else (None, 0.0)
         label = f"{name}.{i}"
         if kind:
             constraints.append(PointConstraint(label, name, POINT_ON_PLANE, link, r, plane_link, origin.copy(),
@@ -175,7 +213,9 @@ def contact_elements(name: str, body: str, link: int, points, normal, origin, re
                                                enabled=False, body_basis=True, shape=int(kind),
                                                shape_R=np.asarray(core_R, float),
                                                shape_half=np.asarray(half, float),
-                                               radius=float(radius) + float(core_radius)))
+                                               radius=float(radius) + float(core_radius),
+                                               slide_axis=axis if axis is not None else np.zeros(3),
+                                               slide_half=length))
         else:
             constraints.append(PointConstraint(label, name, POINT_ON_PLANE, link, r, plane_link,
                                                origin + radius * n, n.reshape(3, 1), stabilization, np.inf,
@@ -196,7 +236,13 @@ def contact_elements(name: str, body: str, link: int, points, normal, origin, re
                                            force=np.zeros(3), start=-np.inf, stop=np.inf))
                 reaction = f
                 f += 1
-        cps.append(ContactPoint(label, link, r, float(radius), normal_row, stick, fric, first_slot + i, reaction))
+        ends = (-1, -1)
+        if axis is not None:                                  # its caps: the points at centre ∓ L axis
+            ends = tuple(next((first_slot + j for j, other in enumerate(points) if len(other) == 2
+                               and np.allclose(np.asarray(other[0], float), r + side * length * axis, atol=1e-12)),
+                              -1) for side in (-1.0, 1.0))
+        cps.append(ContactPoint(label, link, r, float(radius), normal_row, stick, fric, first_slot + i, reaction,
+                                axis, length, ends))
     return (Contact(name, body, link, n, origin, float(restitution), float(friction), float(rest_speed), tuple(cps),
                     tuple(holds), float(liftoff_delay), int(plane_link), plane_body, int(kind),
                     np.asarray(core_R, float), np.asarray(half, float), float(core_radius)), constraints, forces)
@@ -311,13 +357,14 @@ def constraint_jacobian(model, kin, q, c) -> np.ndarray:
 #: the plane: ``plane_link`` (−1: the world) with ``plane_normal`` and ``plane_origin`` in that link's frame (else
 #: the world's); Newton's ``restitution``, Coulomb's ``mu``, the ``rest_speed`` below which a rebound ends in
 #: contact, the ``liftoff_delay``, and the joints an actuator holds through its impacts
-#: (``holds[holds_start : holds_start + holds_count]``, velocity indices).
+#: (``holds[holds_start : holds_start + holds_count]``, velocity indices); a sliding point's ``ends``: the slots
+#: of the points at its segment's ends (−1: none).
 CONTACT_POINT = np.dtype([
     ("link", np.int64), ("r", np.float64, (3,)), ("radius", np.float64), ("normal", np.int64), ("stick", np.int64),
     ("friction", np.int64), ("reaction", np.int64), ("contact", np.int64), ("plane_link", np.int64),
     ("plane_normal", np.float64, (3,)), ("plane_origin", np.float64, (3,)), ("restitution", np.float64),
     ("mu", np.float64), ("rest_speed", np.float64), ("liftoff_delay", np.float64), ("holds_start", np.int64),
-    ("holds_count", np.int64),
+    ("holds_count", np.int64), ("ends", np.int64, (2,)),
 ], align=True)
 
 #: One joint limit: the joint's entries ``q`` and ``v`` in q and q̇, its rows ``lower_row`` and ``upper_row`` in
@@ -345,6 +392,7 @@ def contact_tables(model) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
             row["restitution"], row["mu"], row["rest_speed"] = c.restitution, c.friction, c.rest_speed
             row["liftoff_delay"] = c.liftoff_delay
             row["holds_start"], row["holds_count"] = start, len(c.holds)
+            row["ends"] = p.ends
     limits = np.zeros(len(model.limits), LIMIT)
     for row, lim in zip(limits, model.limits):
         row["q"], row["v"], row["lower_row"], row["upper_row"] = lim.q, lim.v, lim.rows[0], lim.rows[1]

@@ -31,7 +31,8 @@ import numpy as np
 from .jit import njit
 
 __all__ = ["PLANE", "POINT", "SEGMENT", "BOX", "CORE_NAMES", "FACE", "EDGE", "VERTEX", "nearest", "bounding_radius", "outside_bounding_ball", "feature",
-           "part_of", "core_coordinates", "curvature", "tangent_basis", "distance"]
+           "part_of", "core_coordinates", "curvature", "normal_rate", "tangent_basis", "distance", "crossing",
+           "crossing_rates", "edge_frame", "PARALLEL", "STAND_IN"]
 
 #: Cores: a contact's plane (the rows of :mod:`core.contacts` before shapes), a point (a sphere), a segment
 #: along the core frame's z of half-length ``half[2]`` (a capsule), a box of half-extents ``half``.
@@ -137,6 +138,22 @@ def _direction(z, s, n, fallback):
 
 
 @njit
+def normal_rate(phi, region, axis, n, zd, out):
+    """out ← ṅ = (I − n nᵀ) P ż / φ (module docstring), how fast the normal turns relative to the core as the point
+    moves at ``zd`` relative to it (core frame): 0 on a face, the velocity across the edge and the normal over φ at
+    an edge, the tangential velocity over φ at a vertex."""
+    for a in range(3):
+        out[a] = 0.0
+    if region == FACE or phi < _TINY:
+        return
+    for a in range(3):
+        out[a] = zd[a] if (region != EDGE or a != axis) else 0.0
+    vn = n[0] * out[0] + n[1] * out[1] + n[2] * out[2]
+    for a in range(3):
+        out[a] = (out[a] - vn * n[a]) / phi
+
+
+@njit
 def curvature(phi, region, axis, n, zd):
     """ṅ·ż = żᵀ(I − n nᵀ) P ż / φ (module docstring) for the point's velocity ``zd`` relative to the core (core
     frame): 0 on a face, the velocity across the edge and the normal squared over φ at an edge, the tangential
@@ -239,3 +256,155 @@ def feature(kind, half, code, z, s, n):
     if clamped == 2:
         return phi, EDGE, free
     return phi, VERTEX, -1
+
+
+# ---- a segment sliding against a core's edges ------------------------------------------------------------------
+#
+# Two capsules crossing side by side, or a capsule lying across a box's edge, touch at a point inside a segment:
+# no body-fixed point stands for it (the points of each are its cap centres). A *sliding* contact point is the
+# point x = c + u e of a segment (centre c, unit axis e, half-length L, on body a) nearest an edge of the core
+# (s = s₀ + v f: a segment core's axis, or one of a box's twelve edges), the pair of nearest points of the two
+# lines. Along their common normal k = e × f the separation is
+#
+#     h = n·(x − s) = σ k̂·(c − s₀),    k̂ = k/‖k‖,  σ = ±1,   the lines' parameters
+#     u = (b (r·f) − r·e)/(1 − b²),  v = r·f + u b,   r = c − s₀,  b = e·f
+#
+# (the u e and v f terms drop out of h: both are orthogonal to k). The pair is the shapes' nearest — the segment's
+# point in the edge's Voronoi region and the edge's point in the segment's — while |u| < L, |v| < L_f and, for a
+# box's edge, n lies between the normals of the edge's two faces; beyond, another contact of the pair stands for
+# it (a cap centre, a box's corner). Rates, in the core's frame, with ż the velocity of the segment's material
+# point at u and ė the segment axis' (the envelope theorem: x slides along e, orthogonal to n):
+#
+#     ḣ = n·ż,     ḧ = n·z̈ + ṅ·ż + u̇ (n·ė),     ṅ = σ (I − k̂ k̂ᵀ)(ė × f)/‖k‖
+#
+# with u̇ from differentiating u above. The contact keeps its edge and σ over a step (its part: 2 j + (σ > 0)
+# for edge j), so h is smooth over it; the step ends where the pair leaves the region above (a witness,
+# :mod:`core.witnesses`), and the contact hands over to the one that stands for the shapes there.
+
+#: 1 − (e·f)² below this: the segment and the edge are parallel, their lines have no single nearest pair (a capsule
+#: lying along another rests on its caps' contacts).
+PARALLEL = 1e-10
+#: m: how far outside its region (:func:`crossing`'s margin) a pair still counts as valid — the witness's
+#: tolerance (:data:`core.contacts.PENETRATION`): a capsule lying flat on a box's face across its edge has its
+#: normal on the edge's cone's boundary, margin 0 up to round-off, and a stricter test flickered.
+SLACK = 1e-9
+#: The separation an open sliding contact reports where its pair is not the shapes' nearest (m, or its caps' or
+#: corners' separation when larger): positive, so that it never touches down there; those other contacts do.
+STAND_IN = 1e-6
+
+
+@njit
+def edge_frame(kind, half, j, s0):
+    """s0 ← the centre of core edge j (a segment core's axis for j = 0; a box's edge j along axis j // 4, on the
+    sides (−1)^(1 + bit) of the next two axes); returns (axis, half-length, the two face normals' signs
+    (0: none))."""
+    if kind == SEGMENT:
+        s0[0], s0[1], s0[2] = 0.0, 0.0, 0.0
+        return 2, half[2], 0.0, 0.0
+    a = j // 4
+    i1, i2 = (a + 1) % 3, (a + 2) % 3
+    s1 = 1.0 if j & 1 else -1.0
+    s2 = 1.0 if j & 2 else -1.0
+    s0[a] = 0.0
+    s0[i1] = s1 * half[i1]
+    s0[i2] = s2 * half[i2]
+    return a, half[a], s1, s2
+
+
+@njit
+def _pair(c, e, length, kind, half, j, sign, n, s):
+    """The nearest pair of the segment (c, e, length) and core edge j with σ = ``sign`` (0: the side the segment
+    is on — for a box's edge, the side its faces face); n, s ← the normal and the edge's point. Returns
+    (h, u, v, σ, margin): margin ≥ 0 while the pair is the shapes' nearest (module notes), the least distance
+    (m) from leaving that region; −1 for parallel lines."""
+    a, lf, s1, s2 = edge_frame(kind, half, j, s)
+    b = e[a]
+    den = 1.0 - b * b
+    if den < PARALLEL:
+        return np.inf, 0.0, 0.0, 1.0, -1.0
+    r0, r1, r2 = c[0] - s[0], c[1] - s[1], c[2] - s[2]
+    rf = c[a] - s[a]
+    re = r0 * e[0] + r1 * e[1] + r2 * e[2]
+    u = (b * rf - re) / den
+    v = rf + u * b
+    kn = np.sqrt(den)
+    k0 = (e[1] * (a == 2) - e[2] * (a == 1)) / kn           # k̂ = e × f / ‖e × f‖, f the unit vector of axis a
+    k1 = (e[2] * (a == 0) - e[0] * (a == 2)) / kn
+    k2 = (e[0] * (a == 1) - e[1] * (a == 0)) / kn
+    margin = min(length - abs(u), lf - abs(v))
+    sigma = sign
+    if kind == BOX:
+        i1, i2 = (a + 1) % 3, (a + 2) % 3
+        k = (k0, k1, k2)
+        if sigma == 0.0:
+            sigma = 1.0 if s1 * k[i1] + s2 * k[i2] >= 0.0 else -1.0
+        scale = max(half[0], max(half[1], half[2]))
+        margin = min(margin, scale * min(sigma * s1 * k[i1], sigma * s2 * k[i2]))
+    elif sigma == 0.0:
+        sigma = 1.0 if k0 * r0 + k1 * r1 + k2 * r2 >= 0.0 else -1.0
+    n[0], n[1], n[2] = sigma * k0, sigma * k1, sigma * k2
+    s[a] += v
+    return n[0] * r0 + n[1] * r1 + n[2] * r2, u, v, sigma, margin
+
+
+@njit
+def crossing(c, e, length, kind, half, code, n, s):
+    """The sliding contact of a segment — centre ``c``, unit axis ``e``, half-length ``length``, in the core's
+    frame — against a SEGMENT or BOX core (notes above): with ``code`` ≥ 0 the pair of that edge and side (its
+    smooth continuation beyond its region), else the valid pair (margin ≥ −:data:`SLACK`) of least h among the
+    core's edges. n, s ← the
+    normal (core to segment) and the edge's point. Returns ``(h, u, code, margin)``: h = n·(x − s) (the radii
+    not subtracted), the segment's parameter u, the pair's code (2 j + (σ > 0)) and its margin (≥ 0: valid; with
+    ``code`` < 0 and no valid pair: h = ∞, code −1). A box's edge whose pair would be deeper than the box's
+    least half-extent is not a candidate: from a segment touching one edge, the edge across the box also has a
+    pair in its region, behind the box."""
+    if code >= 0:
+        h, u, v, sigma, margin = _pair(c, e, length, kind, half, code // 2, 1.0 if code % 2 else -1.0, n, s)
+        return h, u, code, margin
+    best_h, best_u, best_code, best_margin = np.inf, 0.0, -1, -1.0
+    n2, s2 = np.empty(3), np.empty(3)
+    deepest = -min(half[0], min(half[1], half[2])) if kind == BOX else -np.inf
+    for j in range(12 if kind == BOX else 1):
+        h, u, v, sigma, margin = _pair(c, e, length, kind, half, j, 0.0, n2, s2)
+        if margin >= -SLACK and deepest <= h < best_h:      # (an edge across the box from the segment is not
+            #                                                    its nearest: its h is about the box's thickness)
+            best_h, best_u, best_code, best_margin = h, u, 2 * j + (1 if sigma > 0 else 0), margin
+            for a in range(3):
+                n[a], s[a] = n2[a], s2[a]
+    return best_h, best_u, best_code, best_margin
+
+
+@njit
+def crossing_rates(c, e, kind, half, code, zd, ed, nd):
+    """For the pair ``code`` of a sliding contact (:func:`crossing`), with ``zd`` the velocity of the segment's
+    material point at the pair and ``ed`` the rate of its axis (core frame): ``(ṅ·ż + u̇ (n·ė), u̇)``, the part of
+    ḧ that the material point's acceleration leaves out (notes above), and the rate at which the contact point
+    slides along the segment; ``nd`` ← ṅ (core frame)."""
+    s0 = np.empty(3)
+    a, _, _, _ = edge_frame(kind, half, code // 2, s0)
+    sigma = 1.0 if code % 2 else -1.0
+    b = e[a]
+    den = 1.0 - b * b
+    nd[0], nd[1], nd[2] = 0.0, 0.0, 0.0
+    if den < PARALLEL:
+        return 0.0, 0.0
+    kn = np.sqrt(den)
+    r0, r1, r2 = c[0] - s0[0], c[1] - s0[1], c[2] - s0[2]
+    rf = r0 * (a == 0) + r1 * (a == 1) + r2 * (a == 2)
+    re = r0 * e[0] + r1 * e[1] + r2 * e[2]
+    u = (b * rf - re) / den
+    cd0, cd1, cd2 = zd[0] - u * ed[0], zd[1] - u * ed[1], zd[2] - u * ed[2]     # ċ: the centre's material point
+    bd = ed[a]
+    rfd = cd0 * (a == 0) + cd1 * (a == 1) + cd2 * (a == 2)
+    red = cd0 * e[0] + cd1 * e[1] + cd2 * e[2] + r0 * ed[0] + r1 * ed[1] + r2 * ed[2]
+    ud = (bd * rf + b * rfd - red + 2.0 * u * b * bd) / den
+    k0 = (e[1] * (a == 2) - e[2] * (a == 1)) / kn
+    k1 = (e[2] * (a == 0) - e[0] * (a == 2)) / kn
+    k2 = (e[0] * (a == 1) - e[1] * (a == 0)) / kn
+    q0 = (ed[1] * (a == 2) - ed[2] * (a == 1)) / kn           # (ė × f)/‖k‖, then its part across k̂
+    q1 = (ed[2] * (a == 0) - ed[0] * (a == 2)) / kn
+    q2 = (ed[0] * (a == 1) - ed[1] * (a == 0)) / kn
+    qk = q0 * k0 + q1 * k1 + q2 * k2
+    nd[0], nd[1], nd[2] = sigma * (q0 - qk * k0), sigma * (q1 - qk * k1), sigma * (q2 - qk * k2)
+    n_ed = sigma * (k0 * ed[0] + k1 * ed[1] + k2 * ed[2])
+    return nd[0] * zd[0] + nd[1] * zd[1] + nd[2] * zd[2] + ud * n_ed, ud

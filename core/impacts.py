@@ -117,9 +117,10 @@ def _point_rows(tree, tab, kin, p, R, row, E):
     n = np.empty(3)
     plane_normal(tab, kin, p, n)
     k = pt.link
+    r = tab.constraints[pt.normal].r_a                       # (the body point; a sliding point's where it was last)
     for a in range(3):
-        x[a] = kin.p_WL[k, a] + kin.R_WL[k, a, 0] * pt.r[0] + kin.R_WL[k, a, 1] * pt.r[1] + \
-            kin.R_WL[k, a, 2] * pt.r[2] - pt.radius * n[a]
+        x[a] = kin.p_WL[k, a] + kin.R_WL[k, a, 0] * r[0] + kin.R_WL[k, a, 1] * r[1] + \
+            kin.R_WL[k, a, 2] * r[2] - pt.radius * n[a]
     nt = 0
     for a in range(3):
         E[a, 0] = n[a]

@@ -47,7 +47,8 @@ from __future__ import annotations
 import numpy as np
 
 from .contacts import OPEN, PENETRATION, SLIP, STICK
-from .geometry import BOX, SEGMENT, core_coordinates, part_of, tangent_basis
+from .constraints import slide_frame
+from .geometry import BOX, SEGMENT, SLACK, core_coordinates, crossing, part_of, tangent_basis
 from .events import (BOUNCE, BREAK, FULL_RANK, LIFT_OFF, LIMIT, LIMIT_BOUNCE, LIMIT_RELEASE, RANK_DEFICIENT,
                      SLIP as SLIP_EVENT, STICK as STICK_EVENT, TOUCHDOWN, WATCH)
 from .impacts import BOUND, NOT_IN_IMPACT, POINT, impact, plane_normal
@@ -114,12 +115,27 @@ def _core_point(tab, kin, p, z):
 
 
 @njit
+def _crossing(tab, kin, p, code):
+    """The pair of sliding contact point p at the state of ``kin`` (:func:`core.geometry.crossing`: ``code`` ≥ 0
+    that pair, else the shapes' nearest): ``(h, u, code, margin)``."""
+    con = tab.constraints[tab.points[p].normal]
+    zc, ec, y, x = np.empty(3), np.empty(3), np.empty(3), np.empty(3)
+    slide_frame(kin.R_WL, kin.p_WL, con, zc, ec, y, x)
+    return crossing(zc, ec, con.slide_half, con.shape, con.shape_half, code, y, x)
+
+
+@njit
 def region_code(tab, kin, p, z):
     """The part of its shape's core contact point p is nearest (:func:`core.geometry.part_of`; −1 for a plane or
-    a sphere's point)."""
+    a sphere's point); a sliding point's pair (:func:`core.geometry.crossing`; −1: none)."""
     con = tab.constraints[tab.points[p].normal]
     if con.shape != BOX and con.shape != SEGMENT:
         return -1
+    if con.slide_half > 0.0:                                 # the pair it keeps while that is valid, else the valid
+        if con.part >= 0 and _crossing(tab, kin, p, con.part)[3] >= -SLACK:     # one (none: it keeps its own,
+            return con.part                                                    # whose witness ends the step)
+        code = _crossing(tab, kin, p, -1)[2]
+        return code if code >= 0 else con.part
     _core_point(tab, kin, p, z)
     return part_of(con.shape, con.shape_half, z)
 
@@ -128,8 +144,11 @@ def region_code(tab, kin, p, z):
 def _region_witness(tab, kin, p, code, z):
     """The least, over the axes, of how far contact point p is from crossing back into the part of its core it
     started the step in (``code``, :func:`region_code`), plus ε (module docstring): negative once it has crossed a
-    boundary by more than ε."""
+    boundary by more than ε. A sliding point: how far its pair is from leaving the region where it is the shapes'
+    nearest (the pair's margin), plus ε."""
     con = tab.constraints[tab.points[p].normal]
+    if con.slide_half > 0.0:
+        return _crossing(tab, kin, p, code)[3] + PENETRATION
     _core_point(tab, kin, p, z)
     g = np.inf
     for a in range(3):
@@ -383,11 +402,23 @@ def update_tables(tab, kin, active, slip, lead):
                         o2 -= wb
             c0, c1, c2 = o1 * w[2] - o2 * w[1], o2 * w[0] - o0 * w[2], o0 * w[1] - o1 * w[0]
             w[0], w[1], w[2] = w[0] - lead * c0, w[1] - lead * c1, w[2] - lead * c2
+            if pt.plane_link >= 0:                            # and by its own turning relative to the plane's body
+                b = pt.plane_link                             # (a core's edge or corner, a sliding pair: ṅ_b)
+                nr = cons[pt.normal].normal_rate
+                for a in range(3):
+                    wb = 0.0
+                    for c in range(3):
+                        wb += kin.R_WL[k, c, a] * (kin.R_WL[b, c, 0] * nr[0] + kin.R_WL[b, c, 1] * nr[1] +
+                                                   kin.R_WL[b, c, 2] * nr[2])
+                    w[a] += lead * wb
             norm = np.sqrt(w[0] * w[0] + w[1] * w[1] + w[2] * w[2])
             for a in range(3):
                 w[a] /= norm
+        centre = cons[pt.normal].r_a                          # (a sliding point: where it is, and where it slides
+        ahead = lead * cons[pt.normal].slide_rate              # to in ``lead``)
+        axis = cons[pt.normal].slide_axis
         for a in range(3):
-            r[a] = pt.r[a] - pt.radius * w[a]
+            r[a] = centre[a] + ahead * axis[a] - pt.radius * w[a]
         moved = 0.0
         for a in range(3):
             moved = max(moved, abs(cons[pt.stick].r_a[a] - r[a]))
@@ -519,6 +550,14 @@ def _switch(tab, ws, out, n_found, active, slip, events, clock, t):
         elif kind == WATCH:                                    # one shot: the program arms it again
             tab.watches[i].armed = False
             log(events, clock, t, WATCH, i, nan, nan, nan, nan, -1, out.quantities[tab.watches[i].quantity])
+        elif kind == REGION and tab.constraints[tab.points[i].normal].slide_half > 0.0:
+            pt = tab.points[i]                                # a sliding point's pair no longer the shapes' nearest:
+            if _crossing(tab, kin, i, -1)[2] < 0:             # the contact that stands for them there takes over
+                active[pt.normal] = False                     # (touching, it closes at its own touchdown)
+                if pt.stick >= 0:
+                    active[pt.stick] = False
+                    for a in range(3):
+                        slip[i, a] = 0.0
         elif kind == STICK_EVENT:
             pt = tab.points[i]
             active[pt.stick] = True
@@ -616,8 +655,37 @@ def resolve(tree, tab, ws, out, t, q, qd, active, slip, touched, n_found, events
             elif was and mode == OPEN:
                 log(events, clock, t, LIFT_OFF, i, nan, nan, nan, 0.0, mode, nan)
     _switch(tab, ws, out, n_found, active, slip, events, clock, t)
+    _take_over(tab, active, slip)
     _touch_times(tab, before, active, touched, t)
     return de
+
+
+@njit
+def _take_over(tab, active, slip):
+    """A sliding point in touch takes over from the point at its segment's end that it is within a radius (or
+    1e-3 of the half-length) of: a crossing that has just slid in from a capsule's end touches down where its cap
+    still touches, and the two, a hair apart on one body, made nearly equal rows (their stick rows' forces grew
+    to 1e5 N against each other)."""
+    cons, points = tab.constraints, tab.points
+    for p in range(points.shape[0]):
+        pt = points[p]
+        con = cons[pt.normal]
+        if con.slide_half <= 0.0 or not active[pt.normal]:
+            continue
+        u = 0.0
+        for a in range(3):
+            u += (con.r_a[a] - con.slide_centre[a]) * con.slide_axis[a]
+        near = max(pt.radius, 1e-3 * con.slide_half)
+        for side in range(2):
+            q = pt.ends[side]
+            if q < 0 or not active[points[q].normal]:
+                continue
+            if con.slide_half - (u if side == 1 else -u) < near:
+                active[points[q].normal] = False
+                if points[q].stick >= 0:
+                    active[points[q].stick] = False
+                    for a in range(3):
+                        slip[q, a] = 0.0
 
 
 @njit

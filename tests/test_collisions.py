@@ -17,10 +17,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from scipy.integrate import quad
+from scipy.integrate import quad, solve_ivp
 
 import core
-from core.geometry import BOX, EDGE, FACE, POINT, SEGMENT, VERTEX, curvature, distance, nearest
+from core.geometry import (BOX, EDGE, FACE, POINT, SEGMENT, VERTEX, crossing, crossing_rates, curvature, distance,
+                           nearest, normal_rate)
 from core.scene import SceneError, compile_scene, parse_spec
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -79,7 +80,7 @@ def test_the_distance_to_a_core_is_the_nearest_of_its_points_and_its_normal_poin
 
 
 def test_the_curvature_term_is_how_fast_the_normal_turns_along_the_motion():
-    """ṅ·ż by central differences of the normal, on each region of a box, a segment and a point."""
+    """ṅ·ż and ṅ by central differences of the normal, on each region of a box, a segment and a point."""
     rng = np.random.default_rng(5)
     half = np.array([0.3, 0.2, 0.5])
     cases = [(BOX, half, np.array([0.6, 0.1, -0.2]), FACE), (BOX, half, np.array([0.6, 0.5, 0.1]), EDGE),
@@ -97,6 +98,9 @@ def test_the_curvature_term_is_how_fast_the_normal_turns_along_the_motion():
             n_plus, n_minus = distance(kind, h, z + eps * zd)[2], distance(kind, h, z - eps * zd)[2]
             expected = (n_plus - n_minus) / (2 * eps) @ zd
             assert curvature(phi, region, axis, n, zd) == pytest.approx(expected, rel=1e-6, abs=1e-9)
+            rate = np.zeros(3)
+            normal_rate(phi, region, axis, n, zd, rate)
+            assert np.allclose(rate, (n_plus - n_minus) / (2 * eps), rtol=1e-6, atol=1e-9)
 
 
 # ---- impacts between shapes ----------------------------------------------------------------------------------
@@ -318,7 +322,7 @@ def test_a_ball_rolling_off_the_table_leaves_its_edge_at_the_analytic_time():
     turns about it rolling, and leaves where cos θ* = (10 + 7 v0²/(g r))/17 (the energy integral of a ball
     rolling about the edge: I = 7/5 m r²); the time from the quadrature of θ̇(θ). The ball slips in its last
     0.1 ms (μ = 100 cannot hold the ratio F/N, which grows without bound as N → 0), and friction is explicit over
-    a step: that slip leaves it 3.9e-5 s early at dt = 1 ms (4.7e-6 s at 0.5 ms)."""
+    a step: that slip leaves it 3.8e-6 s early at dt = 1 ms (1.2e-5 s late at 0.5 ms)."""
     doc = _scene("ball_off_table")
     sim = core.Simulation(_model(doc))
     sim.run(3.5)
@@ -336,6 +340,252 @@ def test_a_ball_rolling_off_the_table_leaves_its_edge_at_the_analytic_time():
     assert all(e.t > t_star - 2e-4 for e in table[1:])       # rolling (stuck) until just before it leaves
     assert lift.t == pytest.approx(t_star, abs=5e-5)
     assert any(e.kind == "bounce" and e.contact == "ball.ground" for e in sim.events)
+
+
+# ---- a segment's point sliding on another core's edge (core.geometry.crossing) --------------------------------
+
+def _segment_core_distance(kind, half, c, e, length, n=4001):
+    """Brute force: the least distance from the segment's points (n samples) to the core (core.geometry.nearest,
+    checked against the core's own samples above), the parameter where it is least, and the core's part there."""
+    best, best_u, region = np.inf, 0.0, -1
+    for u in np.linspace(-length, length, n):
+        s, nn = np.zeros(3), np.zeros(3)
+        phi, got, _ = nearest(kind, half, c + u * e, s, nn)
+        if phi < best:
+            best, best_u, region = phi, u, got
+    return best, best_u, region
+
+
+@pytest.mark.parametrize("kind, half", [(SEGMENT, (0, 0, 0.4)), (BOX, (0.3, 0.2, 0.25))])
+def test_a_sliding_pair_is_the_segments_nearest_and_is_found_wherever_the_nearest_is_an_edge_crossing(kind, half):
+    """Random segments around a capsule's axis or a box: where crossing() finds a pair apart from the core, its h
+    and u are the brute-force least distance and its place; and wherever the brute-force nearest point lies inside
+    the segment on an edge of the core (the crossing no cap or corner stands for), crossing() finds it."""
+    rng = np.random.default_rng(17)
+    half = np.array(half, float)
+    found = missed = 0
+    for _ in range(300):
+        c = rng.uniform(-0.7, 0.7, 3)
+        e = rng.standard_normal(3)
+        e /= np.linalg.norm(e)
+        length = rng.uniform(0.1, 0.6)
+        n, s = np.zeros(3), np.zeros(3)
+        h, u, code, margin = crossing(c, e, length, kind, half, -1, n, s)
+        brute, brute_u, region = _segment_core_distance(kind, half, c, e, length)
+        if brute <= 0:
+            continue
+        if code >= 0:
+            found += 1
+            assert margin >= 0 and h == pytest.approx(brute, abs=1e-6)
+            assert u == pytest.approx(brute_u, abs=2 * length / 4000 + 1e-6) and abs(np.linalg.norm(n) - 1) < 1e-12
+            assert np.allclose(c + u * e - s, h * n, atol=1e-12)          # the pair: along the normal
+        elif abs(brute_u) < length * (1 - 1e-3) and region == EDGE:
+            missed += 1
+    assert found > 20 and missed == 0
+
+
+@pytest.mark.parametrize("kind, half", [(SEGMENT, (0, 0, 0.4)), (BOX, (0.3, 0.2, 0.25))])
+def test_the_sliding_points_rates_are_its_separations_derivatives(kind, half):
+    """ḣ = n·ż and ḧ = n·z̈ + ṅ·ż + u̇ (n·ė) (core.geometry notes) against central differences of h along a
+    random motion of the segment (its centre moving, its axis turning), and u̇ and ṅ against those of u and n."""
+    rng = np.random.default_rng(23)
+    half = np.array(half, float)
+    checked = 0
+    while checked < 60:
+        e0 = rng.standard_normal(3)
+        e0 /= np.linalg.norm(e0)
+        c0, cd, w = rng.uniform(-0.6, 0.6, 3), rng.standard_normal(3), rng.standard_normal(3)
+        n, s = np.zeros(3), np.zeros(3)
+        h, u, code, _ = crossing(c0, e0, 1.0, kind, half, -1, n, s)
+        if code < 0:
+            continue
+        axis = w / np.linalg.norm(w)
+
+        def at(t):
+            a = np.linalg.norm(w) * t                        # e turned about w (Rodrigues), c moving at ċ
+            e = e0 * math.cos(a) + np.cross(axis, e0) * math.sin(a) + axis * (axis @ e0) * (1 - math.cos(a))
+            normal = np.zeros(3)
+            return (*crossing(c0 + cd * t, e, 1.0, kind, half, code, normal, np.zeros(3))[:2], normal)
+
+        d = 1e-4
+        (hm, um, nm), (hp, up, np_) = at(-d), at(d)
+        ed = np.cross(w, e0)
+        zd, zdd = cd + u * ed, u * np.cross(w, ed)
+        nd = np.zeros(3)
+        extra, ud = crossing_rates(c0, e0, kind, half, code, zd, ed, nd)
+        assert (hp - hm) / (2 * d) == pytest.approx(n @ zd, rel=1e-6, abs=1e-8)
+        assert (hp - 2 * h + hm) / d ** 2 == pytest.approx(n @ zdd + extra, rel=1e-5, abs=1e-5)
+        assert (up - um) / (2 * d) == pytest.approx(ud, rel=1e-4, abs=1e-6)
+        assert np.allclose((np_ - nm) / (2 * d), nd, rtol=1e-5, atol=1e-7)
+        checked += 1
+
+
+def _rod_on_edge(beyond: float) -> dict:
+    """A capsule rod (r = 3 cm, 0.8 m, 1 kg) lying across a table's edge, perpendicular to it, its centre of mass
+    ``beyond`` the edge; frictionless, no stabilization."""
+    r = 0.03
+    return {"format_version": 1, "name": "rod", "gravity": [0, 0, -G], "simulation": {"dt": 0.001},
+            "bodies": [{"name": "table", "parent": "world", "joint": {"type": "fixed"},
+                        "shapes": [{"type": "box", "size": [1.0, 1.0, 0.5], "position": [0.5, 0, 0.25],
+                                    "mass": 1.0}]},
+                       {"name": "rod", "parent": "world",
+                        "joint": {"type": "free", "q0": [1.0 + beyond, 0, 0.5 + r, 1, 0, 0, 0]},
+                        "shapes": [{"type": "capsule", "radius": r, "length": 0.8, "axis": [1, 0, 0],
+                                    "mass": 1.0}]}],
+            "collisions": {"restitution": 0.0, "friction": 0.0, "stabilization": 0.0}}
+
+
+def test_a_rod_tipping_over_a_tables_edge_slides_on_it_and_leaves_at_the_lagrangian_time():
+    """The rod's inner cap lifts off the table top at once, and the rod turns about the edge while sliding along
+    it: its axis stays r from the edge with no stabilization (the sliding point's γ holds it there, to 1e-11 m), the
+    energy books close, and it leaves the edge where the normal force of the two-degree-of-freedom Lagrangian
+    (tilt θ, the centre's distance s from the contact along the axis; T = ½m((r² + s²)θ̇² + ṡ² + 2rθ̇ṡ) + ½Iθ̇²,
+    V = mg(r cos θ − s sin θ)), integrated by scipy, vanishes. Before the sliding point, the caps alone let the
+    rod fall through the edge."""
+    r, m_rod, s0 = 0.03, 1.0, 0.1
+    model = _model(_rod_on_edge(s0))
+    inertia = model.tree.inertia_com[model.body_frame("rod")[0]][1, 1]
+
+    def rhs(t, y):
+        th, s, w, sd = y
+        M = np.array([[m_rod * (r * r + s * s) + inertia, m_rod * r], [m_rod * r, m_rod]])
+        f = [-2 * m_rod * s * sd * w + m_rod * G * (r * math.sin(th) + s * math.cos(th)),
+             m_rod * s * w * w + m_rod * G * math.sin(th)]
+        return [w, sd, *np.linalg.solve(M, f)]
+
+    def normal(t, y):                                       # N = m (a·n + g cos θ), n = (sin θ, 0, cos θ)
+        th, s, w, sd = y
+        thdd, sdd = rhs(t, y)[2:]
+        c, sn = math.cos(th), math.sin(th)
+        ax = (-r * sn * w - sd * sn - s * c * w) * w + (r * c - s * sn) * thdd + sdd * c - sd * sn * w
+        az = (-r * c * w - sd * c + s * sn * w) * w + (-r * sn - s * c) * thdd - sdd * sn - sd * c * w
+        return m_rod * (ax * sn + az * c) + m_rod * G * c
+
+    normal.terminal, normal.direction = True, -1
+    t_star = solve_ivp(rhs, (0, 1), [0, s0, 0, 0], events=normal, rtol=1e-12, atol=1e-14).t_events[0][0]
+    sim = core.Simulation(model)
+    contact, slider = next((c, p) for c in model.contacts for p in c.points if p.half_length > 0)
+    worst, lift = 0.0, None
+    while lift is None and sim.state.t < 0.5:
+        sim.step()
+        lift = next((e for e in sim.events if e.kind == "lift-off" and e.what == slider.label), None)
+        if lift is None:
+            kin = core.points.link_kinematics(model, sim.state.q)
+            worst = max(worst, abs(contact.touching(kin, slider)[2]))
+    assert [e.kind for e in sim.events[:3]] == ["touchdown", "touchdown", "lift-off"]    # the inner cap leaves
+    assert worst < 1e-11 and abs(sim.energy_error()) < 1e-9
+    assert lift is not None and lift.t == pytest.approx(t_star, abs=1e-8)
+
+
+def test_a_rod_lying_across_a_tables_edge_rests_on_its_inner_cap_and_the_edge():
+    """Its centre of mass 5 cm inside the edge: it rests on the inner cap (on the top face) and the edge crossing
+    (its normal on the boundary of the edge's cone, the face's: round-off flickered it in and out), with the
+    lever rule's forces, N_edge = m g a/ℓ and N_cap = m g (ℓ − a)/ℓ (a the cap–centre distance, ℓ the cap–edge
+    one), and stays put."""
+    doc = _rod_on_edge(-0.05)
+    doc["collisions"].update(friction=0.5, stabilization=20.0)
+    model = _model(doc)
+    sim = core.Simulation(model)
+    q0 = sim.state.q.copy()
+    sim.run(2.0)
+    assert len(sim.events) <= 4 and np.abs(sim.state.q - q0).max() < 1e-6
+    contact = next(c for c in model.contacts if any(p.half_length > 0 for p in c.points))
+    cap, _, slider = contact.points
+    a, ell = 0.4, 0.45                                       # the cap at x = 0.55, the centre 0.95, the edge 1.0
+    force = sim.data.constraint_force                        # (on the rod)
+    assert force[slider.normal][2] == pytest.approx(G * a / ell, rel=1e-6)
+    assert force[cap.normal][2] == pytest.approx(G * (ell - a) / ell, rel=1e-6)
+
+
+def test_a_crossing_that_slides_in_from_a_capsules_end_takes_over_from_its_cap():
+    """A log across two parallel bars, crossing the first at its cap's end, sliding along its axis (frictionless)
+    so that the crossing slides into its segment: the cap and the crossing's sliding point both touch at the start,
+    and the sliding point takes over from the cap (the two, a hair apart on one body, made nearly equal rows: in a
+    scene their stick forces grew to 1e5 N against each other and the run diverged); the log slides on the two
+    crossings at r₁ + r₂ (to 1e-8 m), their normal forces summing to m g."""
+    doc = _bar_and_log(v=(0, 0.1, 0), friction=0.0)
+    doc["bodies"][1]["joint"]["q0"][1] = -0.3
+    bar2 = copy.deepcopy(doc["bodies"][0])
+    bar2["name"] = "bar2"
+    bar2["shapes"][0]["position"] = [0, -0.5, 0.5]
+    doc["bodies"].insert(1, bar2)
+    model = _model(doc)
+    sim = core.Simulation(model)
+    heights = sim.run(0.8)["q"][:, 2]
+    assert np.abs(heights - 0.59).max() < 1e-8
+    assert len(sim.events) < 12
+    closed = [p for c in model.contacts for p in c.points
+              if core.contacts.point_modes(model, sim.state)[p.slot] != core.contacts.OPEN]
+    assert {p.half_length > 0 for p in closed} == {True}    # the crossings hold it, no cap
+    assert sum(sim.data.constraint_force[p.normal][2] for p in closed) == pytest.approx(2.0 * G, rel=1e-6)
+
+
+def _bar_and_log(v=(0.0, 0.0, 0.0), w=(0.0, 0.0, 0.0), friction=0.5, stabilization=20.0, x0=0.0, axis=(0, 1, 0),
+                 lift=0.0) -> dict:
+    """A capsule bar (r = 5 cm, 1 m) fixed along x at z = 0.5 and a free capsule log (r = 4 cm, 0.6 m, 2 kg) lying
+    across it along ``axis``, centred ``x0`` along the bar, ``lift`` above touching."""
+    z = 0.5 + 0.09 + lift
+    return {"format_version": 1, "name": "bar_and_log", "gravity": [0, 0, -G], "simulation": {"dt": 0.001},
+            "bodies": [{"name": "bar", "parent": "world", "joint": {"type": "fixed"},
+                        "shapes": [{"type": "capsule", "radius": 0.05, "length": 1.0, "position": [0, 0, 0.5],
+                                    "axis": [1, 0, 0], "mass": 1.0}]},
+                       {"name": "log", "parent": "world", "joint": {"type": "free", "q0": [x0, 0, z, 1, 0, 0, 0],
+                                                                    "qd0": [*w, *v]},
+                        "shapes": [{"type": "capsule", "radius": 0.04, "length": 0.6, "axis": list(axis),
+                                    "mass": 2.0}]}],
+            "collisions": {"restitution": 0.0, "friction": friction, "rest_speed": 0.05,
+                           "stabilization": stabilization}}
+
+
+def test_a_log_thrown_along_a_bar_rolls_at_the_rolling_speed_and_hands_over_to_the_bars_cap():
+    """Two capsules crossing: the log rests on the crossing of the axes (its centre r₁ + r₂ above the bar's axis,
+    to 1e-9 m, the normal force m g), slides at v0 until friction makes it roll, at t_s = v0/(μg(1 + m r²/I)) and
+    v0/(1 + I/(m r²)) (I about its own axis), rolls to the bar's end — where its crossing leaves the bar's segment
+    and the bar's cap takes over, touching down at the crossing's time (after 1 nm of fall) — and over it."""
+    v0, mu, x0 = 0.3, 0.5, 0.0
+    model = _model(_bar_and_log(v=(v0, 0, 0), friction=mu, x0=x0))
+    sim = core.Simulation(model)
+    log = model.body_frame("log")[0]
+    m_log, r = 2.0, 0.04
+    inertia = model.tree.inertia_com[log][1, 1]
+    t_s = v0 / (mu * G * (1 + m_log * r * r / inertia))
+    v_roll = v0 / (1 + inertia / (m_log * r * r))
+    x_s = x0 + v0 * t_s - 0.5 * mu * G * t_s ** 2
+    t_end = t_s + (0.5 - x_s) / v_roll
+    heights = []
+    while sim.state.t < t_end - 0.01:
+        sim.step()
+        heights.append(sim.state.q[2])
+    contact, slider = next((c, p) for c in model.contacts for p in c.points if p.half_length > 0)
+    assert contact.body == "log"                             # (the point slides on the capsule that moves)
+    assert np.abs(np.array(heights) - 0.59).max() < 1e-9
+    assert sim.data.constraint_force[slider.normal][2] == pytest.approx(m_log * G, rel=1e-9)    # (on the log)
+    stick = next(e for e in sim.events if e.kind == "stick")
+    assert stick.what == slider.label and stick.t == pytest.approx(t_s, abs=1e-6)
+    assert _rotate(sim.state.q[3:7], sim.state.qd[3:6])[0] == pytest.approx(v_roll, rel=1e-5)   # (world)
+    sim.run(0.05)
+    cap = next(e for e in sim.events if e.kind == "touchdown" and e.what != slider.label)
+    assert cap.what == "bar.log.0.1" and cap.t == pytest.approx(t_end, abs=5e-5)     # the bar's cap at +x
+    assert cap.velocity > -2e-4                              # (a handover, not a fall: 1 nm of it)
+
+
+def test_a_tilted_spinning_log_slides_across_the_bar_on_their_crossing_with_no_stabilization():
+    """Frictionless, the log tilted 0.3 rad, spinning at 2 rad/s and sliding along the bar: the crossing slides on
+    both axes and the normal turns; its separation stays where it touched down (to 1e-11 m, no stabilization) and
+    the energy books close, until it tips off."""
+    th = 0.3
+    doc = _bar_and_log(v=(0.2, 0, 0), w=(0, 0, 2.0), friction=0.0, stabilization=0.0,
+                       axis=(0, math.cos(th), math.sin(th)), lift=0.09 / math.cos(th) - 0.09 + 1e-3)
+    model = _model(doc)
+    sim = core.Simulation(model)
+    contact, slider = next((c, p) for c in model.contacts for p in c.points if p.half_length > 0)
+    seps = []
+    while sim.state.t < 0.4:
+        sim.step()
+        if core.contacts.point_modes(model, sim.state)[slider.slot] != core.contacts.OPEN:
+            seps.append(contact.touching(core.points.link_kinematics(model, sim.state.q), slider)[2])
+    assert len(seps) > 200 and np.ptp(seps) < 1e-11 and abs(seps[0]) <= 1.1e-9
+    assert abs(sim.energy_error()) < 1e-9
 
 
 # ---- the shipped scenes --------------------------------------------------------------------------------------

@@ -45,7 +45,7 @@ import numpy as np
 from .io import Problem
 from .placement import shape_pose
 
-__all__ = ["RIM_POINTS", "MESH_DIRECTIONS", "shape_points", "body_points", "ground_contacts", "touches",
+__all__ = ["RIM_POINTS", "MESH_DIRECTIONS", "shape_points", "sliding_points", "body_points", "ground_contacts", "touches",
            "world_plane", "shape_core", "shape_contacts", "ShapeContact"]
 
 RIM_POINTS = 8
@@ -257,7 +257,7 @@ def shape_contacts(spec, model) -> tuple[list[ShapeContact], list[Problem], list
                 for ib, sb in enumerate(B.shapes):
                     if not (touches(sa) and touches(sb) and _filtered(sa, sb)):
                         continue
-                    sides = _sides(A, ia, sa, B, ib, sb)
+                    sides = _sides(A, ia, sa, B, ib, sb, la in fixed, lb in fixed)
                     if not sides:
                         notes.append(f"shapes {A.name}[{ia}] ({sa.type}) and {B.name}[{ib}] ({sb.type}) do not "
                                      "collide: neither is a sphere, a capsule or a box")
@@ -280,32 +280,55 @@ def shape_contacts(spec, model) -> tuple[list[ShapeContact], list[Problem], list
     return out, problems, notes
 
 
-def _sides(A, ia, sa, B, ib, sb) -> list[tuple]:
+def sliding_points(shape) -> list[tuple]:
+    """A capsule's sliding contact point (:func:`core.geometry.crossing`): ``(centre, radius, unit axis,
+    half-length)`` of its segment in its body's frame; none for another shape."""
+    if shape.type != "capsule":
+        return []
+    R, p = shape_pose(shape)
+    return [(p.copy(), float(shape.radius), R[:, 2].copy(), 0.5 * float(shape.length))]
+
+
+def _sides(A, ia, sa, B, ib, sb, fixed_a=False, fixed_b=False) -> list[tuple]:
     """How two shapes touch: (point body, its shape, core body, its shape, points, core) for each side whose
-    points meet the other's core (module docstring)."""
+    points meet the other's core (module docstring); a capsule against a capsule or a box also slides its segment's
+    point on the other's edges, once per pair (on the one that can move, of two capsules one of which is welded to
+    the world: ``fixed_a``, ``fixed_b``)."""
     ca, cb = shape_core(sa), shape_core(sb)
     if sa.type == "sphere" and cb is not None:
         return [(A, ia, B, ib, shape_points(sa), cb)]
     if sb.type == "sphere" and ca is not None:
         return [(B, ib, A, ia, shape_points(sb), ca)]
+    # the sliding point on the capsule that moves: where the core's body turns under a sliding point (a log rolling
+    # under a bar's point), the stick rows hold the slip to first order in dt only, on the moving side to second
+    slide_on_b = sb.type == "capsule" and (sa.type != "capsule" or (fixed_a and not fixed_b))
     out = []
     if cb is not None:
-        out.append((A, ia, B, ib, shape_points(sa), cb))
+        out.append((A, ia, B, ib, shape_points(sa) + ([] if slide_on_b else sliding_points(sa)), cb))
     if ca is not None and (cb is None or sb.type in ("capsule", "box")):
-        out.append((B, ib, A, ia, shape_points(sb), ca))
+        out.append((B, ib, A, ia, shape_points(sb) + (sliding_points(sb) if slide_on_b and cb is not None else []),
+                    ca))
     return out
 
 
 def _overlap(model, kin, side) -> float:
     """How deep the points of one side of a shape pair (:func:`_sides`) are inside the other shape at the
     configuration of ``kin`` (m; 0 when none is)."""
-    from ..contacts import core_distance
+    from ..contacts import core_distance, segment_separation
     body, _, other, _, points, (kind, R, centre, half, radius) = side
     la, R_LA, p_LA = model.body_frame(body.name)
     lb, R_LB, p_LB = model.body_frame(other.name)
     deepest = 0.0
-    for r, rad in points:
+    R_core = kin.R_WL[lb] @ R_LB @ R
+    origin = kin.p_WL[lb] + kin.R_WL[lb] @ (p_LB + R_LB @ centre)
+    for point in points:
+        r, rad = point[0], point[1]
         x = kin.p_WL[la] + kin.R_WL[la] @ (p_LA + R_LA @ r)
+        if len(point) > 2:                                    # a sliding point: its segment against the core
+            e = kin.R_WL[la] @ R_LA @ point[2]
+            h = segment_separation(kind, half, R_core.T @ (x - origin), R_core.T @ e, point[3], rad + radius)[0]
+            deepest = max(deepest, -h)
+            continue
         phi = core_distance(kin, x, lb, p_LB + R_LB @ centre, R_LB @ R, kind, half)[0]
         deepest = max(deepest, rad + radius - phi)
     return deepest
