@@ -220,6 +220,11 @@ def constraint_rows(model, t: float, q, qd, active, nails=None) -> Rows:
             continue
         if i in open_sticks and s is None:                                    # an open point's friction rows
             continue
+        if getattr(c, "slide_half", 0.0) > 0:                              # a capsule's sliding point
+            if s is not None:
+                raise NotImplementedError(f"{c.name}: the oracle evaluates sliding contact points open only")
+            deviation[i], deviation_rate[i] = _open_slide(model, q, qd, c)
+            continue
         far = _far(model, q, qd, c) if s is None and getattr(c, "shape", 0) else None
         if far is not None:                                                   # the broad phase's lower bound
             deviation[i], deviation_rate[i] = far
@@ -297,6 +302,86 @@ def _far(model, q, qd, c):
     u = (xa - centre) / dist
     vs = point_kinematics(model, q, qd, kb, R.T @ (xa - p), bias=False)[1]
     return g, abs(float(u @ (va - vs)))
+
+
+#: As core.geometry's: a pair within this of its region counts (m), and where none does the separation reported.
+_SLACK, _STAND_IN = 1e-9, 1e-6
+
+
+def _edges(kind: int, half):
+    """The core's edges as (centre s₀, unit direction f, half-length, face normals): a segment core's axis (no
+    faces), a box's twelve edges each with its two faces' outer normals."""
+    half = np.asarray(half, dtype=float)
+    if kind == 2:
+        return [(np.zeros(3), np.array([0.0, 0.0, 1.0]), half[2], ())]
+    out = []
+    for a in range(3):
+        others = [b for b in range(3) if b != a]
+        for s1 in (-1.0, 1.0):
+            for s2 in (-1.0, 1.0):
+                s0, n1, n2 = np.zeros(3), np.zeros(3), np.zeros(3)
+                s0[others[0]], s0[others[1]] = s1 * half[others[0]], s2 * half[others[1]]
+                n1[others[0]], n2[others[1]] = s1, s2
+                out.append((s0, np.eye(3)[a], half[a], (n1, n2)))
+    return out
+
+
+def _open_slide(model, q, qd, c):
+    """``(deviation, deviation rate)`` of an open sliding contact point (a capsule's segment against another core's
+    edges), by its own means: the segment's point nearest each edge's line from the normal equations of the two
+    lines (numpy's solve), kept where both points lie in their segments and, on a box, the common normal lies
+    between the edge's faces' normals, and not deeper than the box's least half-extent; the least such separation,
+    else its segment's nearer end's separation but at least 1e-6 m, and beyond the core's bounding ball (a
+    segment's half-length, a box's half-diagonal, plus the segment's) that ball's lower bound. The rate: the
+    normal's component of the velocity of the segment's material point there relative to the core's body."""
+    kin = core.points.link_kinematics(model, q, qd)
+    ka, kb = int(c.link_a), int(c.link_b)
+    R, p = kin.R_WL[kb], kin.p_WL[kb]
+    C = np.asarray(c.shape_R, dtype=float)
+    to_core = (R @ C).T
+    xc = kin.p_WL[ka] + kin.R_WL[ka] @ np.asarray(c.r_a, dtype=float)
+    zc = to_core @ (xc - p - R @ np.asarray(c.r_b, dtype=float))
+    ec = to_core @ (kin.R_WL[ka] @ np.asarray(c.slide_axis, dtype=float))
+    L, radius, half = float(c.slide_half), float(c.radius), np.asarray(c.shape_half, dtype=float)
+
+    def rate(u, n):
+        xa, va, _, _ = point_kinematics(model, q, qd, ka, np.asarray(c.r_a) + u * np.asarray(c.slide_axis),
+                                        bias=False)
+        vs = point_kinematics(model, q, qd, kb, R.T @ (xa - p), bias=False)[1]
+        return abs(float((R @ C @ n) @ (va - vs)))
+
+    ball = half[2] if c.shape == 2 else float(np.linalg.norm(half))
+    reach = float(np.linalg.norm(zc))
+    if reach - ball - L > radius:
+        return reach - ball - L - radius, rate(0.0, zc / reach)
+    best = None
+    deepest = -float(half.min()) if c.shape == 3 else -np.inf
+    for s0, f, lf, faces in _edges(c.shape, half):
+        k = np.cross(ec, f)
+        if np.linalg.norm(k) ** 2 < 1e-10:
+            continue
+        A = np.array([[ec @ ec, -(ec @ f)], [ec @ f, -(f @ f)]])
+        u, v = np.linalg.solve(A, [-(zc - s0) @ ec, -(zc - s0) @ f])     # (zc + u e − s0 − v f) ⟂ e, f
+        n = k / np.linalg.norm(k)
+        if faces:
+            n = n if n @ (faces[0] + faces[1]) >= 0 else -n
+        else:
+            n = n if n @ (zc - s0) >= 0 else -n
+        h = float(n @ (zc + u * ec - s0 - v * f))
+        margin = min(L - abs(u), lf - abs(v))
+        if faces:
+            margin = min(margin, float(half.max()) * min(n @ faces[0], n @ faces[1]))
+        if margin >= -_SLACK and h >= deepest and (best is None or h < best[0]):
+            best = (h, u, n)
+    if best is not None:
+        h, u, n = best
+        return h - radius, rate(u, n)
+    ends = []
+    for u in (-L, L):
+        phi, n = _nearest(c.shape, half, zc + u * ec)
+        ends.append((phi, u, n))
+    phi, u, n = min(ends, key=lambda e: e[0])
+    return max(phi - radius, _STAND_IN), rate(u, n)
 
 
 def _body_basis_row(model, q, qd, c, normal):
