@@ -13,7 +13,7 @@ Stages, each a small function beside its physics, in the order they run::
     dynamics        ABA with τ: q̈_free = M⁻¹(τ − b) and the factorization (§2.4.2)          core.aba
     solve           the formulation: dynamic constraints, multipliers or projection          core.formulations
                     — with control equations (Kearney §4.2), solved for their actuators' commands here
-    powers          each power category's generalized force G (J_cᵀλ_c, τ_s) and power G q̇     here
+    powers          each constraint's power λ·(J q̇) and each source's τ_s · q̇                 here
     diagnostics     constraint forces, residuals, ranks, energies                          here
 
 Controllers run after the rows and the applied forces because projected inverse dynamics needs J and γ and
@@ -89,11 +89,10 @@ def plant_stage(tree, kin, aba, plant, qd, with_gravity):
 def evaluate(tree, tab, ws, t, q, qd, z, m, n_groups, scale, full, out):
     """One evaluation at (t, q, q̇) with the controllers' state z and m active constraint rows in n_groups groups
     (laid out in ``ws.rows`` by :func:`core.constraints.active_layout`; ``scale`` the largest Jacobian scale of the
-    active constraints). Always writes ``out.qdd``, ``out.power_force`` and ``out.power`` (K constraints, then
+    active constraints). Always writes ``out.qdd``, ``out.tau_sources``, ``out.power`` (K constraints, then
     dampers, drag, actuators, external: :func:`powers`), ``out.z_rate`` and the programs' ``out.quantities``; with
-    ``full`` also every diagnostic of
-    :class:`core.layout.Outputs`. Returns False if q̈, ż or the powers are not finite (with ``full``: or the
-    energies, deviations or constraint forces)."""
+    ``full`` also every diagnostic of :class:`core.layout.Outputs`. Returns False if q̈, ż or the powers are not
+    finite (with ``full``: or the energies, deviations or constraint forces)."""
     st = tab.settings[0]
     cons, ctl = tab.constraints, tab.controllers
     kin, aba, rows, solve, plant, dense = ws.kin, ws.aba, ws.rows, ws.solve, ws.plant, ws.dense
@@ -105,7 +104,7 @@ def evaluate(tree, tab, ws, t, q, qd, z, m, n_groups, scale, full, out):
     extra = ws.programs.extra
     if programs:                                              # the programs' quantities and servos (Kearney §4.1)
         programs_stage(tree, tab, ws, t, q, qd, out)
-    tau, power, sources = out.tau, out.power, out.power_force[K:]
+    tau, power, sources = out.tau, out.power, out.tau_sources
     tau[:] = 0.0
     sources[:] = 0.0
     iw = ws.integrator
@@ -148,8 +147,7 @@ def evaluate(tree, tab, ws, t, q, qd, z, m, n_groups, scale, full, out):
         equations_stage(tree, tab, ws, st, formulation, m, n_groups, scale, qd, tau, full, out)
     else:
         solve_stage(tree, cons, st, ws, formulation, m, n_groups, scale, tau, full, out)
-    constraint_forces(cons, rows, out.multipliers, out.power_force)
-    powers(out.power_force, qd, power)
+    powers(cons, rows.row_of, rows.J, out.multipliers, sources, qd, power)
     ok = True
     qdd, z_rate = out.qdd, out.z_rate
     for k in range(nv):
@@ -354,7 +352,7 @@ def equations_stage(tree, tab, ws, st, formulation, m, n_groups, scale, qd, tau,
         pw.u[j] = uj
         pw.extra[tab.unknowns[j]] = uj
         tau[el.dof] += uj
-        out.power_force[K + ACTUATORS, el.dof] += uj
+        out.tau_sources[ACTUATORS, el.dof] += uj
         if not projection_:
             for k in range(nv):
                 solve.qdd_free[k] += uj * pw.X[j, k]
@@ -362,32 +360,28 @@ def equations_stage(tree, tab, ws, st, formulation, m, n_groups, scale, qd, tau,
 
 
 @njit
-def constraint_forces(cons, rows, multipliers, G):
-    """``G[c]`` ← the generalized force of each constraint on the system, J_cᵀλ_c (its rows of J and of the
-    multipliers; zero for an inactive one): its power at a velocity v is ``G[c] · v`` (:func:`powers`)."""
-    J, row_of = rows.J, rows.row_of                           # (locals: loaded once)
-    nv = G.shape[1]
-    for c in range(cons.shape[0]):
-        g = G[c]
-        g[:] = 0.0
+def powers(cons, row_of, J, multipliers, sources, v, power):
+    """``power`` (K + 4) ← the power at the velocity v of each constraint's force J_cᵀλ_c, λ_c · (J_c v) (its rows
+    of J and of the multipliers from ``row_of[c]``; zero for an inactive one), then of each source's generalized
+    force τ_s · v (``sources``, 4 x nv: :func:`core.forces.forces_kernel`). The velocity is the state's q̇ in an
+    evaluation, the end velocity q̇₁ of a first-order step, with the forces of its start (:mod:`core.integrators`):
+    the forces held over a step, times the displacement it makes."""
+    K, nv = cons.shape[0], v.shape[0]
+    for c in range(K):
         row = row_of[c]
+        p = 0.0
         if row >= 0:
             for b in range(cons[c].rows):
-                lam = multipliers[row + b]
+                jv = 0.0
                 for k in range(nv):
-                    g[k] += lam * J[row + b, k]
-
-
-@njit
-def powers(G, v, power):
-    """``power[j]`` ← G[j] · v: the power of each category's generalized force (K constraints, then dampers,
-    drag, actuators, external; :func:`constraint_forces`, :func:`core.forces.forces_kernel`) at the velocity v —
-    the state's q̇ in an evaluation, the end velocity q̇₁ in a first-order step (:mod:`core.integrators`)."""
-    for j in range(G.shape[0]):
+                    jv += J[row + b, k] * v[k]
+                p += multipliers[row + b] * jv
+        power[c] = p
+    for s in range(sources.shape[0]):
         p = 0.0
-        for k in range(v.shape[0]):
-            p += G[j, k] * v[k]
-        power[j] = p
+        for k in range(nv):
+            p += sources[s, k] * v[k]
+        power[K + s] = p
 
 
 @njit
@@ -457,7 +451,7 @@ def workspace(N, nv, K, R, L, V, P, F, n, n_points, n_limits, n_forces, Q, E, U,
     flags = np.zeros(2, np.bool_)
     flags[1] = True
     integrator = IntegratorWork(np.zeros((6, n)), np.zeros(n), np.zeros(n), flags, np.zeros((4, nv)), np.zeros(nv),
-                                np.zeros((K + 4, nv)))
+                                np.zeros((R, nv)), np.zeros(R), np.zeros((4, nv)))
     F_ev = n_points + 2 * n_limits + K + W + 1                # events found at one state, at most
     E = n_points + 2 * n_limits + 1                           # an impact's entries, at most
     events = EventWork(np.zeros(F_ev, np.int64), np.zeros(F_ev, np.int64), np.zeros(F_ev),

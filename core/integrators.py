@@ -13,10 +13,11 @@ renormalized. The two first-order methods book the work otherwise: at the veloci
   (``err = max |Δ| / (tolerance (1 + |y|))``; a step is accepted when err ≤ 1, then grows by
   min(5, max(1, 0.9 err^−1/5)); a rejected one shrinks by max(0.1, 0.9 err^−1/4)).
 - ``semi_implicit_euler``: ``q̇ ← q̇ + h q̈(q, q̇)``, then ``q ← q ⊕ q̇ h``; first order, symplectic for
-  unconstrained systems. Each power category's generalized force G (a constraint's J_cᵀλ_c, a source's τ_s:
-  :func:`core.forward.powers`), held over the step, works h G q̇₁ over the displacement h q̇₁ the step makes, and
-  that is what is booked (:func:`_first_order_step`): the books of a step then close to −½ Δq̇ᵀ M Δq̇ ≤ 0, the
-  method's own numerical dissipation, up to O(h²) terms from M(q) and the potentials' curvature.
+  unconstrained systems. Each power category's generalized force (a constraint's J_cᵀλ_c, a source's τ_s),
+  held over the step, does the work h (J_cᵀλ_c)ᵀq̇₁, h τ_sᵀq̇₁ over the displacement h q̇₁ the step makes, and that
+  is what is booked (:func:`_first_order_step`, with :func:`core.forward.powers` at q̇₁): the books of a step then
+  close to −½ Δq̇ᵀ M Δq̇ ≤ 0, the method's own numerical dissipation, up to O(h²) terms from M(q) and the
+  potentials' curvature.
 - ``implicitfast``: the same step with the joint forces' velocity dependence taken implicitly, as MuJoCo's
   ``implicitfast`` takes it: q̈ from (H + h C) q̈ = τ(q, q̇) − b + Jᵀλ with C = −∂τ/∂q̇ of the joint dampers and
   of the actuators' velocity gains (diagonal; :func:`core.forward.evaluate`), so the damping acts at the step's
@@ -211,48 +212,52 @@ def _layout(tab, tree, rows, active):
 @njit(inline="always")
 def _first_order_step(tree, tab, ws, stage, out, st, t, y, h, y1, nq, nv, m, n_groups, scale, fresh, partial):
     """Semi-implicit Euler or implicitfast from (t, y) over h into y1 (module docstring): q̇₁ = q̇₀ + h q̈,
-    q₁ = q₀ ⊕ h q̇₁, z₁ = z₀ + h ż, and each power category's work booked at the velocity the step moves with,
-    w₁ = w₀ + h G q̇₁ (G: the categories' generalized forces at the step's start, held over it; implicitfast's
-    implicitly taken damping acts at q̇₁, so its sources' rows are G − C (q̇₁ − q̇₀) = G − h C q̈). Semi-implicit
-    Euler takes q̈ and G from the evaluation at y in ``out`` when ``fresh``, else keeps them (``k[0]``,
-    ``forces``) from the last step from y; implicitfast evaluates them for this h. False if that is not finite.
+    q₁ = q₀ ⊕ h q̇₁, z₁ = z₀ + h ż, and each power category's work booked at the velocity the step moves with:
+    w₁ = w₀ + h P(q̇₁), P the powers (:func:`core.forward.powers`) of the forces at the step's start held over it
+    (each constraint's J_cᵀλ_c, each source's τ_s); implicitfast's implicitly taken damping acts at q̇₁, so its
+    sources' forces are τ_s − C_s (q̇₁ − q̇₀) = τ_s − h C_s q̈. Semi-implicit Euler takes q̈ and those forces from
+    the evaluation at y in ``out`` (and its rows, the last evaluated, in ``ws.rows``) when ``fresh``, else keeps
+    them (``k[0]``; the integrator work's ``J``, ``multipliers``, ``sources``) from the last step from y;
+    implicitfast evaluates them for this h. False if that is not finite.
 
     Why q̇₁: the step moves q by h q̇₁, and M Δq̇ = h (τ − b + Jᵀλ) (implicitfast: τ − h C q̈), so
-    ΔT = q̇₁ᵀ M Δq̇ − ½ Δq̇ᵀ M Δq̇ + ½ q̇₁ᵀ ΔM q̇₁ = h q̇₁ᵀ(τ_s + Jᵀλ) + h q̇₁ᵀ(τ_el − g) − ½ Δq̇ᵀ M Δq̇ + O(h²),
+    ΔT = q̇₁ᵀ M Δq̇ − ½ Δq̇ᵀ M Δq̇ + ½ q̇₁ᵀ ΔM q̇₁ = h q̇₁ᵀ(Σ τ_s + Jᵀλ) + h q̇₁ᵀ(τ_el − g) − ½ Δq̇ᵀ M Δq̇ + O(h²),
     where −h q̇₁ᵀ(τ_el − g) is ΔV to O(h²) (the potentials' curvature: ½ h² q̇₁ᵀ ∇²V q̇₁) and ½ q̇₁ᵀ ΔM q̇₁
-    cancels h q̇₁ᵀ C(q, q̇₀) q̇₀ of b to O(h²) (Ṁ − 2C skew). With the work booked as h G q̇₁ the books of a step
+    cancels h q̇₁ᵀ C(q, q̇₀) q̇₀ of b to O(h²) (Ṁ − 2C skew). With the work booked as h P(q̇₁) the books of a step
     close to E₁ − E₀ − ΔW = −½ Δq̇ᵀ M Δq̇ + O(h²) from M(q) and the potentials: the method's own numerical
     dissipation, exactly that where M is constant and the potentials are at most linear along the step (a
-    falling body, a damped wheel). Booked at q̇₀ instead, the books would miss h Gᵀ(q̇₁ − q̇₀) = h² G q̈, which
+    falling body, a damped wheel). Booked at q̇₀ instead, the books would miss h (τ_s + Jᵀλ)ᵀ(q̇₁ − q̇₀), which
     for a damper beyond the explicit bound is of the size of the kinetic energy itself."""
     iw = ws.integrator
-    k, G = iw.k, iw.forces
+    k, J, lam, sources = iw.k, iw.J, iw.multipliers, iw.sources
     n = y.shape[0]
-    npow = G.shape[0]
-    K = npow - 4
+    npow = out.power.shape[0]
     w0 = nq + nv                                              # where the work integrals start in y
-    if st.integrator == IMPLICITFAST:                         # q̈ from (H + h C) q̈ = τ − b + Jᵀλ at (q, q̇): its
+    implicit = st.integrator == IMPLICITFAST
+    if implicit:                                              # q̈ from (H + h C) q̈ = τ − b + Jᵀλ at (q, q̇): its
         st.implicit_step = h                                  # own evaluation, for this h
         ok = evaluate(tree, tab, ws, t, y[:nq], y[nq:nq + nv], y[w0 + npow:], m, n_groups, scale, partial, stage)
         st.implicit_step = 0.0
         if not ok:
             return False
-        _derivative(tree, y, nq, nv, stage, k[0, :nq], k[0, nq:nq + nv], k[0, nq + nv:])
-        G[:] = stage.power_force
-        C = iw.damping                                        # (as the step took it: core.forward.evaluate)
-        for s in range(C.shape[0]):
-            for j in range(nv):
-                G[K + s, j] -= h * C[s, j] * k[0, nq + j]
-    elif fresh:
-        _derivative(tree, y, nq, nv, out, k[0, :nq], k[0, nq:nq + nv], k[0, nq + nv:])
-        G[:] = out.power_force
+    if implicit or fresh:                                     # the first stage and the forces of the step's start
+        ev = stage if implicit else out
+        _derivative(tree, y, nq, nv, ev, k[0, :nq], k[0, nq:nq + nv], k[0, nq + nv:])
+        J[:m] = ws.rows.J[:m]
+        lam[:m] = ev.multipliers[:m]
+        sources[:] = ev.tau_sources
+        if implicit:
+            C = iw.damping                                    # (as the step took it: core.forward.evaluate)
+            for s in range(C.shape[0]):
+                for j in range(nv):
+                    sources[s, j] -= h * C[s, j] * k[0, nq + j]
     for j in range(nq, nq + nv):                              # q̇₁ = q̇₀ + h q̈
         y1[j] = y[j] + h * k[0, j]
     for j in range(w0 + npow, n):                             # z₁ = z₀ + h ż
         y1[j] = y[j] + h * k[0, j]
     work = y1[w0:w0 + npow]
-    powers(G, y1[nq:nq + nv], work)                           # the powers at q̇₁, then w₁ = w₀ + h G q̇₁
-    for j in range(npow):
+    powers(tab.constraints, ws.rows.row_of, J, lam, sources, y1[nq:nq + nv], work)   # P(q̇₁), then
+    for j in range(npow):                                                         # w₁ = w₀ + h P(q̇₁)
         work[j] = y[w0 + j] + h * work[j]
     integrate_kernel(tree.joint_type, tree.q_start, tree.v_start, y[:nq], y1[nq:nq + nv], h, y1[:nq])
     normalize_kernel(tree.quat_starts, y1[:nq])               # q₁ = q₀ ⊕ h q̇₁
