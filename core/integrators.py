@@ -76,8 +76,9 @@ SETTLE_ROUNDS = 32
 #: ½ I (ω₀² − ω₁²) while its damper works −c h ω₁²), so over a run it can pass the factor while the motion is right.
 #: A gain above the factor is energy from no source, as for the other integrators: a spring too stiff for the step
 #: (its energy grows geometrically), a contact or constraint force that throws a body. (The loss a run has piled up
-#: before delays that judgement by as much: a gain must first make it up.) Not judged: a run whose E(0) is not
-#: known (NaN: :func:`core.step.advance`).
+#: before delays that judgement by as much: a gain must first make it up.) Under either, the shipped scenes' books
+#: stay between −0.28 and +0.013 of their scale over 2 s at their own dt, Menagerie's Go2's between −0.009 and 0.
+#: Not judged: a run whose E(0) is not known (NaN: :func:`core.step.advance`).
 BOOKS_FACTOR = 0.5
 
 #: The scalars a batch reads and writes (one record). In: ``t``, ``t_end`` (no step goes past it), ``dt`` (the
