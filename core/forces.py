@@ -5,7 +5,10 @@ energy sources"). A point force f at body point x becomes the generalized force 
 
 Power categories (the energy audit's non-conservative sources, :data:`core.model.POWER_SOURCES`): ``dampers``
 (spring and joint dampers), ``drag``, ``actuators``, ``external``. Springs' elastic forces are conservative:
-their work is −ΔPE, and their potential energy is part of the total energy instead.
+their work is −ΔPE, and their potential energy is part of the total energy instead. The kernel keeps each
+category's generalized force τ_s apart (a point force's f·ẋ is (Jᵀf)·q̇), so that its power is τ_s · v at
+whatever velocity v the integrator moves the system with: the state's own for the Runge–Kutta stages, the step's
+end velocity for a first-order step (:mod:`core.integrators`).
 
 The compiled step reads the elements from a table, one row per element (:data:`FORCE`, built by
 :func:`force_table`), so that an actuator command or the studio's mouse spring changes between steps without
@@ -99,17 +102,34 @@ def force_table(elements, actuator_values: dict | None = None) -> np.ndarray:
 
 
 @njit
-def forces_kernel(parent, S, v_start, nv_j, R_WL, p_WL, v, q, qd, t, forces, tau, power, P3, extra, programs,
+def _pair_force(parent, S, v_start, nv_j, R_WL, p_WL, ka, xa, kb, xb, f, out):
+    """out += J(x_a)ᵀ f − J(x_b)ᵀ f: world force f on point x_a of link ka and −f on x_b of link kb (kb = −1: the
+    world, which takes nothing). Leaves f negated when kb ≥ 0."""
+    add_point_force(parent, S, v_start, nv_j, R_WL, p_WL, ka, xa, f, out)
+    if kb >= 0:
+        for a in range(3):
+            f[a] = -f[a]
+        add_point_force(parent, S, v_start, nv_j, R_WL, p_WL, kb, xb, f, out)
+
+
+@njit
+def forces_kernel(parent, S, v_start, nv_j, R_WL, p_WL, v, q, qd, t, forces, tau, sources, P3, extra, programs,
                   damping):
-    """τ += the generalized forces of the elements of ``forces`` (:data:`FORCE`); ``power`` (4) += the power of
-    dampers, drag, actuators, external; returns the elastic potential energy (``P3``: ≥ 5 x 3 scratch). With
+    """The generalized forces of the elements of ``forces`` (:data:`FORCE`), split as the energy audit books
+    them: ``tau`` (nv) += the conservative ones (the springs' elastic forces, whose work is −ΔPE), ``sources``
+    (4 x nv) += the others, one row per power source (dampers, drag, actuators, external); the applied force is
+    their sum and a source's power at any velocity v is ``sources[s] · v`` (:func:`core.forward.powers`), so one
+    force serves the power at the state (f·ẋ = (Jᵀf)·q̇) and the work a first-order step books at its end
+    velocity (:mod:`core.integrators`). Returns the elastic potential energy (``P3``: ≥ 6 x 3 scratch). With
     ``programs``, an actuator whose ``extra`` entry is a number takes it as its command (a control program's
-    servo or control equation, :mod:`core.programs.kernels`). ``damping`` (nv, or empty: not asked) += −∂τ/∂q̇
-    of the joint forces, whose only dependence on q̇ is their own joint's: a joint damper's c and an actuator's
-    −b₂ while its force is inside its range (the ``implicitfast`` step takes them implicitly)."""
-    rates = damping.shape[0] > 0
+    servo or control equation, :mod:`core.programs.kernels`). ``damping`` (4 x nv, or 4 x 0: not asked)
+    += −∂τ/∂q̇ of the joint forces by source, whose only dependence on q̇ is their own joint's: a joint damper's c
+    (dampers) and an actuator's −b₂ while its force is inside its range (actuators); the ``implicitfast`` step
+    takes them implicitly."""
+    rates = damping.shape[1] > 0
     potential = 0.0
-    xa, va, xb, vb, f = P3[0], P3[1], P3[2], P3[3], P3[4]
+    xa, va, xb, vb, f, fd = P3[0], P3[1], P3[2], P3[3], P3[4], P3[5]
+    elastic, dampers = tau, sources[DAMPERS]
     for e in range(forces.shape[0]):
         el = forces[e]
         kind, ka, kb, dof = el.kind, el.link_a, el.link_b, el.dof
@@ -125,62 +145,55 @@ def forces_kernel(parent, S, v_start, nv_j, R_WL, p_WL, v, q, qd, t, forces, tau
             d0, d1, d2 = xa[0] - xb[0], xa[1] - xb[1], xa[2] - xb[2]
             e0, e1, e2 = va[0] - vb[0], va[1] - vb[1], va[2] - vb[2]
             rest = el.rest
-            if rest == 0.0:                                   # zero rest length: f = −k d − c ḋ
-                f[0], f[1], f[2] = -k * d0 - c * e0, -k * d1 - c * e1, -k * d2 - c * e2
+            if rest == 0.0:                                   # zero rest length: f = −k d, its damper −c ḋ
+                f[0], f[1], f[2] = -k * d0, -k * d1, -k * d2
+                fd[0], fd[1], fd[2] = -c * e0, -c * e1, -c * e2
                 potential += 0.5 * k * (d0 * d0 + d1 * d1 + d2 * d2)
-                pd = -c * (e0 * e0 + e1 * e1 + e2 * e2)
-            else:                                             # f = −(k(ℓ − ℓ0) + c ℓ̇) u
+            else:                                             # f = −k(ℓ − ℓ0) u, its damper −c ℓ̇ u
                 length = np.sqrt(d0 * d0 + d1 * d1 + d2 * d2)
                 u0, u1, u2 = 0.0, 0.0, 0.0
                 if length > 0:
                     u0, u1, u2 = d0 / length, d1 / length, d2 / length
-                ld = e0 * u0 + e1 * u1 + e2 * u2
-                s = -k * (length - rest) - c * ld
+                s = -k * (length - rest)
+                sd = -c * (e0 * u0 + e1 * u1 + e2 * u2)
                 f[0], f[1], f[2] = s * u0, s * u1, s * u2
+                fd[0], fd[1], fd[2] = sd * u0, sd * u1, sd * u2
                 potential += 0.5 * k * (length - rest) ** 2
-                pd = -c * ld * ld
-            add_point_force(parent, S, v_start, nv_j, R_WL, p_WL, ka, xa, f, tau)
-            if kb >= 0:
-                for a in range(3):
-                    f[a] = -f[a]
-                add_point_force(parent, S, v_start, nv_j, R_WL, p_WL, kb, xb, f, tau)
-            power[DAMPERS] += pd
+            if k != 0.0:
+                _pair_force(parent, S, v_start, nv_j, R_WL, p_WL, ka, xa, kb, xb, f, elastic)
+            if c != 0.0:
+                _pair_force(parent, S, v_start, nv_j, R_WL, p_WL, ka, xa, kb, xb, fd, dampers)
         elif kind == JOINT_SPRING:                            # τ = −k (q − q_rest) − c q̇
-            x, w = q[el.qdof], qd[dof]
-            tau[dof] += -k * (x - el.rest) - c * w
+            elastic[dof] += -k * (q[el.qdof] - el.rest)
+            dampers[dof] += -c * qd[dof]
             if rates:
-                damping[dof] += c
-            potential += 0.5 * k * (x - el.rest) ** 2
-            power[DAMPERS] += -c * w * w
+                damping[DAMPERS, dof] += c
+            potential += 0.5 * k * (q[el.qdof] - el.rest) ** 2
         elif kind == DRAG:                                    # f = −(c₁ + c₂‖ẋ‖) ẋ
             point_state(R_WL, p_WL, v, ka, el.r_a, xa, va)
             speed = np.sqrt(va[0] ** 2 + va[1] ** 2 + va[2] ** 2)
             s = -(el.linear + el.quadratic * speed)
             for a in range(3):
                 f[a] = s * va[a]
-            add_point_force(parent, S, v_start, nv_j, R_WL, p_WL, ka, xa, f, tau)
-            power[DRAG_POWER] += s * speed * speed
+            add_point_force(parent, S, v_start, nv_j, R_WL, p_WL, ka, xa, f, sources[DRAG_POWER])
         elif kind == ACTUATOR:                                # τ = clip(gain clip(u) + b0 + b1 q + b2 q̇)
             u = el.command if not programs or np.isnan(extra[e]) else extra[e]
             u = min(max(u, el.command_lo), el.command_hi)
             b = el.bias
             u = el.gain * u + b[0] + b[1] * q[el.qdof] + b[2] * qd[dof]
             if rates and el.force_lo < u < el.force_hi:
-                damping[dof] -= b[2]
+                damping[ACTUATORS, dof] -= b[2]
             u = min(max(u, el.force_lo), el.force_hi)
-            tau[dof] += u
-            power[ACTUATORS] += u * qd[dof]
+            sources[ACTUATORS, dof] += u
         elif kind == POINT_FORCE:                             # (a zero force, a sticking point's friction: nothing)
             if el.start <= t < el.stop and (el.force[0] != 0.0 or el.force[1] != 0.0 or el.force[2] != 0.0):
                 point_state(R_WL, p_WL, v, ka, el.r_a, xa, va)
                 for a in range(3):
                     f[a] = el.force[a]
-                add_point_force(parent, S, v_start, nv_j, R_WL, p_WL, ka, xa, f, tau)
-                power[EXTERNAL] += f[0] * va[0] + f[1] * va[1] + f[2] * va[2]
+                add_point_force(parent, S, v_start, nv_j, R_WL, p_WL, ka, xa, f, sources[EXTERNAL])
         elif kind == PULL:                                    # the user's mouse spring: f = k (target − x) − c ẋ
             point_state(R_WL, p_WL, v, ka, el.r_a, xa, va)
             for a in range(3):
                 f[a] = k * (el.r_b[a] - xa[a]) - c * va[a]
-            add_point_force(parent, S, v_start, nv_j, R_WL, p_WL, ka, xa, f, tau)
-            power[EXTERNAL] += f[0] * va[0] + f[1] * va[1] + f[2] * va[2]
+            add_point_force(parent, S, v_start, nv_j, R_WL, p_WL, ka, xa, f, sources[EXTERNAL])
     return potential

@@ -7,13 +7,14 @@ Stages, each a small function beside its physics, in the order they run::
     kinematics      link poses, velocities v, c = v × S q̇ and a_vp (eq. 2.65)        core.kinematics, core.points
     rows            J, γ, D, Ḋ, 2κḊ + κ²D of the active constraints (eq. 2.37–2.39, 2.21)   core.constraints
     programs        the control programs' quantities and servo commands (Kearney §4.1)       core.programs.kernels
-    forces          τ of the force elements, their powers and elastic energy (§2.3.1)        core.forces
+    forces          τ of the force elements by power source, their elastic energy (§2.3.1)   core.forces
     plant           M (CRBA), b = C q̇ + g and g (RNEA), when a stage needs them            core.crba, core.rnea
     controllers     τ_c and ż of every controller (ch. 3; Aghili §7)                       core.control.kernels
     dynamics        ABA with τ: q̈_free = M⁻¹(τ − b) and the factorization (§2.4.2)          core.aba
     solve           the formulation: dynamic constraints, multipliers or projection          core.formulations
                     — with control equations (Kearney §4.2), solved for their actuators' commands here
-    diagnostics     constraint forces, residuals, powers F·(J q̇), ranks, energies          here
+    powers          each constraint's power λ·(J q̇) and each source's τ_s · q̇                 here
+    diagnostics     constraint forces, residuals, ranks, energies                          here
 
 Controllers run after the rows and the applied forces because projected inverse dynamics needs J and γ and
 constraint-force control reads the applied forces (its force sensor); their torques then join τ before the
@@ -42,7 +43,7 @@ from .programs.kernels import L_ACCEL, L_ACTUATOR, L_FORCE, L_MOMENT, L_QACCEL, 
     servo_commands
 from .rnea import rnea_passes
 
-__all__ = ["evaluate", "workspace"]
+__all__ = ["evaluate", "workspace", "powers"]
 
 
 @njit
@@ -88,10 +89,10 @@ def plant_stage(tree, kin, aba, plant, qd, with_gravity):
 def evaluate(tree, tab, ws, t, q, qd, z, m, n_groups, scale, full, out):
     """One evaluation at (t, q, q̇) with the controllers' state z and m active constraint rows in n_groups groups
     (laid out in ``ws.rows`` by :func:`core.constraints.active_layout`; ``scale`` the largest Jacobian scale of the
-    active constraints). Always writes ``out.qdd``, ``out.power`` (K constraints, then dampers, drag, actuators,
-    external), ``out.z_rate`` and the programs' ``out.quantities``; with ``full`` also every diagnostic of
-    :class:`core.layout.Outputs`. Returns False if q̈, ż or the powers are not finite (with ``full``: or the
-    energies, deviations or constraint forces)."""
+    active constraints). Always writes ``out.qdd``, ``out.tau_sources``, ``out.power`` (K constraints, then
+    dampers, drag, actuators, external: :func:`powers`), ``out.z_rate`` and the programs' ``out.quantities``; with
+    ``full`` also every diagnostic of :class:`core.layout.Outputs`. Returns False if q̈, ż or the powers are not
+    finite (with ``full``: or the energies, deviations or constraint forces)."""
     st = tab.settings[0]
     cons, ctl = tab.constraints, tab.controllers
     kin, aba, rows, solve, plant, dense = ws.kin, ws.aba, ws.rows, ws.solve, ws.plant, ws.dense
@@ -103,20 +104,30 @@ def evaluate(tree, tab, ws, t, q, qd, z, m, n_groups, scale, full, out):
     extra = ws.programs.extra
     if programs:                                              # the programs' quantities and servos (Kearney §4.1)
         programs_stage(tree, tab, ws, t, q, qd, out)
-    tau, power = out.tau, out.power
+    tau, power, sources = out.tau, out.power, out.tau_sources
     tau[:] = 0.0
-    power[:] = 0.0
+    sources[:] = 0.0
     iw = ws.integrator
     h = st.implicit_step                                      # > 0: the implicitfast step's own evaluation
-    damping = iw.damping if h > 0.0 else iw.damping[:0]
+    damping = iw.damping if h > 0.0 else iw.damping[:, :0]
     damping[:] = 0.0
     elastic = forces_kernel(tree.parent, tree.S, tree.v_start, tree.nv_j, kin.R_WL, kin.p_WL, kin.v, q, qd, t,
-                            tab.forces, tau, power[K:], rows.P3, extra, programs, damping)
+                            tab.forces, tau, sources, rows.P3, extra, programs, damping)
+    for s in range(sources.shape[0]):                         # τ: the elastic forces and every source's
+        for k in range(nv):
+            tau[k] += sources[s, k]
     armature = tree.armature
     if h > 0.0:            # (H + h C) q̈ = τ(q, q̇) − b + Jᵀλ: C = −∂τ/∂q̇ of the joint forces (diagonal), so that
         armature = iw.armature     # q̇ + h q̈ is the velocity those forces act at (MuJoCo's implicitfast)
         for k in range(nv):
-            armature[k] = tree.armature[k] + h * max(damping[k], 0.0)
+            net = 0.0
+            for s in range(damping.shape[0]):
+                net += damping[s, k]
+            if net <= 0.0:         # joint forces that do not damp their joint net are taken explicitly: C's
+                net = 0.0          # column then zero in every source, so that ``damping`` holds what the step
+                for s in range(damping.shape[0]):                 # takes (the first-order step books it)
+                    damping[s, k] = 0.0
+            armature[k] = tree.armature[k] + h * net
     if st.mass_matrix:
         plant_stage(tree, kin, aba, plant, qd, st.gravity_torque)
     out.tau_control[:] = 0.0
@@ -125,7 +136,7 @@ def evaluate(tree, tab, ws, t, q, qd, z, m, n_groups, scale, full, out):
                       t, q, qd, z, tau, out.tau_control, out.z_rate, out, full)
         for k in range(nv):
             tau[k] += out.tau_control[k]
-            power[K + ACTUATORS] += out.tau_control[k] * qd[k]   # the controllers act through the actuators
+            sources[ACTUATORS, k] += out.tau_control[k]           # the controllers act through the actuators
     formulation = st.formulation if m > 0 else -1
     if formulation != PROJECTION:                             # ABA in world axes (core.aba): q̈_free = M⁻¹(τ − b)
         aba_passes(tree, kin, aba, qd, tau, solve.qdd_free, st.mass_matrix, armature)   # (the plant stage made the
@@ -136,7 +147,7 @@ def evaluate(tree, tab, ws, t, q, qd, z, m, n_groups, scale, full, out):
         equations_stage(tree, tab, ws, st, formulation, m, n_groups, scale, qd, tau, full, out)
     else:
         solve_stage(tree, cons, st, ws, formulation, m, n_groups, scale, tau, full, out)
-    constraint_power(cons, rows, m, qd, out)
+    powers(cons, rows.row_of, rows.J, out.multipliers, sources, qd, power)
     ok = True
     qdd, z_rate = out.qdd, out.z_rate
     for k in range(nv):
@@ -341,7 +352,7 @@ def equations_stage(tree, tab, ws, st, formulation, m, n_groups, scale, qd, tau,
         pw.u[j] = uj
         pw.extra[tab.unknowns[j]] = uj
         tau[el.dof] += uj
-        out.power[K + ACTUATORS] += uj * qd[el.dof]
+        out.tau_sources[ACTUATORS, el.dof] += uj
         if not projection_:
             for k in range(nv):
                 solve.qdd_free[k] += uj * pw.X[j, k]
@@ -349,20 +360,28 @@ def equations_stage(tree, tab, ws, st, formulation, m, n_groups, scale, qd, tau,
 
 
 @njit
-def constraint_power(cons, rows, m, qd, out):
-    """The power of each constraint on the system, F·(J q̇) (zero for an inactive one)."""
-    nv = qd.shape[0]
-    J, row_of, F, power = rows.J, rows.row_of, out.multipliers, out.power   # (locals: loaded once)
-    for c in range(cons.shape[0]):
+def powers(cons, row_of, J, multipliers, sources, v, power):
+    """``power`` (K + 4) ← the power at the velocity v of each constraint's force J_cᵀλ_c, λ_c · (J_c v) (its rows
+    of J and of the multipliers from ``row_of[c]``; zero for an inactive one), then of each source's generalized
+    force τ_s · v (``sources``, 4 x nv: :func:`core.forces.forces_kernel`). The velocity is the state's q̇ in an
+    evaluation, the end velocity q̇₁ of a first-order step, with the forces of its start (:mod:`core.integrators`):
+    the forces held over a step, times the displacement it makes."""
+    K, nv = cons.shape[0], v.shape[0]
+    for c in range(K):
         row = row_of[c]
         p = 0.0
         if row >= 0:
             for b in range(cons[c].rows):
-                jq = 0.0
+                jv = 0.0
                 for k in range(nv):
-                    jq += J[row + b, k] * qd[k]
-                p += F[row + b] * jq
+                    jv += J[row + b, k] * v[k]
+                p += multipliers[row + b] * jv
         power[c] = p
+    for s in range(sources.shape[0]):
+        p = 0.0
+        for k in range(nv):
+            p += sources[s, k] * v[k]
+        power[K + s] = p
 
 
 @njit
@@ -431,7 +450,8 @@ def workspace(N, nv, K, R, L, V, P, F, n, n_points, n_limits, n_forces, Q, E, U,
                           np.zeros(nv), np.zeros(3))             # (v1 also holds a mixture's gates, one per expert)
     flags = np.zeros(2, np.bool_)
     flags[1] = True
-    integrator = IntegratorWork(np.zeros((6, n)), np.zeros(n), np.zeros(n), flags, np.zeros(nv), np.zeros(nv))
+    integrator = IntegratorWork(np.zeros((6, n)), np.zeros(n), np.zeros(n), flags, np.zeros((4, nv)), np.zeros(nv),
+                                np.zeros((R, nv)), np.zeros(R), np.zeros((4, nv)))
     F_ev = n_points + 2 * n_limits + K + W + 1                # events found at one state, at most
     E = n_points + 2 * n_limits + 1                           # an impact's entries, at most
     events = EventWork(np.zeros(F_ev, np.int64), np.zeros(F_ev, np.int64), np.zeros(F_ev),

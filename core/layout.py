@@ -104,7 +104,9 @@ class Outputs(StructRefProxy):
     """What one evaluation writes (see :class:`core.data.Data` for the meaning): ``qdd``, ``tau`` (all applied
     generalized forces), ``tau_control`` (nv); ``multipliers`` (R, the active rows in order), ``residual_rows``
     (R); ``constraint_force`` (K, 3), ``residual`` (K); ``singular_values`` (R); ``deviation``,
-    ``deviation_rate`` (K); ``point_a``, ``point_b``, ``velocity_a`` (K, 3); ``power`` (K + 4); ``z_rate`` (nz);
+    ``deviation_rate`` (K); ``point_a``, ``point_b``, ``velocity_a`` (K, 3); ``power`` (K + 4) and
+    ``tau_sources`` (4, nv: the generalized force of each power source, whose product with q̇ is its power,
+    :func:`core.forward.powers`; the springs' elastic forces are the rest of ``tau``); ``z_rate`` (nz);
     per controlled coordinate ``tracking_error``, ``desired``, ``sliding`` (nc); per controller ``s_energy`` (C)
     and ``torque`` (C, nv); ``quantities``: the control programs' quantities (their capacity; :mod:`core.programs.kernels`);
     ``scalars`` (:data:`SCALARS`, one record)."""
@@ -115,11 +117,11 @@ class OutputsType(_Struct):
     pass
 
 
-define_proxy(Outputs, OutputsType, ['qdd', 'tau', 'tau_control', 'multipliers', 'residual_rows', 'constraint_force', 'residual', 'singular_values', 'deviation', 'deviation_rate', 'point_a', 'point_b', 'velocity_a', 'power', 'z_rate', 'tracking_error', 'desired', 'sliding', 's_energy', 'torque', 'quantities', 'scalars'])
+define_proxy(Outputs, OutputsType, ['qdd', 'tau', 'tau_control', 'multipliers', 'residual_rows', 'constraint_force', 'residual', 'singular_values', 'deviation', 'deviation_rate', 'point_a', 'point_b', 'velocity_a', 'power', 'tau_sources', 'z_rate', 'tracking_error', 'desired', 'sliding', 's_energy', 'torque', 'quantities', 'scalars'])
 
 OUTPUT_FIELDS = ("qdd", "tau", "tau_control", "multipliers", "residual_rows", "constraint_force", "residual",
                  "singular_values", "deviation", "deviation_rate", "point_a", "point_b", "velocity_a", "power",
-                 "z_rate", "tracking_error", "desired", "sliding", "s_energy", "torque", "quantities", "scalars")
+                 "tau_sources", "z_rate", "tracking_error", "desired", "sliding", "s_energy", "torque", "quantities", "scalars")
 OutputArrays = namedtuple("OutputArrays", OUTPUT_FIELDS)
 OutputArrays.__doc__ = "The arrays of an :class:`Outputs`, as Python reads them."
 
@@ -129,8 +131,8 @@ def outputs(nv: int, K: int, R: int, nz: int, nc: int, C: int, Q: int = 0) -> tu
     kernels write into them)``."""
     z = np.zeros
     arrays = OutputArrays(z(nv), z(nv), z(nv), z(R), z(R), z((K, 3)), z(K), z(R), z(K), z(K), z((K, 3)),
-                          z((K, 3)), z((K, 3)), z(K + 4), z(nz), z(nc), z(nc), z(nc), z(C), z((C, nv)), z(Q),
-                          np.zeros(1, SCALARS))
+                          z((K, 3)), z((K, 3)), z(K + 4), z((4, nv)), z(nz), z(nc), z(nc), z(nc), z(C),
+                          z((C, nv)), z(Q), np.zeros(1, SCALARS))
     return arrays, Outputs(*arrays)
 
 
@@ -250,9 +252,12 @@ define_proxy(ControlWork, ControlWorkType, ['Y', 'wp', 'qd_r', 'qdd_r', 'q_d', '
 
 class IntegratorWork(StructRefProxy):
     """The integrator's stages ``k`` (6 x n: the derivatives of y = [q, q̇, work, z], n entries), the two
-    solutions ``y1``, ``y2`` (n) of an embedded pair, ``flags`` (two run-time booleans, False and True), and the
-    ``implicitfast`` step's ``damping`` (nv: −∂τ/∂q̇ of the joint dampers and actuators, diagonal) and the
-    ``armature`` its articulated-body pass takes (nv: the joints' armature + h · damping)."""
+    solutions ``y1``, ``y2`` (n) of an embedded pair, ``flags`` (two run-time booleans, False and True), the
+    ``implicitfast`` step's ``damping`` (4 x nv: −∂τ/∂q̇ of the joint dampers and actuators by power source,
+    diagonal, as the step takes it) and the ``armature`` its articulated-body pass takes (nv: the joints' armature
+    + h · the sources' damping), and a first-order step's forces at its start, which its work is booked with at
+    its end velocity: the active constraints' rows of ``J`` (R x nv) and their ``multipliers`` (R), laid out as
+    ``RowsWork.row_of`` says, and the sources' generalized forces ``sources`` (4 x nv)."""
 
 
 @structref.register
@@ -260,7 +265,8 @@ class IntegratorWorkType(_Struct):
     pass
 
 
-define_proxy(IntegratorWork, IntegratorWorkType, ["k", "y1", "y2", "flags", "damping", "armature"])
+define_proxy(IntegratorWork, IntegratorWorkType, ["k", "y1", "y2", "flags", "damping", "armature", "J",
+                                                  "multipliers", "sources"])
 
 
 class EventWork(StructRefProxy):

@@ -16,7 +16,8 @@ Element kinds (``model.forces``): SPRING, JOINT_SPRING, DRAG, ACTUATOR, POINT_FO
 
 Powers are booked under the four sources ``dampers`` (springs' and joint springs' dampers), ``drag``,
 ``actuators`` and ``external`` (point forces and the pull); springs' elastic forces are conservative and are in
-the elastic potential instead.
+the elastic potential instead. Each source's generalized force is returned too (4 x nv; a spring's damper part
+alone): a first-order step books its work at the step's end velocity with it.
 """
 from __future__ import annotations
 
@@ -45,10 +46,12 @@ def pull_element(model, pull):
 
 
 def applied_forces(model, t: float, q, qd, elements, actuators=None):
-    """``(τ (nv,), power (4,), elastic potential energy)`` of the force ``elements`` at (t, q, q̇)."""
+    """``(τ (nv,), power (4,), elastic potential energy, τ by source (4, nv))`` of the force ``elements`` at
+    (t, q, q̇)."""
     actuators = actuators or {}
     tau = np.zeros(model.nv)
     power = np.zeros(len(POWER_SOURCES))
+    by_source = np.zeros((len(POWER_SOURCES), model.nv))
     potential = 0.0
     for e in elements:
         k, c = float(e.stiffness), float(e.damping)
@@ -61,6 +64,7 @@ def applied_forces(model, t: float, q, qd, elements, actuators=None):
             d, dd = xa - xb, va - vb
             if e.rest == 0.0:
                 f = -k * d - c * dd
+                fd = -c * dd
                 potential += 0.5 * k * float(d @ d)
                 pd = -c * float(dd @ dd)
             else:
@@ -68,15 +72,19 @@ def applied_forces(model, t: float, q, qd, elements, actuators=None):
                 u = d / length if length > 0 else np.zeros(3)
                 ld = float(dd @ u)
                 f = (-k * (length - e.rest) - c * ld) * u
+                fd = -c * ld * u
                 potential += 0.5 * k * (length - e.rest) ** 2
                 pd = -c * ld * ld
             tau += Ja.T @ f
+            by_source[0] += Ja.T @ fd
             if Jb is not None:
                 tau += Jb.T @ (-f)
+                by_source[0] += Jb.T @ (-fd)
             power[0] += pd
         elif e.kind == JOINT_SPRING:
             x, w = float(q[e.qdof]), float(qd[e.dof])
             tau[e.dof] += -k * (x - e.rest) - c * w
+            by_source[0, e.dof] += -c * w
             potential += 0.5 * k * (x - e.rest) ** 2
             power[0] += -c * w * w
         elif e.kind == DRAG:
@@ -84,23 +92,27 @@ def applied_forces(model, t: float, q, qd, elements, actuators=None):
             speed = float(np.linalg.norm(va))
             s = -(e.linear + e.quadratic * speed)
             tau += Ja.T @ (s * va)
+            by_source[1] += Ja.T @ (s * va)
             power[1] += s * speed * speed
         elif e.kind == ACTUATOR:
             value = float(actuators.get(e.name, e.torque))
             u = min(max(value, -e.limit), e.limit)
             tau[e.dof] += u
+            by_source[2, e.dof] += u
             power[2] += u * float(qd[e.dof])
         elif e.kind == POINT_FORCE:
             if e.start <= t < e.stop:
                 xa, va, Ja, _ = point_kinematics(model, q, qd, e.link_a, e.r_a, bias=False)
                 f = np.asarray(e.force, dtype=float)
                 tau += Ja.T @ f
+                by_source[3] += Ja.T @ f
                 power[3] += float(f @ va)
         elif e.kind == PULL:
             xa, va, Ja, _ = point_kinematics(model, q, qd, e.link_a, e.r_a, bias=False)
             f = k * (np.asarray(e.r_b, dtype=float) - xa) - c * va
             tau += Ja.T @ f
+            by_source[3] += Ja.T @ f
             power[3] += float(f @ va)
         else:
             raise ValueError(f"unknown force element kind {e.kind}")
-    return tau, power, float(potential)
+    return tau, power, float(potential), by_source

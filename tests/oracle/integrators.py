@@ -8,9 +8,11 @@ stage's configuration has its quaternions renormalized, and so has the result.
 - ``rk4``: classical fourth order (tableau c = (0, ½, ½, 1), b = (1, 2, 2, 1)/6).
 - ``cash_karp``: embedded Runge–Kutta 4(5) of Cash and Karp (the thesis's integrator); returns the fifth-order
   solution and its difference from the fourth-order one as the local error estimate.
-- ``semi_implicit_euler``: q̇ ← q̇ + h q̈(q, q̇), then q ← q ⊕ q̇ h (first order).
+- ``semi_implicit_euler``: q̇ ← q̇ + h q̈(q, q̇), then q ← q ⊕ q̇ h (first order); the work integrals take
+  each power category's generalized force G at the step's start times the velocity the step moves with,
+  h G q̇ (new), as core.integrators books them.
 
-The first stage ``k1 = (q̈, ẇ)`` at the start of the step is passed in (it is the evaluation the step's events
+The first stage ``k1 = (q̈, ẇ, G)`` at the start of the step is passed in (it is the evaluation the step's events
 were decided on).
 """
 from __future__ import annotations
@@ -35,7 +37,7 @@ def explicit_rk(model, f, t, q, qd, dt, c, A, weights_list, k1, w):
     kq, kv, kw = [], [], []
     for i in range(len(c)):
         if i == 0:
-            qdd, w_rate = k1
+            qdd, w_rate = k1[:2]
             qi, vi = q, qd
         else:
             qi = core.normalize_configuration(model, q + dt * sum(a * k for a, k in zip(A[i], kq)))
@@ -65,11 +67,13 @@ def cash_karp_step(model, f, t, q, qd, dt, k1, w):
 
 
 def semi_implicit_euler_step(model, f, t, q, qd, dt, k1, w):
-    """``qd ← qd + dt q̈``, ``q ← q ⊕ qd dt``."""
-    qdd, w_rate = k1
+    """``qd ← qd + dt q̈``, ``q ← q ⊕ qd dt``, the work ``dt G qd`` (new qd) and ``z ← z + dt ż``."""
+    qdd, w_rate, G = k1
     qd_new = qd + dt * qdd
     q_new = core.normalize_configuration(model, core.integrate_configuration(model, q, qd_new, dt))
-    return q_new, qd_new, dt * np.asarray(w_rate, dtype=float)
+    dw = dt * np.asarray(w_rate, dtype=float)
+    dw[:G.shape[0]] = dt * (G @ qd_new)
+    return q_new, qd_new, dw
 
 
 FIXED_STEP = {"rk4": rk4_step, "semi_implicit_euler": semi_implicit_euler_step}

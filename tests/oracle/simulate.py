@@ -88,16 +88,18 @@ def _evaluate(model, t, q, qd, z, active, nails, actuators, pull, formulation, c
     tau_c, z_rate = np.zeros(nv), np.zeros(0)
     if cs:
         tau_c, z_rate = control_stage(cs, _control_input(model, t, q, qd, active, nails, actuators, pull), z)
-    tau, power_sources, elastic = applied_forces(model, t, q, qd, _elements(model, pull), actuators)
+    tau, power_sources, elastic, forces_sources = applied_forces(model, t, q, qd, _elements(model, pull), actuators)
     if cs:                                                    # the controllers act through the actuators
         tau = tau + tau_c
         power_sources[POWER_SOURCES.index("actuators")] += float(tau_c @ qd)
+        forces_sources[POWER_SOURCES.index("actuators")] += tau_c
     rows = constraint_rows(model, t, q, qd, active, nails)
     total_rows = sum(c.rows for c in model.constraints)
     force = np.zeros((K, 3))
     residual = np.full(K, np.nan)
     svals = np.full(total_rows, np.nan)
     power_c = np.zeros(K)
+    forces_c = np.zeros((K, nv))
     rank = dropped = jacobian_rank = 0
     cutoff, deficient = np.nan, False
     deviation_rate = rows.deviation_rate.copy()
@@ -116,6 +118,7 @@ def _evaluate(model, t, q, qd, z, active, nails, actuators, pull, formulation, c
             force[i] = rows.bases[i] @ sol.lam[s]
             residual[i] = np.linalg.norm(sol.residual[s])
             power_c[i] = sol.lam[s] @ Jqd[s]                              # λ·(J q̇)
+            forces_c[i] = rows.J[s].T @ sol.lam[s]                        # Jᵀλ
             if c.first_order:                                             # velocity constraint: Ḋ = J q̈ + γ
                 deviation_rate[i] = np.linalg.norm(rows.J[s] @ qdd + rows.gamma[s])
         svals[:sol.singular_values.size] = sol.singular_values
@@ -127,6 +130,7 @@ def _evaluate(model, t, q, qd, z, active, nails, actuators, pull, formulation, c
         "deviation_rate": deviation_rate, "residual": residual, "singular_values": svals, "rank": int(rank),
         "dropped": int(dropped), "singular_value_cutoff": float(cutoff), "jacobian_rank": int(jacobian_rank),
         "rank_deficient": deficient, "power_constraints": power_c, "power_sources": power_sources,
+        "power_forces": np.vstack([forces_c, forces_sources]),
         "energy_kinetic": core.kinetic_energy(model, q, qd) if energies else np.nan,
         "energy_gravity": core.potential_energy(model, q) if energies else np.nan,
         "energy_elastic": elastic, "controller_rate": z_rate,
@@ -159,8 +163,8 @@ def evaluate(model, t, q, qd, z=None, active=None, nails=None, actuators=None, p
     Keys: qdd, tau_applied, tau_control, constraint_force (K, 3), constraint_force_magnitude, deviation,
     deviation_rate, residual (K; NaN inactive), singular_values (NaN-padded to the total row count), rank,
     dropped, singular_value_cutoff, jacobian_rank, rank_deficient, power_constraints (K), power_sources
-    (dampers, drag, actuators, external), energy_kinetic, energy_gravity, energy_elastic, controller_rate (ż),
-    controllers ({name: diagnostics})."""
+    (dampers, drag, actuators, external), power_forces (K + 4, nv: their generalized forces), energy_kinetic,
+    energy_gravity, energy_elastic, controller_rate (ż), controllers ({name: diagnostics})."""
     d = _evaluate(model, t, q, qd, z, active, nails, actuators, pull, formulation, controllers)
     d["controllers"] = controller_diagnostics(model, t, q, qd, z, active, nails, actuators, pull, controllers)
     return d
@@ -170,6 +174,12 @@ def total_energy(model, t, q, qd) -> float:
     """Kinetic + gravitational + elastic (the scene's force elements) energy."""
     elastic = applied_forces(model, t, q, qd, tuple(model.forces))[2] if model.forces else 0.0
     return core.kinetic_energy(model, q, qd) + core.potential_energy(model, q) + elastic
+
+
+def _first_stage(d) -> tuple:
+    """The first stage of a step from the evaluation d: ``(q̈, ẇ, the power categories' generalized forces)``."""
+    return (d["qdd"], np.concatenate([d["power_constraints"], d["power_sources"], d["controller_rate"]]),
+            d["power_forces"])
 
 
 def _energy(d) -> float:
@@ -237,8 +247,7 @@ class _Stepper:
             d = self.data(t, q, qd, w[nw:], active, energies=False)
             return d["qdd"], np.concatenate([d["power_constraints"], d["power_sources"], d["controller_rate"]])
 
-        k1 = (data["qdd"], np.concatenate([data["power_constraints"], data["power_sources"],
-                                           data["controller_rate"]]))
+        k1 = _first_stage(data)
         limit = self.dt if dt_max is None else min(self.dt, dt_max)
         h, solution = self._length(s, f, k1, limit, nw)
         target = s["t"] + h
@@ -273,8 +282,7 @@ class _Stepper:
             data = self.data(s["t"], s["q"], s["qd"], s["z"], active)
             if s["t"] >= target - 1e-12 * max(1.0, abs(target)):
                 return s, data
-            k1 = (data["qdd"], np.concatenate([data["power_constraints"], data["power_sources"],
-                                               data["controller_rate"]]))
+            k1 = _first_stage(data)
             h, solution = self._length(s, f, k1, target - s["t"], nw)   # the rest of the step
             target = s["t"] + h if self.integrator in ADAPTIVE else target
 
