@@ -3,7 +3,9 @@ face) — and joint limits: what they are in the model, and the tables the compi
 eq. 40–42; Kearney, Hansen & Cremer §3–4).
 
 A contact point is a body-fixed point (a named point, a box corner) or the centre of a sphere of some radius (a
-sphere shape, a capsule's end cap). Against a plane through ``origin`` with unit normal n its separation is
+sphere shape, a capsule's end cap) — or, against another shape's core, a *sliding* point: the point of a capsule's
+segment nearest that core's edge (``ContactPoint.axis``, ``half_length``; :func:`core.geometry.crossing`), whose
+rows use the material point there at each evaluation. Against a plane through ``origin`` with unit normal n its separation is
 ``h = n·(x − origin) − radius`` and the unilateral conditions are (McClamroch eq. 40–42)::
 
     h ≥ 0,    N ≥ 0,    h N = 0                    (N the normal contact force)
