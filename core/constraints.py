@@ -17,7 +17,9 @@ point of b that coincides with it — the point of b at x_a, whose velocity is v
     J = Eᵀ (J_a(x_a) − J_b(x_a)),   γ = Eᵀ (J̇_a q̇ − J̇_b(x_a) q̇) − 2 Eᵀ (ω_b × w)
 
 (the last term: the Coriolis acceleration of the sliding point in b's turning frame; d/dt Eᵀw with
-Ė = ω_b × E). The force on point a is E F and its opposite acts on b at x_a — the contact point. The constraint force on point a is ``E F`` (and
+Ė = ω_b × E). A sliding contact point (a capsule's segment against a core's edge, ``slide_half`` > 0) takes as
+point a, at each evaluation, the segment's material point of the nearest pair (:func:`_slide`); its γ adds the
+terms of that point sliding, ṅ·ż + u̇ (n·ė) (:func:`core.geometry.crossing_rates`). The force on point a is E F and its opposite acts on b at x_a — the contact point. The constraint force on point a is ``E F`` (and
 its opposite on point b); its generalized force is ``Jᵀ F`` ("apply point force", §2.4.3). Critically damped
 stabilization asks for ``D̈ + 2κḊ + κ²D = 0`` (eq. 2.21; κ the constraint's stabilization rate, κD for a velocity
 constraint), so each row carries ``stab = 2κḊ + κ²D``.

@@ -29,7 +29,11 @@ after (``EventWork.g``); per contact point p with world normal n (turned with a 
   the part of the core it started the step on (its normal row's ``part``; the distance to that face's plane,
   edge's line or corner is smooth over the step: :func:`core.geometry.feature`); this event ends the step where
   the point crosses into another part, which the step after it keeps. Nothing switches and it is not logged:
-  without it q̈ would jump inside a step and cost RK4 its order.
+  without it q̈ would jump inside a step and cost RK4 its order. A sliding point (a capsule's segment against
+  another core's edge, :func:`core.geometry.crossing`): g = its pair's margin, how far it is from leaving the region
+  where it is the shapes' nearest, + ε; where it leaves, the point hands over — it opens, and the cap or corner that
+  stands for the shapes there touches down after 1 nm (:func:`_switch`) — and a sliding point that touches down
+  within a radius of its segment's end takes over from the cap there (:func:`_take_over`).
 
 Resolution (:func:`resolve`): touchdowns and limits reached take an impact (:func:`core.impacts.impact`:
 impulses on the touching points, the bounds and every linked active constraint; each point's mode after it),
