@@ -639,8 +639,9 @@ class CollisionSpec(Strict):
     every two shapes that touch (``purpose`` ``both`` or ``collision``, MuJoCo's ``contype``/``conaffinity``
     filter between them) on two links that can move relative to each other and are not parent and child, with
     the same named, event-switched rows as a ground's (exact impacts, Coulomb friction, no penalty): a sphere
-    touches with its surface, a capsule with its caps against the other's core, a box at its corners against the
-    other's box (its faces have edges and corners). ``bodies`` keeps only those bodies, ``exclude`` leaves
+    touches with its surface, a capsule with its caps against the other's core and, where it crosses another
+    capsule or lies across a box's edge, with the point of its segment nearest that edge (a sliding point), a box
+    at its corners against the other's box (its faces have edges and corners). ``bodies`` keeps only those bodies, ``exclude`` leaves
     those out, ``exclude_pairs`` leaves out pairs of bodies, ``include_pairs`` keeps pairs of a parent and its
     child. ``restitution``, ``friction``, ``rest_speed`` and ``stabilization`` as in a contact."""
     restitution: Annotated[float, Field(ge=0, le=1)] = 0.0
