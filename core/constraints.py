@@ -41,8 +41,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .geometry import (STAND_IN, bounding_radius, core_coordinates, crossing, crossing_rates, curvature, feature,
-                       nearest, normal_rate, outside_bounding_ball, tangent_basis)
+from .geometry import (bounding_radius, core_coordinates, crossing_rates, curvature, feature, normal_rate,
+                       outside_bounding_ball, slide_point, tangent_basis)
 from .jit import inline, njit
 from .joint_constraints import JOINT_SPACE, TAPE, JointSpaceConstraint, tape_jet
 from .points import jacobian_columns, point_bias, point_state
@@ -401,6 +401,15 @@ def rows_kernel(parent, S, v_start, nv_j, R_WL, p_WL, v, a_vp, cons, tape, varia
             jacobian_columns(parent, S, v_start, nv_j, R_WL, p_WL, kb, xb, E, m, -1.0, J, row)
 
 
+@njit(inline="always")
+def _to_core(R_WL, kb, shape_R, x, out):
+    """out ← the world vector x in the frame of link kb's core turned by ``shape_R`` (no translation)."""
+    for a in range(3):
+        out[a] = 0.0
+        for e in range(3):
+            out[a] += shape_R[e, a] * (R_WL[kb, 0, e] * x[0] + R_WL[kb, 1, e] * x[1] + R_WL[kb, 2, e] * x[2])
+
+
 @njit
 def slide_frame(R_WL, p_WL, con, zc, ec, y, x):
     """zc, ec ← a sliding contact's segment centre and unit axis in the frame of the core of link b (``y``, ``x``:
@@ -413,10 +422,7 @@ def slide_frame(R_WL, p_WL, con, zc, ec, y, x):
     for a in range(3):
         y[a] = R_WL[ka, a, 0] * con.slide_axis[0] + R_WL[ka, a, 1] * con.slide_axis[1] + \
             R_WL[ka, a, 2] * con.slide_axis[2]
-    for a in range(3):                                         # the axis: world → b → core (no translation)
-        x[a] = R_WL[kb, 0, a] * y[0] + R_WL[kb, 1, a] * y[1] + R_WL[kb, 2, a] * y[2]
-    for a in range(3):
-        ec[a] = con.shape_R[0, a] * x[0] + con.shape_R[1, a] * x[1] + con.shape_R[2, a] * x[2]
+    _to_core(R_WL, kb, con.shape_R, y, ec)                     # the axis in the core's frame
 
 
 @njit
@@ -439,22 +445,8 @@ def _slide(R_WL, p_WL, con, row, P3):
             sc[a] = zc[a] - bound * nc[a]
             con.r_a[a] = con.slide_centre[a]
         return bound, False
-    code = con.part if row >= 0 else -1
-    h, u, code, margin = crossing(zc, ec, L, con.shape, con.shape_half, code, nc, sc)
-    valid = code >= 0 and h < np.inf
-    if not valid:                                              # no crossing pair: the nearer end's distance
-        h = np.inf
-        for end in (-L, L):
-            for a in range(3):
-                x[a] = zc[a] + end * ec[a]
-            phi, _, _ = nearest(con.shape, con.shape_half, x, y, P3[13])
-            if phi < h:
-                h, u = phi, end
-                for a in range(3):
-                    nc[a], sc[a] = P3[13][a], y[a]
-        h = max(h - con.radius, STAND_IN) + con.radius
-        for a in range(3):                                     # (the stand-in's point: h along n from the end)
-            sc[a] = zc[a] + u * ec[a] - h * nc[a]
+    h, u, valid = slide_point(zc, ec, L, con.shape, con.shape_half, con.radius, con.part if row >= 0 else -1, nc,
+                              sc)
     for a in range(3):
         con.r_a[a] = con.slide_centre[a] + u * con.slide_axis[a]
     return h, valid
@@ -481,9 +473,8 @@ def _body_basis_rows(parent, S, v_start, nv_j, R_WL, p_WL, v, a_vp, con, c, row,
     core_coordinates(R_WL, p_WL, kb, xa, con.r_b, con.shape_R, rs, z)   # b's point at x_a (b's frame); z: the core's
     if con.shape > 0:                                          # against a core: the normal of this state (an open
         # contact outside the core's bounding ball: the ball's, a lower bound of the separation — the broad phase)
-        if sliding:
-            pass
-        elif row >= 0 or not outside_bounding_ball(con.shape, con.shape_half, con.radius, z, sc, nc):
+        if not sliding and (row >= 0 or not outside_bounding_ball(con.shape, con.shape_half, con.radius, z, sc,
+                                                                   nc)):
             phi, region, axis = feature(con.shape, con.shape_half, con.part, z, sc, nc)
         for a in range(3):                                     # n_b (b's frame) into the table; the core's point
             con.basis[a, 0] = con.shape_R[a, 0] * nc[0] + con.shape_R[a, 1] * nc[1] + con.shape_R[a, 2] * nc[2]
@@ -532,10 +523,7 @@ def _body_basis_rows(parent, S, v_start, nv_j, R_WL, p_WL, v, a_vp, con, c, row,
     for a in range(3):
         nd[a] = 0.0
     if con.shape > 0 and (region != 0 or sliding):             # the normal turning as the point moves (ṅ·ż)
-        for a in range(3):                                     # ż: w in the core's frame
-            sc[a] = 0.0
-            for e in range(3):
-                sc[a] += con.shape_R[e, a] * (R_WL[kb, 0, e] * w[0] + R_WL[kb, 1, e] * w[1] + R_WL[kb, 2, e] * w[2])
+        _to_core(R_WL, kb, con.shape_R, w, sc)                 # ż: w in the core's frame
         if not sliding:
             gamma[row] += curvature(phi, region, axis, nc, sc)
             normal_rate(phi, region, axis, nc, sc, nd)
@@ -544,10 +532,7 @@ def _body_basis_rows(parent, S, v_start, nv_j, R_WL, p_WL, v, a_vp, con, c, row,
             for a in range(3):
                 x[a] = R_WL[ka, a, 0] * v[ka, 0] + R_WL[ka, a, 1] * v[ka, 1] + R_WL[ka, a, 2] * v[ka, 2]
             x[0], x[1], x[2] = x[0] - o0, x[1] - o1, x[2] - o2           # ω_a − ω_b (world), then in the core's frame
-            for a in range(3):
-                ed[a] = 0.0
-                for e in range(3):
-                    ed[a] += con.shape_R[e, a] * (R_WL[kb, 0, e] * x[0] + R_WL[kb, 1, e] * x[1] + R_WL[kb, 2, e] * x[2])
+            _to_core(R_WL, kb, con.shape_R, x, ed)
             x[0], x[1], x[2] = ed[1] * ec[2] - ed[2] * ec[1], ed[2] * ec[0] - ed[0] * ec[2], ed[0] * ec[1] - ed[1] * ec[0]
             extra, rate = crossing_rates(P3[16], ec, con.shape, con.shape_half, con.part, sc, x, nd)
             gamma[row] += extra

@@ -45,7 +45,7 @@ import numpy as np
 
 from .constraints import JOINT_SPACE, POINT_ON_PLANE, POINT_VELOCITY, PointConstraint, perpendicular_basis
 from .forces import POINT_FORCE, AppliedForce
-from .geometry import STAND_IN, crossing, distance
+from .geometry import distance, slide_point
 from .joint_constraints import tape_jet
 from .points import jacobian_at, link_kinematics
 
@@ -148,19 +148,13 @@ class Contact:
 
 
 def segment_separation(kind: int, half, c, e, half_length: float, radii: float) -> tuple[float, float, np.ndarray]:
-    """``(h, u, n)`` of a sliding contact point — a segment of centre ``c`` and unit axis ``e`` (the core's frame)
-    swept by a ball, the radii of both sides ``radii`` — against a core (:func:`core.geometry.crossing`): at its
-    pair while that is the shapes' nearest, else at its segment's nearer end with the separation there but at least
-    :data:`core.geometry.STAND_IN` (the contact that stands for the shapes there measures them); the segment's
-    parameter u and the core's normal n."""
+    """``(h, u, n)`` of an open sliding contact point — a segment of centre ``c`` and unit axis ``e`` (the core's
+    frame) swept by a ball, the radii of both sides ``radii`` — against a core, as the compiled step measures it
+    (:func:`core.geometry.slide_point`): the separation, the segment's parameter u and the core's normal n."""
     n, s = np.zeros(3), np.zeros(3)
-    c, e, half = (np.asarray(x, dtype=float) for x in (c, e, half))
-    h, u, code, _ = crossing(c, e, float(half_length), int(kind), half, -1, n, s)
-    if code >= 0 and np.isfinite(h):
-        return float(h - radii), float(u), n
-    ends = [(distance(kind, half, c + end * e), end) for end in (-half_length, half_length)]
-    (h, _, n), u = min(ends, key=lambda x: x[0][0])
-    return float(max(h - radii, STAND_IN)), float(u), n
+    h, u, _ = slide_point(*(np.asarray(x, dtype=float) for x in (c, e)), float(half_length), int(kind),
+                          np.asarray(half, dtype=float), float(radii), -1, n, s)
+    return float(h - radii), float(u), n
 
 
 @dataclass(frozen=True, eq=False)

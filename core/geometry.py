@@ -32,7 +32,7 @@ from .jit import njit
 
 __all__ = ["PLANE", "POINT", "SEGMENT", "BOX", "CORE_NAMES", "FACE", "EDGE", "VERTEX", "nearest", "bounding_radius", "outside_bounding_ball", "feature",
            "part_of", "core_coordinates", "curvature", "normal_rate", "tangent_basis", "distance", "crossing",
-           "crossing_rates", "edge_frame", "PARALLEL", "STAND_IN"]
+           "crossing_rates", "slide_point", "edge_frame", "PARALLEL", "SLACK", "STAND_IN"]
 
 #: Cores: a contact's plane (the rows of :mod:`core.contacts` before shapes), a point (a sphere), a segment
 #: along the core frame's z of half-length ``half[2]`` (a capsule), a box of half-extents ``half``.
@@ -312,25 +312,34 @@ def edge_frame(kind, half, j, s0):
 
 
 @njit
+def _lines(c, e, a, s0):
+    """The two lines' nearest pair, the segment's (c, e) and the edge's through s0 along axis a: ``(b, 1 − b²,
+    u, v, k̂₀, k̂₁, k̂₂, r₀, r₁, r₂)`` with b = e·f, the parameters u, v, the unit common normal k̂ = e × f/‖e × f‖
+    and r = c − s₀ (notes above; 1 − b² < :data:`PARALLEL`: parallel, the rest zero)."""
+    b = e[a]
+    den = 1.0 - b * b
+    r0, r1, r2 = c[0] - s0[0], c[1] - s0[1], c[2] - s0[2]
+    if den < PARALLEL:
+        return b, den, 0.0, 0.0, 0.0, 0.0, 0.0, r0, r1, r2
+    rf = c[a] - s0[a]
+    u = (b * rf - (r0 * e[0] + r1 * e[1] + r2 * e[2])) / den
+    kn = np.sqrt(den)
+    k0 = (e[1] * (a == 2) - e[2] * (a == 1)) / kn           # e × f, f the unit vector of axis a
+    k1 = (e[2] * (a == 0) - e[0] * (a == 2)) / kn
+    k2 = (e[0] * (a == 1) - e[1] * (a == 0)) / kn
+    return b, den, u, rf + u * b, k0, k1, k2, r0, r1, r2
+
+
+@njit
 def _pair(c, e, length, kind, half, j, sign, n, s):
     """The nearest pair of the segment (c, e, length) and core edge j with σ = ``sign`` (0: the side the segment
     is on — for a box's edge, the side its faces face); n, s ← the normal and the edge's point. Returns
     (h, u, v, σ, margin): margin ≥ 0 while the pair is the shapes' nearest (module notes), the least distance
     (m) from leaving that region; −1 for parallel lines."""
     a, lf, s1, s2 = edge_frame(kind, half, j, s)
-    b = e[a]
-    den = 1.0 - b * b
+    b, den, u, v, k0, k1, k2, r0, r1, r2 = _lines(c, e, a, s)
     if den < PARALLEL:
         return np.inf, 0.0, 0.0, 1.0, -1.0
-    r0, r1, r2 = c[0] - s[0], c[1] - s[1], c[2] - s[2]
-    rf = c[a] - s[a]
-    re = r0 * e[0] + r1 * e[1] + r2 * e[2]
-    u = (b * rf - re) / den
-    v = rf + u * b
-    kn = np.sqrt(den)
-    k0 = (e[1] * (a == 2) - e[2] * (a == 1)) / kn           # k̂ = e × f / ‖e × f‖, f the unit vector of axis a
-    k1 = (e[2] * (a == 0) - e[0] * (a == 2)) / kn
-    k2 = (e[0] * (a == 1) - e[1] * (a == 0)) / kn
     margin = min(length - abs(u), lf - abs(v))
     sigma = sign
     if kind == BOX:
@@ -383,24 +392,17 @@ def crossing_rates(c, e, kind, half, code, zd, ed, nd):
     s0 = np.empty(3)
     a, _, _, _ = edge_frame(kind, half, code // 2, s0)
     sigma = 1.0 if code % 2 else -1.0
-    b = e[a]
-    den = 1.0 - b * b
+    b, den, u, _, k0, k1, k2, r0, r1, r2 = _lines(c, e, a, s0)
     nd[0], nd[1], nd[2] = 0.0, 0.0, 0.0
     if den < PARALLEL:
         return 0.0, 0.0
     kn = np.sqrt(den)
-    r0, r1, r2 = c[0] - s0[0], c[1] - s0[1], c[2] - s0[2]
     rf = r0 * (a == 0) + r1 * (a == 1) + r2 * (a == 2)
-    re = r0 * e[0] + r1 * e[1] + r2 * e[2]
-    u = (b * rf - re) / den
     cd0, cd1, cd2 = zd[0] - u * ed[0], zd[1] - u * ed[1], zd[2] - u * ed[2]     # ċ: the centre's material point
     bd = ed[a]
     rfd = cd0 * (a == 0) + cd1 * (a == 1) + cd2 * (a == 2)
     red = cd0 * e[0] + cd1 * e[1] + cd2 * e[2] + r0 * ed[0] + r1 * ed[1] + r2 * ed[2]
-    ud = (bd * rf + b * rfd - red + 2.0 * u * b * bd) / den
-    k0 = (e[1] * (a == 2) - e[2] * (a == 1)) / kn
-    k1 = (e[2] * (a == 0) - e[0] * (a == 2)) / kn
-    k2 = (e[0] * (a == 1) - e[1] * (a == 0)) / kn
+    ud = (bd * rf + b * rfd - red + 2.0 * u * b * bd) / den   # u̇, from u = (b (r·f) − r·e)/(1 − b²)
     q0 = (ed[1] * (a == 2) - ed[2] * (a == 1)) / kn           # (ė × f)/‖k‖, then its part across k̂
     q1 = (ed[2] * (a == 0) - ed[0] * (a == 2)) / kn
     q2 = (ed[0] * (a == 1) - ed[1] * (a == 0)) / kn
@@ -408,3 +410,30 @@ def crossing_rates(c, e, kind, half, code, zd, ed, nd):
     nd[0], nd[1], nd[2] = sigma * (q0 - qk * k0), sigma * (q1 - qk * k1), sigma * (q2 - qk * k2)
     n_ed = sigma * (k0 * ed[0] + k1 * ed[1] + k2 * ed[2])
     return nd[0] * zd[0] + nd[1] * zd[1] + nd[2] * zd[2] + ud * n_ed, ud
+
+
+@njit
+def slide_point(c, e, length, kind, half, radius, code, n, s):
+    """The sliding contact point of a segment (c, e, ``length``: core frame) swept by a ball against a core, both
+    radii together ``radius``: its pair (:func:`crossing`, ``code`` as there), or — with ``code`` < 0 and no valid
+    pair, or lines parallel — the segment's nearer end, at its separation from the core but at least
+    :data:`STAND_IN` (the cap or corner that stands for the shapes there measures them; this point never touches
+    down there). n, s ← the normal and the core's point, so that n·(x − s) = h at the segment's point
+    x = c + u e. Returns ``(h, u, valid)``, h between the cores (the radii not subtracted)."""
+    h, u, got, _ = crossing(c, e, length, kind, half, code, n, s)
+    if got >= 0 and h < np.inf:
+        return h, u, True
+    x, y, m = np.empty(3), np.empty(3), np.empty(3)
+    h = np.inf
+    for end in (-length, length):
+        for a in range(3):
+            x[a] = c[a] + end * e[a]
+        phi, _, _ = nearest(kind, half, x, y, m)
+        if phi < h:
+            h, u = phi, end
+            for a in range(3):
+                n[a] = m[a]
+    h = max(h - radius, STAND_IN) + radius
+    for a in range(3):                                         # (the stand-in's core point: h back along n)
+        s[a] = c[a] + u * e[a] - h * n[a]
+    return h, u, False

@@ -529,12 +529,7 @@ def _switch(tab, ws, out, n_found, active, slip, events, clock, t):
             active[lim.lower_row if i % 2 == 0 else lim.upper_row] = False
             log(events, clock, t, LIMIT_RELEASE, i, nan, nan, nan, g, -1, nan)
         elif kind == LIFT_OFF:
-            pt = tab.points[i]
-            active[pt.normal] = False
-            if pt.stick >= 0:
-                active[pt.stick] = False
-                for a in range(3):
-                    slip[i, a] = 0.0
+            _open_point(tab, i, active, slip)
             log(events, clock, t, LIFT_OFF, i, nan, nan, nan, g, -1, nan)
             _count_switch(ws, i)
         elif kind == SLIP_EVENT:
@@ -555,13 +550,9 @@ def _switch(tab, ws, out, n_found, active, slip, events, clock, t):
             tab.watches[i].armed = False
             log(events, clock, t, WATCH, i, nan, nan, nan, nan, -1, out.quantities[tab.watches[i].quantity])
         elif kind == REGION and tab.constraints[tab.points[i].normal].slide_half > 0.0:
-            pt = tab.points[i]                                # a sliding point's pair no longer the shapes' nearest:
-            if _crossing(tab, kin, i, -1)[2] < 0:             # the contact that stands for them there takes over
-                active[pt.normal] = False                     # (touching, it closes at its own touchdown)
-                if pt.stick >= 0:
-                    active[pt.stick] = False
-                    for a in range(3):
-                        slip[i, a] = 0.0
+            if _crossing(tab, kin, i, -1)[2] < 0:             # a sliding point's pair no longer the shapes' nearest:
+                _open_point(tab, i, active, slip)             # the contact that stands for them there takes over
+                #                                               (touching, it closes at its own touchdown)
         elif kind == STICK_EVENT:
             pt = tab.points[i]
             active[pt.stick] = True
@@ -569,6 +560,17 @@ def _switch(tab, ws, out, n_found, active, slip, events, clock, t):
                 slip[i, a] = 0.0
             log(events, clock, t, STICK_EVENT, i, nan, nan, nan, nan, -1, nan)
             _count_switch(ws, i)
+
+
+@njit
+def _open_point(tab, p, active, slip):
+    """Contact point p opens: its normal and stick rows off, its Coulomb force gone."""
+    pt = tab.points[p]
+    active[pt.normal] = False
+    if pt.stick >= 0:
+        active[pt.stick] = False
+        for a in range(3):
+            slip[p, a] = 0.0
 
 
 @njit
@@ -685,11 +687,7 @@ def _take_over(tab, active, slip):
             if q < 0 or not active[points[q].normal]:
                 continue
             if con.slide_half - (u if side == 1 else -u) < near:
-                active[points[q].normal] = False
-                if points[q].stick >= 0:
-                    active[points[q].stick] = False
-                    for a in range(3):
-                        slip[q, a] = 0.0
+                _open_point(tab, q, active, slip)
 
 
 @njit
