@@ -52,7 +52,7 @@ KIND_NAMES = {NAIL: "nail", POINT_TO_POINT: "point_to_point", POINT_ON_LINE: "po
               POINT_ON_PLANE: "point_on_plane", POINT_VELOCITY: "point_velocity", JOINT_SPACE: "joint_space"}
 
 __all__ = ["PointConstraint", "JointSpaceConstraint", "constraint_table", "constraint_links", "perpendicular_basis",
-           "rows_kernel", "active_layout", "nail_target_kernel", "slide_frame", "CONSTRAINT", "JOINT_VARIABLE",
+           "rows_kernel", "active_layout", "nail_target_kernel", "slide_frame", "slide_choice", "to_core_frame", "CONSTRAINT", "JOINT_VARIABLE",
            "NAIL", "POINT_TO_POINT", "POINT_ON_LINE", "POINT_ON_PLANE", "POINT_VELOCITY", "JOINT_SPACE",
            "KIND_NAMES"]
 
@@ -74,7 +74,9 @@ __all__ = ["PointConstraint", "JointSpaceConstraint", "constraint_table", "const
 #: ``slide_half`` > 0: a sliding contact's normal row (:func:`core.geometry.crossing`) — point a slides on the
 #: segment of link a centred at ``slide_centre`` along the unit ``slide_axis`` (link a's frame) with that
 #: half-length; ``r_a`` is where it was at the last evaluation, ``slide_rate`` how fast it slid (m/s), ``part`` the
-#: pair it keeps over a step. ``normal_rate``: how fast an active shape contact's normal turned relative to link b
+#: pair it keeps over a step; a box's edge (``slide_edge``) has its two faces' outward normals in ``slide_faces``
+#: (link a's frame), and a segment against a box two sliding points, siblings (``slide_sibling``: the other's
+#: normal row, −1 none; ``slide_rank`` 0 or 1: :func:`core.geometry.crossing`, :func:`slide_choice`). ``normal_rate``: how fast an active shape contact's normal turned relative to link b
 #: at the last evaluation (b's frame; :func:`core.geometry.normal_rate`), which the stick rows' point ahead reads.
 CONSTRAINT = np.dtype([
     ("kind", np.int64), ("link_a", np.int64), ("link_b", np.int64), ("rows", np.int64),
@@ -90,7 +92,8 @@ CONSTRAINT = np.dtype([
     ("shape", np.int64), ("shape_R", np.float64, (3, 3)), ("shape_half", np.float64, (3,)), ("radius", np.float64),
     ("fixed_a", np.bool_), ("fixed_b", np.bool_), ("normal_row", np.int64), ("part", np.int64),
     ("slide_centre", np.float64, (3,)), ("slide_axis", np.float64, (3,)), ("slide_half", np.float64),
-    ("slide_rate", np.float64), ("normal_rate", np.float64, (3,)),
+    ("slide_rate", np.float64), ("normal_rate", np.float64, (3,)), ("slide_faces", np.float64, (2, 3)),
+    ("slide_edge", np.bool_), ("slide_sibling", np.int64), ("slide_rank", np.int64),
 ], align=True)
 
 #: A joint coordinate a joint-space constraint reads: its entries in q and q̇ and the link it moves.
@@ -123,6 +126,9 @@ class PointConstraint:
     radius: float = 0.0
     slide_axis: np.ndarray = field(default_factory=lambda: np.zeros(3))
     slide_half: float = 0.0           # > 0: point a slides on a segment through r_a along slide_axis (CONSTRAINT)
+    slide_faces: np.ndarray | None = None   # a box's edge: its two faces' outward normals (2 x 3, link a's frame)
+    slide_sibling: int = -1           # the other sliding point on the same segment (its normal row; −1: none)
+    slide_rank: int = 0               # which of the two it is (core.geometry.crossing's rank)
 
     @property
     def rows(self) -> int:
@@ -175,6 +181,11 @@ def constraint_table(constraints, drags: dict | None = None, unilateral=frozense
             row["shape_R"], row["shape_half"], row["radius"] = c.shape_R, c.shape_half, c.radius
         if getattr(c, "slide_half", 0.0) > 0.0:
             row["slide_centre"], row["slide_axis"], row["slide_half"] = c.r_a, c.slide_axis, c.slide_half
+            row["slide_sibling"], row["slide_rank"] = c.slide_sibling, c.slide_rank
+            if c.slide_faces is not None:
+                row["slide_edge"], row["slide_faces"] = True, c.slide_faces
+        else:
+            row["slide_sibling"] = -1
         if c.path is not None:
             row["has_path"] = True
             row["path_velocity"], row["path_amplitude"], row["path_frequency"], row["path_phase"] = c.path
@@ -321,7 +332,7 @@ def rows_kernel(parent, S, v_start, nv_j, R_WL, p_WL, v, a_vp, cons, tape, varia
         stab = 2κḊ + κ²D  (D̈ + 2κḊ + κ²D = 0, eq. 2.21);   velocity constraint: D = Eᵀ(ẋ_a − v), stab = κD
         joint space: D = Φ(q) − value, Ḋ = ∇Φ·q̇, γ = q̇ᵀ∇²Φ q̇, J = ∇Φ  (exact, core.joint_constraints)
 
-    J's rows must be zero on entry (they are accumulated). ``P3`` (≥ 20 x 3) and ``regs`` (val, d1, d2 (L),
+    J's rows must be zero on entry (they are accumulated). ``P3`` (≥ 22 x 3) and ``regs`` (val, d1, d2 (L),
     grad (L, n) of the longest program) are scratch. Without ``every`` (an integrator's stage, where only the
     dynamics is read) the inactive constraints are left as they were: their deviations, ends and a shape
     contact's normal are read only from a full evaluation (the witnesses, the records). An open contact against a
@@ -359,8 +370,9 @@ def rows_kernel(parent, S, v_start, nv_j, R_WL, p_WL, v, a_vp, cons, tape, varia
                     J[row, variables[con.var_start + j].v_index] += grad[last, j]
             continue
         if con.body_basis:
+            skip, rank = slide_choice(cons, con)
             _body_basis_rows(parent, S, v_start, nv_j, R_WL, p_WL, v, a_vp, con, c, row, J, gamma, D, D_rate,
-                             stab, deviation, deviation_rate, point_a, point_b, velocity_a, P3)
+                             stab, deviation, deviation_rate, point_a, point_b, velocity_a, P3, skip, rank)
             continue
         ka, kb, m = con.link_a, con.link_b, con.rows
         E = con.basis
@@ -402,7 +414,7 @@ def rows_kernel(parent, S, v_start, nv_j, R_WL, p_WL, v, a_vp, cons, tape, varia
 
 
 @njit(inline="always")
-def _to_core(R_WL, kb, shape_R, x, out):
+def to_core_frame(R_WL, kb, shape_R, x, out):
     """out ← the world vector x in the frame of link kb's core turned by ``shape_R`` (no translation)."""
     for a in range(3):
         out[a] = 0.0
@@ -411,9 +423,9 @@ def _to_core(R_WL, kb, shape_R, x, out):
 
 
 @njit
-def slide_frame(R_WL, p_WL, con, zc, ec, y, x):
-    """zc, ec ← a sliding contact's segment centre and unit axis in the frame of the core of link b (``y``, ``x``:
-    scratch)."""
+def slide_frame(R_WL, p_WL, con, zc, ec, fc, y, x):
+    """zc, ec ← a sliding contact's segment centre and unit axis in the frame of the core of link b, and fc (2 x 3)
+    ← a box edge's faces' normals there (``y``, ``x``: scratch)."""
     ka, kb = con.link_a, con.link_b
     for a in range(3):
         x[a] = p_WL[ka, a] + R_WL[ka, a, 0] * con.slide_centre[0] + R_WL[ka, a, 1] * con.slide_centre[1] + \
@@ -422,19 +434,38 @@ def slide_frame(R_WL, p_WL, con, zc, ec, y, x):
     for a in range(3):
         y[a] = R_WL[ka, a, 0] * con.slide_axis[0] + R_WL[ka, a, 1] * con.slide_axis[1] + \
             R_WL[ka, a, 2] * con.slide_axis[2]
-    _to_core(R_WL, kb, con.shape_R, y, ec)                     # the axis in the core's frame
+    to_core_frame(R_WL, kb, con.shape_R, y, ec)                     # the axis in the core's frame
+    if con.slide_edge:
+        for f in range(2):
+            for a in range(3):
+                y[a] = R_WL[ka, a, 0] * con.slide_faces[f, 0] + R_WL[ka, a, 1] * con.slide_faces[f, 1] + \
+                    R_WL[ka, a, 2] * con.slide_faces[f, 2]
+            to_core_frame(R_WL, kb, con.shape_R, y, fc[f])
 
 
 @njit
-def _slide(R_WL, p_WL, con, row, P3):
+def slide_choice(cons, con):
+    """``(skip, rank)`` of a sliding point searching for its pair (:func:`core.geometry.crossing`): its sibling's
+    edge while the sibling keeps a pair (in touch), else its own rank (both open: the first takes the least h,
+    the second the next)."""
+    if con.slide_sibling < 0:
+        return -1, 0
+    other = cons[con.slide_sibling].part
+    if other >= 0:
+        return other // 2, 0
+    return -1, con.slide_rank
+
+
+@njit
+def _slide(R_WL, p_WL, con, row, P3, skip, rank):
     """A sliding contact's point (:func:`core.geometry.crossing`): its segment's centre and axis in b's core
     frame (``P3[16]``, ``P3[17]``), the pair it keeps (an active row's ``part``) or the shapes' nearest, ``con.r_a``
     ← the segment's point of that pair (link a's frame). Returns ``(h, valid)``: the pair's separation of the cores
     (radii not subtracted), with P3[14] (s) and P3[15] (n) the edge's point and the normal in the core's frame; an
     open row whose pair is not the shapes' nearest gets :data:`core.geometry.STAND_IN`-bounded stand-ins
     instead (its segment's ends' distances; beyond the core's bounding ball, that ball's), and is not valid."""
-    zc, ec, sc, nc, y, x = P3[16], P3[17], P3[14], P3[15], P3[18], P3[19]
-    slide_frame(R_WL, p_WL, con, zc, ec, y, x)
+    zc, ec, sc, nc, y, x, fc = P3[16], P3[17], P3[14], P3[15], P3[18], P3[19], P3[20:22]
+    slide_frame(R_WL, p_WL, con, zc, ec, fc, y, x)
     L = con.slide_half
     con.slide_rate = 0.0
     reach = np.sqrt(zc[0] * zc[0] + zc[1] * zc[1] + zc[2] * zc[2])
@@ -446,7 +477,7 @@ def _slide(R_WL, p_WL, con, row, P3):
             con.r_a[a] = con.slide_centre[a]
         return bound, False
     h, u, valid = slide_point(zc, ec, L, con.shape, con.shape_half, con.radius, con.part if row >= 0 else -1, nc,
-                              sc)
+                              sc, fc, con.slide_edge, skip, rank)
     for a in range(3):
         con.r_a[a] = con.slide_centre[a] + u * con.slide_axis[a]
     return h, valid
@@ -454,7 +485,7 @@ def _slide(R_WL, p_WL, con, row, P3):
 
 @njit
 def _body_basis_rows(parent, S, v_start, nv_j, R_WL, p_WL, v, a_vp, con, c, row, J, gamma, D, D_rate, stab,
-                     deviation, deviation_rate, point_a, point_b, velocity_a, P3):
+                     deviation, deviation_rate, point_a, point_b, velocity_a, P3, skip, rank):
     """:func:`rows_kernel` for a constraint whose basis is fixed in link b (module docstring): ``velocity_a``
     gets the velocity of point a relative to b's coincident point. A sliding contact's point is its segment's
     point nearest the other core's edge (:func:`_slide`), and its γ has the terms of the point's sliding
@@ -467,7 +498,7 @@ def _body_basis_rows(parent, S, v_start, nv_j, R_WL, p_WL, v, a_vp, con, c, row,
     sliding = con.slide_half > 0.0
     phi, region, axis, valid = 0.0, 0, -1, False
     if sliding:
-        phi, valid = _slide(R_WL, p_WL, con, row, P3)
+        phi, valid = _slide(R_WL, p_WL, con, row, P3, skip, rank)
     point_state(R_WL, p_WL, v, ka, con.r_a, xa, va)
     point_state(R_WL, p_WL, v, kb, con.r_b, xb, vb)
     core_coordinates(R_WL, p_WL, kb, xa, con.r_b, con.shape_R, rs, z)   # b's point at x_a (b's frame); z: the core's
@@ -523,7 +554,7 @@ def _body_basis_rows(parent, S, v_start, nv_j, R_WL, p_WL, v, a_vp, con, c, row,
     for a in range(3):
         nd[a] = 0.0
     if con.shape > 0 and (region != 0 or sliding):             # the normal turning as the point moves (ṅ·ż)
-        _to_core(R_WL, kb, con.shape_R, w, sc)                 # ż: w in the core's frame
+        to_core_frame(R_WL, kb, con.shape_R, w, sc)                 # ż: w in the core's frame
         if not sliding:
             gamma[row] += curvature(phi, region, axis, nc, sc)
             normal_rate(phi, region, axis, nc, sc, nd)
@@ -532,7 +563,7 @@ def _body_basis_rows(parent, S, v_start, nv_j, R_WL, p_WL, v, a_vp, con, c, row,
             for a in range(3):
                 x[a] = R_WL[ka, a, 0] * v[ka, 0] + R_WL[ka, a, 1] * v[ka, 1] + R_WL[ka, a, 2] * v[ka, 2]
             x[0], x[1], x[2] = x[0] - o0, x[1] - o1, x[2] - o2           # ω_a − ω_b (world), then in the core's frame
-            _to_core(R_WL, kb, con.shape_R, x, ed)
+            to_core_frame(R_WL, kb, con.shape_R, x, ed)
             x[0], x[1], x[2] = ed[1] * ec[2] - ed[2] * ec[1], ed[2] * ec[0] - ed[0] * ec[2], ed[0] * ec[1] - ed[1] * ec[0]
             extra, rate = crossing_rates(P3[16], ec, con.shape, con.shape_half, con.part, sc, x, nd)
             gamma[row] += extra

@@ -80,6 +80,7 @@ class ContactPoint:
     half_length: float = 0.0          # and its half-length (core.geometry.crossing)
     ends: tuple = (-1, -1)            # and the slots of the points at its segment's ends (−1: none), which it
     #                                   takes over from where it touches (core.witnesses.resolve)
+    faces: np.ndarray | None = None   # a box's edge: its two faces' outward normals (2 x 3, body frame)
 
 
 @dataclass(frozen=True, eq=False)
@@ -141,19 +142,24 @@ class Contact:
         R_a = kin.R_WL[point.link]
         c = R_core.T @ (kin.p_WL[point.link] + R_a @ point.r - origin)
         e = R_core.T @ (R_a @ point.axis)
+        faces = None if point.faces is None else (R_core.T @ R_a @ point.faces.T).T
         h, u, n = segment_separation(self.shape, self.shape_half, c, e, point.half_length,
-                                     point.radius + self.shape_radius)
+                                     point.radius + self.shape_radius, faces)
         n_w = R_core @ n
         return n_w, origin + R_core @ (c + u * e) - point.radius * n_w, h
 
 
-def segment_separation(kind: int, half, c, e, half_length: float, radii: float) -> tuple[float, float, np.ndarray]:
+def segment_separation(kind: int, half, c, e, half_length: float, radii: float,
+                       faces=None) -> tuple[float, float, np.ndarray]:
     """``(h, u, n)`` of an open sliding contact point — a segment of centre ``c`` and unit axis ``e`` (the core's
-    frame) swept by a ball, the radii of both sides ``radii`` — against a core, as the compiled step measures it
-    (:func:`core.geometry.slide_point`): the separation, the segment's parameter u and the core's normal n."""
+    frame) swept by a ball, the radii of both sides ``radii``; a box's edge with its faces' normals ``faces``
+    (2 x 3, the core's frame) — against a core, as the compiled step measures it (:func:`core.geometry.slide_point`,
+    the pair of least separation): the separation, the segment's parameter u and the core's normal n."""
     n, s = np.zeros(3), np.zeros(3)
+    edge = faces is not None
+    fc = np.asarray(faces, dtype=float) if edge else np.zeros((2, 3))
     h, u, _ = slide_point(*(np.asarray(x, dtype=float) for x in (c, e)), float(half_length), int(kind),
-                          np.asarray(half, dtype=float), float(radii), -1, n, s)
+                          np.asarray(half, dtype=float), float(radii), -1, n, s, fc, edge, -1, 0)
     return float(h - radii), float(u), n
 
 
@@ -199,9 +205,18 @@ def contact_elements(name: str, body: str, link: int, points, normal, origin, re
         raise ValueError("a contact against a shape needs the shape's link")
     constraints, forces, cps = [], [], []
     k, f = first_constraint, first_force
+    stride = 2 if friction > 0 else 1                         # rows per point: its normal row, its stick rows
     for i, point in enumerate(points):
         r, radius = np.asarray(point[0], float), point[1]
         axis, length = (np.asarray(point[2], float), float(point[3])) if len(point) > 2 else (None, 0.0)
+        faces = None if len(point) <= 4 or point[4] is None else np.asarray(point[4], float)
+        rank = int(point[5]) if len(point) > 5 else -1
+        sibling = -1
+        if rank >= 0:                                         # the other sliding point on the same segment
+            sibling = next((first_constraint + stride * j for j, other in enumerate(points)
+                            if j != i and len(other) > 5 and int(other[5]) == 1 - rank
+                            and np.allclose(np.asarray(other[0], float), r, atol=1e-12)
+                            and np.allclose(np.asarray(other[2], float), axis, atol=1e-12)), -1)
         label = f"{name}.{i}"
         if kind:
             constraints.append(PointConstraint(label, name, POINT_ON_PLANE, link, r, plane_link, origin.copy(),
@@ -211,7 +226,8 @@ def contact_elements(name: str, body: str, link: int, points, normal, origin, re
                                                shape_half=np.asarray(half, float),
                                                radius=float(radius) + float(core_radius),
                                                slide_axis=axis if axis is not None else np.zeros(3),
-                                               slide_half=length))
+                                               slide_half=length, slide_faces=faces, slide_sibling=sibling,
+                                               slide_rank=max(rank, 0)))
         else:
             constraints.append(PointConstraint(label, name, POINT_ON_PLANE, link, r, plane_link,
                                                origin + radius * n, n.reshape(3, 1), stabilization, np.inf,
@@ -238,7 +254,7 @@ def contact_elements(name: str, body: str, link: int, points, normal, origin, re
                                and np.allclose(np.asarray(other[0], float), r + side * length * axis, atol=1e-12)),
                               -1) for side in (-1.0, 1.0))
         cps.append(ContactPoint(label, link, r, float(radius), normal_row, stick, fric, first_slot + i, reaction,
-                                axis, length, ends))
+                                axis, length, ends, faces))
     return (Contact(name, body, link, n, origin, float(restitution), float(friction), float(rest_speed), tuple(cps),
                     tuple(holds), float(liftoff_delay), int(plane_link), plane_body, int(kind),
                     np.asarray(core_R, float), np.asarray(half, float), float(core_radius)), constraints, forces)

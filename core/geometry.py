@@ -280,6 +280,15 @@ def feature(kind, half, code, z, s, n):
 # with u̇ from differentiating u above. The contact keeps its edge and σ over a step (its part: 2 j + (σ > 0)
 # for edge j), so h is smooth over it; the step ends where the pair leaves the region above (a witness,
 # :mod:`core.witnesses`), and the contact hands over to the one that stands for the shapes there.
+#
+# A box's edge is such a segment too (radius 0), with one more condition for its Voronoi region: −n, the direction
+# from the edge towards the other core, lies between the normals of the edge's own two faces (``faces``). Two box
+# edges crossing (a plank lying across a beam: four crossings, two on each of the plank's long edges) are found
+# from the edges of one box only, every edge–edge contact having an edge of that box. A segment touches a convex
+# core along at most one sub-segment, whose two ends are where it crosses the core's edges, so each segment
+# against a box has two sliding points, *siblings* (``rank`` 0 and 1): a sibling in touch keeps its pair, and the
+# other takes the valid pair of least h among the rest (``skip``: the sibling's edge); both open, rank 0 takes the
+# least and rank 1 the next.
 
 #: 1 − (e·f)² below this: the segment and the edge are parallel, their lines have no single nearest pair (a capsule
 #: lying along another rests on its caps' contacts).
@@ -331,17 +340,19 @@ def _lines(c, e, a, s0):
 
 
 @njit
-def _pair(c, e, length, kind, half, j, sign, n, s):
+def _pair(c, e, length, kind, half, j, sign, n, s, faces, edge):
     """The nearest pair of the segment (c, e, length) and core edge j with σ = ``sign`` (0: the side the segment
     is on — for a box's edge, the side its faces face); n, s ← the normal and the edge's point. Returns
     (h, u, v, σ, margin): margin ≥ 0 while the pair is the shapes' nearest (module notes), the least distance
-    (m) from leaving that region; −1 for parallel lines."""
+    (m) from leaving that region; −1 for parallel lines. ``edge``: the segment is a box's edge, whose two faces'
+    outward normals are ``faces`` (core frame): −n must lie between them."""
     a, lf, s1, s2 = edge_frame(kind, half, j, s)
     b, den, u, v, k0, k1, k2, r0, r1, r2 = _lines(c, e, a, s)
     if den < PARALLEL:
         return np.inf, 0.0, 0.0, 1.0, -1.0
     margin = min(length - abs(u), lf - abs(v))
     sigma = sign
+    scale = length
     if kind == BOX:
         i1, i2 = (a + 1) % 3, (a + 2) % 3
         k = (k0, k1, k2)
@@ -352,34 +363,54 @@ def _pair(c, e, length, kind, half, j, sign, n, s):
     elif sigma == 0.0:
         sigma = 1.0 if k0 * r0 + k1 * r1 + k2 * r2 >= 0.0 else -1.0
     n[0], n[1], n[2] = sigma * k0, sigma * k1, sigma * k2
+    if edge:                                                  # −n between the segment's own faces' normals
+        m0 = -(n[0] * faces[0, 0] + n[1] * faces[0, 1] + n[2] * faces[0, 2])
+        m1 = -(n[0] * faces[1, 0] + n[1] * faces[1, 1] + n[2] * faces[1, 2])
+        margin = min(margin, scale * min(m0, m1))
     s[a] += v
     return n[0] * r0 + n[1] * r1 + n[2] * r2, u, v, sigma, margin
 
 
 @njit
-def crossing(c, e, length, kind, half, code, n, s):
+def crossing(c, e, length, kind, half, code, n, s, faces, edge, skip, rank):
     """The sliding contact of a segment — centre ``c``, unit axis ``e``, half-length ``length``, in the core's
-    frame — against a SEGMENT or BOX core (notes above): with ``code`` ≥ 0 the pair of that edge and side (its
-    smooth continuation beyond its region), else the valid pair (margin ≥ −:data:`SLACK`) of least h among the
-    core's edges. n, s ← the
-    normal (core to segment) and the edge's point. Returns ``(h, u, code, margin)``: h = n·(x − s) (the radii
-    not subtracted), the segment's parameter u, the pair's code (2 j + (σ > 0)) and its margin (≥ 0: valid; with
-    ``code`` < 0 and no valid pair: h = ∞, code −1). A box's edge whose pair would be deeper than the box's
-    least half-extent is not a candidate: from a segment touching one edge, the edge across the box also has a
-    pair in its region, behind the box."""
+    frame; a box's edge when ``edge``, with its faces' normals ``faces`` — against a SEGMENT or BOX core (notes
+    above): with ``code`` ≥ 0 the pair of that edge and side (its smooth continuation beyond its region), else
+    among the core's edges but ``skip`` (−1: none) the valid pair (margin ≥ −:data:`SLACK`) of least h
+    (``rank`` 0) or the next (``rank`` 1). n, s ← the normal (core to segment) and the edge's point. Returns
+    ``(h, u, code, margin)``: h = n·(x − s) (the radii not subtracted), the segment's parameter u, the pair's code
+    (2 j + (σ > 0)) and its margin (≥ 0: valid; with ``code`` < 0 and no valid pair: h = ∞, code −1). A box's
+    edge whose pair would be deeper than the box's least half-extent is not a candidate: from a segment touching
+    one edge, the edge across the box also has a pair in its region, behind the box."""
     if code >= 0:
-        h, u, v, sigma, margin = _pair(c, e, length, kind, half, code // 2, 1.0 if code % 2 else -1.0, n, s)
+        h, u, v, sigma, margin = _pair(c, e, length, kind, half, code // 2, 1.0 if code % 2 else -1.0, n, s, faces,
+                                       edge)
         return h, u, code, margin
     best_h, best_u, best_code, best_margin = np.inf, 0.0, -1, -1.0
+    next_h, next_u, next_code, next_margin = np.inf, 0.0, -1, -1.0
+    bn0, bn1, bn2, bs0, bs1, bs2 = 0.0, 0.0, 0.0, 0.0, 0.0, 0.0
+    xn0, xn1, xn2, xs0, xs1, xs2 = 0.0, 0.0, 0.0, 0.0, 0.0, 0.0
     n2, s2 = np.empty(3), np.empty(3)
     deepest = -min(half[0], min(half[1], half[2])) if kind == BOX else -np.inf
     for j in range(12 if kind == BOX else 1):
-        h, u, v, sigma, margin = _pair(c, e, length, kind, half, j, 0.0, n2, s2)
-        if margin >= -SLACK and deepest <= h < best_h:      # (an edge across the box from the segment is not
-            #                                                    its nearest: its h is about the box's thickness)
-            best_h, best_u, best_code, best_margin = h, u, 2 * j + (1 if sigma > 0 else 0), margin
-            for a in range(3):
-                n[a], s[a] = n2[a], s2[a]
+        if j == skip:
+            continue
+        h, u, v, sigma, margin = _pair(c, e, length, kind, half, j, 0.0, n2, s2, faces, edge)
+        if margin < -SLACK or h < deepest:                   # (an edge across the box from the segment is not
+            continue                                          # its nearest: its h is about the box's thickness)
+        code_j = 2 * j + (1 if sigma > 0 else 0)
+        if h < best_h:
+            next_h, next_u, next_code, next_margin = best_h, best_u, best_code, best_margin
+            xn0, xn1, xn2, xs0, xs1, xs2 = bn0, bn1, bn2, bs0, bs1, bs2
+            best_h, best_u, best_code, best_margin = h, u, code_j, margin
+            bn0, bn1, bn2, bs0, bs1, bs2 = n2[0], n2[1], n2[2], s2[0], s2[1], s2[2]
+        elif h < next_h:
+            next_h, next_u, next_code, next_margin = h, u, code_j, margin
+            xn0, xn1, xn2, xs0, xs1, xs2 = n2[0], n2[1], n2[2], s2[0], s2[1], s2[2]
+    if rank == 1:
+        n[0], n[1], n[2], s[0], s[1], s[2] = xn0, xn1, xn2, xs0, xs1, xs2
+        return next_h, next_u, next_code, next_margin
+    n[0], n[1], n[2], s[0], s[1], s[2] = bn0, bn1, bn2, bs0, bs1, bs2
     return best_h, best_u, best_code, best_margin
 
 
@@ -413,14 +444,15 @@ def crossing_rates(c, e, kind, half, code, zd, ed, nd):
 
 
 @njit
-def slide_point(c, e, length, kind, half, radius, code, n, s):
-    """The sliding contact point of a segment (c, e, ``length``: core frame) swept by a ball against a core, both
-    radii together ``radius``: its pair (:func:`crossing`, ``code`` as there), or — with ``code`` < 0 and no valid
-    pair, or lines parallel — the segment's nearer end, at its separation from the core but at least
-    :data:`STAND_IN` (the cap or corner that stands for the shapes there measures them; this point never touches
-    down there). n, s ← the normal and the core's point, so that n·(x − s) = h at the segment's point
-    x = c + u e. Returns ``(h, u, valid)``, h between the cores (the radii not subtracted)."""
-    h, u, got, _ = crossing(c, e, length, kind, half, code, n, s)
+def slide_point(c, e, length, kind, half, radius, code, n, s, faces, edge, skip, rank):
+    """The sliding contact point of a segment (c, e, ``length``: core frame; a box's edge with ``faces`` when
+    ``edge``) swept by a ball against a core, both radii together ``radius``: its pair (:func:`crossing`,
+    ``code``, ``skip`` and ``rank`` as there), or — with ``code`` < 0 and no valid pair, or lines parallel — the
+    segment's nearer end, at its separation from the core but at least :data:`STAND_IN` (the cap or corner that
+    stands for the shapes there measures them; this point never touches down there). n, s ← the normal and the
+    core's point, so that n·(x − s) = h at the segment's point x = c + u e. Returns ``(h, u, valid)``, h between
+    the cores (the radii not subtracted)."""
+    h, u, got, _ = crossing(c, e, length, kind, half, code, n, s, faces, edge, skip, rank)
     if got >= 0 and h < np.inf:
         return h, u, True
     x, y, m = np.empty(3), np.empty(3), np.empty(3)

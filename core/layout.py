@@ -181,7 +181,7 @@ define_proxy(Articulated, ArticulatedType, ['Sw', 'fx', 'v', 'c', 'pA', 'IA', 'U
 
 class RowsWork(StructRefProxy):
     """The active constraints' rows (m of R used): ``J`` (R x nv), ``gamma`` = J̇q̇, ``D``, ``D_rate``, ``stab``
-    (R); the layout ``row_of``, ``group_of``, ``uf`` (K ints); scratch ``P3`` (20 x 3) and the joint-space
+    (R); the layout ``row_of``, ``group_of``, ``uf`` (K ints); scratch ``P3`` (22 x 3) and the joint-space
     programs' registers ``val``, ``d1``, ``d2`` (L), ``grad`` (L x V), ``xv``, ``vv`` (V)."""
 
 

@@ -132,6 +132,10 @@ def lapack_ready(A, p, n, out):
 def singular_values(A, p, n, V, s):
     """``s[:n]`` ← the singular values of the p x n matrix ``A[:p, :n]``, descending (A and ``V`` are scratch:
     :func:`svd_columns` below :data:`VALUES_LAPACK_SIZE` columns, LAPACK's values of a copy from there)."""
+    if p == 0:                                              # (rows on links that cannot move: no columns)
+        for j in range(n):
+            s[j] = 0.0
+        return
     if n < VALUES_LAPACK_SIZE:
         svd_columns(A, p, n, V, s)
         return

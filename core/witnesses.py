@@ -51,12 +51,13 @@ from __future__ import annotations
 import numpy as np
 
 from .contacts import OPEN, PENETRATION, SLIP, STICK
-from .constraints import slide_frame
+from .constraints import slide_choice, slide_frame, to_core_frame
 from .geometry import BOX, SEGMENT, SLACK, core_coordinates, crossing, part_of, tangent_basis
 from .events import (BOUNCE, BREAK, FULL_RANK, LIFT_OFF, LIMIT, LIMIT_BOUNCE, LIMIT_RELEASE, RANK_DEFICIENT,
                      SLIP as SLIP_EVENT, STICK as STICK_EVENT, TOUCHDOWN, WATCH)
 from .impacts import BOUND, NOT_IN_IMPACT, POINT, impact, plane_normal
 from .jit import njit
+from .points import point_state
 from .programs.kernels import watch_value
 
 __all__ = ["REGION", "region_code", "find", "witness_value", "resolve", "settle_round", "close_touching", "update_tables", "refresh_slip", "mark_eligible",
@@ -74,6 +75,11 @@ LIMIT_SLACK = 1e-6
 TABLE_TOLERANCE = 1e-12
 #: A point that switches between stick and slip this many times inside one step sticks until the step ends.
 MAX_SWITCHES = 4
+#: :func:`core.geometry.part_of`'s code inside a box (every axis between its faces).
+INSIDE = 13
+#: m: faces whose depths below a corner inside a box differ by less than this are as near (the corner is at their
+#: edge, within the isolation's tolerance).
+FACE_TIE = 1e-8
 #: The kind of a point's crossing between two parts of a core (found and isolated, never logged: not an
 #: :class:`core.events.Event` kind).
 REGION = 100
@@ -120,12 +126,13 @@ def _core_point(tab, kin, p, z):
 
 @njit
 def _crossing(tab, kin, p, code):
-    """The pair of sliding contact point p at the state of ``kin`` (:func:`core.geometry.crossing`: ``code`` ≥ 0
-    that pair, else the shapes' nearest): ``(h, u, code, margin)``."""
+    """The pair of sliding contact point p in touch at the state of ``kin`` (:func:`core.geometry.crossing`:
+    ``code`` ≥ 0 that pair, else the shapes' nearest but its sibling's): ``(h, u, code, margin)``."""
     con = tab.constraints[tab.points[p].normal]
-    zc, ec, y, x = np.empty(3), np.empty(3), np.empty(3), np.empty(3)
-    slide_frame(kin.R_WL, kin.p_WL, con, zc, ec, y, x)
-    return crossing(zc, ec, con.slide_half, con.shape, con.shape_half, code, y, x)
+    zc, ec, y, x, fc = np.empty(3), np.empty(3), np.empty(3), np.empty(3), np.empty((2, 3))
+    slide_frame(kin.R_WL, kin.p_WL, con, zc, ec, fc, y, x)
+    skip = slide_choice(tab.constraints, con)[0]              # (for a point in touch: any pair but its sibling's)
+    return crossing(zc, ec, con.slide_half, con.shape, con.shape_half, code, y, x, fc, con.slide_edge, skip, 0)
 
 
 @njit
@@ -141,25 +148,64 @@ def region_code(tab, kin, p, z):
         code = _crossing(tab, kin, p, -1)[2]
         return code if code >= 0 else con.part
     _core_point(tab, kin, p, z)
-    return part_of(con.shape, con.shape_half, z)
+    code = part_of(con.shape, con.shape_half, z)
+    if con.shape == BOX and code == INSIDE:                  # a corner pressed in by the isolation's nanometre:
+        depth = np.inf                                        # the nearest face's part, whose plane is smooth over
+        for a in range(3):                                    # the step (inside, the nearest face changes across
+            depth = min(depth, con.shape_half[a] - abs(z[a]))     # the box's diagonal planes: near an edge a
+        zd = np.empty(3)                                      # corner's normal flipped by 90° within a step); at
+        _core_velocity(tab, kin, p, zd)                       # an edge, of the faces as near, the one it slides
+        best, along = 0, np.inf                               # along (the least normal speed)
+        for a in range(3):
+            if con.shape_half[a] - abs(z[a]) <= depth + FACE_TIE and abs(zd[a]) < along:
+                best, along = a, abs(zd[a])
+        code += 3 ** best if z[best] >= 0.0 else -(3 ** best)
+    return code
+
+
+@njit
+def _core_velocity(tab, kin, p, zd):
+    """zd ← the velocity of contact point p relative to the core's body's material point where it is, in the
+    core's frame (``kin`` with velocities)."""
+    pt = tab.points[p]
+    con = tab.constraints[pt.normal]
+    x, xd, r, yd, w = np.empty(3), np.empty(3), np.empty(3), np.empty(3), np.empty(3)
+    point_state(kin.R_WL, kin.p_WL, kin.v, pt.link, pt.r, x, xd)
+    b = pt.plane_link
+    for a in range(3):
+        r[a] = kin.R_WL[b, 0, a] * (x[0] - kin.p_WL[b, 0]) + kin.R_WL[b, 1, a] * (x[1] - kin.p_WL[b, 1]) + \
+            kin.R_WL[b, 2, a] * (x[2] - kin.p_WL[b, 2])
+    point_state(kin.R_WL, kin.p_WL, kin.v, b, r, w, yd)
+    for a in range(3):
+        w[a] = xd[a] - yd[a]
+    to_core_frame(kin.R_WL, b, con.shape_R, w, zd)
 
 
 @njit
 def _region_witness(tab, kin, p, code, z):
     """The least, over the axes, of how far contact point p is from crossing back into the part of its core it
     started the step in (``code``, :func:`region_code`), plus ε (module docstring): negative once it has crossed a
-    boundary by more than ε. A sliding point: how far its pair is from leaving the region where it is the shapes'
+    boundary by more than ε — a box's face is left over its edges only (a corner in touch is pressed into the box
+    by up to the isolation's tolerance, and stays on that face's plane). A sliding point: how far its pair is from leaving the region where it is the shapes'
     nearest (the pair's margin), plus ε."""
     con = tab.constraints[tab.points[p].normal]
     if con.slide_half > 0.0:
         return _crossing(tab, kin, p, code)[3] + PENETRATION
     _core_point(tab, kin, p, z)
+    out = 0
+    if con.shape == BOX:
+        k = code
+        for a in range(3):
+            out += k % 3 != 1
+            k //= 3
     g = np.inf
     for a in range(3):
         c = code % 3
         code //= 3
         if con.shape != BOX and a != 2:
             continue
+        if out == 1 and c != 1:                               # a face's own axis: under its plane (a corner
+            continue                                          # pressed in) is still that face
         h = con.shape_half[a]
         if c == 1:
             d = h - abs(z[a])
@@ -553,6 +599,11 @@ def _switch(tab, ws, out, n_found, active, slip, events, clock, t):
             if _crossing(tab, kin, i, -1)[2] < 0:             # a sliding point's pair no longer the shapes' nearest:
                 _open_point(tab, i, active, slip)             # the contact that stands for them there takes over
                 #                                               (touching, it closes at its own touchdown)
+        elif kind == REGION and tab.constraints[tab.points[i].normal].radius == 0.0 and \
+                tab.constraints[tab.points[i].normal].shape == BOX:
+            _open_point(tab, i, active, slip)                 # a corner going over its face's edge leaves the face:
+            log(events, clock, t, LIFT_OFF, i, nan, nan, nan, 0.0, -1, nan)     # on the edge its normal is not
+            _count_switch(ws, i)                              # defined (ṅ ~ v²/φ, φ → 0); edges crossing take over
         elif kind == STICK_EVENT:
             pt = tab.points[i]
             active[pt.stick] = True

@@ -20,6 +20,7 @@ import pytest
 from scipy.integrate import quad, solve_ivp
 
 import core
+import core.plan
 from core.geometry import (BOX, EDGE, FACE, POINT, SEGMENT, VERTEX, crossing, crossing_rates, curvature, distance,
                            nearest, normal_rate)
 from core.scene import SceneError, compile_scene, parse_spec
@@ -344,6 +345,10 @@ def test_a_ball_rolling_off_the_table_leaves_its_edge_at_the_analytic_time():
 
 # ---- a segment's point sliding on another core's edge (core.geometry.crossing) --------------------------------
 
+#: crossing()'s last arguments for a capsule's segment: no faces of its own, no sibling's edge left out, rank 0.
+_CAPSULE = (np.zeros((2, 3)), False, -1, 0)
+
+
 def _segment_core_distance(kind, half, c, e, length, n=4001):
     """Brute force: the least distance from the segment's points (n samples) to the core (core.geometry.nearest,
     checked against the core's own samples above), the parameter where it is least, and the core's part there."""
@@ -370,7 +375,7 @@ def test_a_sliding_pair_is_the_segments_nearest_and_is_found_wherever_the_neares
         e /= np.linalg.norm(e)
         length = rng.uniform(0.1, 0.6)
         n, s = np.zeros(3), np.zeros(3)
-        h, u, code, margin = crossing(c, e, length, kind, half, -1, n, s)
+        h, u, code, margin = crossing(c, e, length, kind, half, -1, n, s, *_CAPSULE)
         brute, brute_u, region = _segment_core_distance(kind, half, c, e, length)
         if brute <= 0:
             continue
@@ -396,7 +401,7 @@ def test_the_sliding_points_rates_are_its_separations_derivatives(kind, half):
         e0 /= np.linalg.norm(e0)
         c0, cd, w = rng.uniform(-0.6, 0.6, 3), rng.standard_normal(3), rng.standard_normal(3)
         n, s = np.zeros(3), np.zeros(3)
-        h, u, code, _ = crossing(c0, e0, 1.0, kind, half, -1, n, s)
+        h, u, code, _ = crossing(c0, e0, 1.0, kind, half, -1, n, s, *_CAPSULE)
         if code < 0:
             continue
         axis = w / np.linalg.norm(w)
@@ -405,7 +410,7 @@ def test_the_sliding_points_rates_are_its_separations_derivatives(kind, half):
             a = np.linalg.norm(w) * t                        # e turned about w (Rodrigues), c moving at ċ
             e = e0 * math.cos(a) + np.cross(axis, e0) * math.sin(a) + axis * (axis @ e0) * (1 - math.cos(a))
             normal = np.zeros(3)
-            return (*crossing(c0 + cd * t, e, 1.0, kind, half, code, normal, np.zeros(3))[:2], normal)
+            return (*crossing(c0 + cd * t, e, 1.0, kind, half, code, normal, np.zeros(3), *_CAPSULE)[:2], normal)
 
         d = 1e-4
         (hm, um, nm), (hp, up, np_) = at(-d), at(d)
@@ -490,7 +495,8 @@ def test_a_rod_lying_across_a_tables_edge_rests_on_its_inner_cap_and_the_edge():
     sim.run(2.0)
     assert len(sim.events) <= 4 and np.abs(sim.state.q - q0).max() < 1e-6
     contact = next(c for c in model.contacts if any(p.half_length > 0 for p in c.points))
-    cap, _, slider = contact.points
+    cap = contact.points[0]
+    slider = next(p for p in _closed(model, sim) if p.half_length > 0)      # (one of the two: one edge crossed)
     a, ell = 0.4, 0.45                                       # the cap at x = 0.55, the centre 0.95, the edge 1.0
     force = sim.data.constraint_force                        # (on the rod)
     assert force[slider.normal][2] == pytest.approx(G * a / ell, rel=1e-6)
@@ -590,6 +596,186 @@ def test_a_tilted_spinning_log_slides_across_the_bar_on_their_crossing_with_no_s
 
 # ---- the shipped scenes --------------------------------------------------------------------------------------
 
+# ---- box edges crossing box edges ------------------------------------------------------------------------------
+
+def _box_edges(half):
+    """A box's twelve edges as (centre, unit axis, half-length, its two faces' outward normals), box frame."""
+    out = []
+    for a in range(3):
+        i1, i2 = (a + 1) % 3, (a + 2) % 3
+        for s1 in (-1.0, 1.0):
+            for s2 in (-1.0, 1.0):
+                c, f1, f2 = np.zeros(3), np.zeros(3), np.zeros(3)
+                c[i1], c[i2] = s1 * half[i1], s2 * half[i2]
+                f1[i1], f2[i2] = s1, s2
+                out.append((c, np.eye(3)[a], half[a], np.array([f1, f2])))
+    return out
+
+
+def _random_rotation(rng):
+    q = rng.standard_normal(4)
+    q /= np.linalg.norm(q)
+    w, x, y, z = q
+    return np.array([[1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)],
+                     [2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)],
+                     [2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)]])
+
+
+def test_a_box_edges_pair_is_the_edges_nearest_and_lies_between_both_boxes_faces():
+    """Random boxes around a box: where crossing() finds a pair for one of its edges (faces given) apart from the
+    other box, its h is the brute-force least distance from the edge to the box, −n lies between the edge's own
+    faces' normals and n between the other edge's; the pair found is the brute-force nearest wherever that lies
+    inside the edge, on an edge of the other box, with −n in the first edge's cone."""
+    rng = np.random.default_rng(29)
+    half_b = np.array([0.3, 0.2, 0.25])
+    found = missed = 0
+    for _ in range(120):
+        R = _random_rotation(rng)
+        centre = rng.uniform(-0.8, 0.8, 3)
+        half_a = rng.uniform(0.05, 0.3, 3)
+        for c0, e0, length, faces0 in _box_edges(half_a):
+            c, e, faces = centre + R @ c0, R @ e0, faces0 @ R.T
+            n, s = np.zeros(3), np.zeros(3)
+            h, u, code, margin = crossing(c, e, length, BOX, half_b, -1, n, s, faces, True, -1, 0)
+            brute, brute_u, region = _segment_core_distance(BOX, half_b, c, e, length, n=801)
+            if brute <= 1e-3:
+                continue
+            if code >= 0:
+                found += 1
+                assert margin >= 0 and h == pytest.approx(brute, abs=1e-5)
+                assert np.all(faces @ -n >= -1e-9)
+                assert np.allclose(c + u * e - s, h * n, atol=1e-12)
+            elif abs(brute_u) < length * 0.99 and region == EDGE:
+                x = c + brute_u * e
+                y, m = np.zeros(3), np.zeros(3)
+                nearest(BOX, half_b, x, y, m)
+                if np.all(faces @ -m > 1e-3):
+                    missed += 1
+    assert found > 20 and missed == 0
+
+
+def test_two_siblings_take_the_two_edges_a_segment_crosses_and_leave_each_other_s():
+    """A segment lying just above a box's top face across it (a plank's edge over a beam): rank 0 and rank 1
+    take the two top edges it crosses, at the same h; with one of them skipped (its sibling holds it), rank 0 takes
+    the other; a segment whose faces face away from the box (the plank's top edge) has no pair."""
+    half = np.array([0.1, 0.5, 0.1])
+    c, e = np.array([0.02, 0.0, 0.13]), np.array([1.0, 0.0, 0.0])
+    down = np.array([[0.0, 0.0, -1.0], [0.0, -1.0, 0.0]])          # a bottom edge's faces: −z and −y
+    pairs = []
+    for rank in (0, 1):
+        n, s = np.zeros(3), np.zeros(3)
+        h, u, code, margin = crossing(c, e, 0.5, BOX, half, -1, n, s, down, True, -1, rank)
+        assert h == pytest.approx(0.03, abs=1e-12) and np.allclose(n, [0, 0, 1]) and margin >= -1e-12
+        pairs.append((code, u))
+    (code0, u0), (code1, u1) = pairs
+    assert code0 // 2 != code1 // 2 and sorted([u0, u1]) == pytest.approx([-0.12, 0.08])
+    n, s = np.zeros(3), np.zeros(3)
+    assert crossing(c, e, 0.5, BOX, half, -1, n, s, down, True, code0 // 2, 0)[2] == code1
+    up = -down                                                      # the top edge: its faces face up, away
+    assert crossing(c, e, 0.5, BOX, half, -1, n, s, up, True, -1, 0)[2] == -1
+
+
+def _plank_on_beam(lift=0.01, yaw=0.0, v=(0.0, 0.0, 0.0), friction=0.5, plank=None) -> dict:
+    """A box beam (0.2 x 1 x 0.2 m) fixed along y with its top at z = 0.6, and a free plank (1 x 0.2 x 0.05 m,
+    2 kg) across it along x turned ``yaw`` about z, ``lift`` above touching."""
+    q = [0.0, 0.0, 0.625 + lift, math.cos(yaw / 2), 0.0, 0.0, math.sin(yaw / 2)]
+    return {"format_version": 1, "name": "plank_on_beam", "gravity": [0, 0, -G], "simulation": {"dt": 0.001},
+            "bodies": [{"name": "beam", "parent": "world", "joint": {"type": "fixed"},
+                        "shapes": [{"type": "box", "size": [0.2, 1.0, 0.2], "position": [0, 0, 0.5], "mass": 1.0}]},
+                       {"name": "plank", "parent": "world", "joint": {"type": "free", "q0": q, "qd0": [0, 0, 0, *v]},
+                        "shapes": [plank or {"type": "box", "size": [1.0, 0.2, 0.05], "mass": 2.0}]}],
+            "collisions": {"restitution": 0.0, "friction": friction, "rest_speed": 0.05, "stabilization": 20.0}}
+
+
+def _closed(model, sim):
+    modes = core.contacts.point_modes(model, sim.state)
+    return [p for c in model.contacts for p in c.points if modes[p.slot] != core.contacts.OPEN]
+
+
+@pytest.mark.parametrize("yaw", [0.0, 0.5])
+def test_a_plank_dropped_across_a_beam_rests_on_the_four_crossings_of_their_edges(yaw):
+    """Neither box has a corner over the other's face: before box edges slid, the plank fell through the beam.
+    It lands at t = √(2 lift/g) on the four crossings of its two long bottom edges with the beam's two top edges
+    (two per plank edge: the siblings), and rests at the beam's top to 1e-9 m, its weight shared among them."""
+    model = _model(_plank_on_beam(yaw=yaw))
+    sim = core.Simulation(model)
+    rec = sim.run(1.0)
+    assert rec["q"][:, 2].min() > 0.625 - 2e-9 and sim.state.q[2] == pytest.approx(0.625, abs=1e-9)
+    touch = [e for e in sim.events if e.kind == "touchdown"]
+    assert len(touch) == 4 and touch[0].t == pytest.approx(math.sqrt(2 * 0.01 / G), abs=1e-6)
+    closed = _closed(model, sim)
+    assert len(closed) == 4 and all(p.half_length > 0 and p.faces is not None for p in closed)
+    assert len({(tuple(np.round(p.r, 9)), tuple(np.round(p.axis, 9))) for p in closed}) == 2     # two plank edges
+    table = core.plan.plan_of(model, sim.inputs).constraints
+    assert len({int(table[p.normal]["part"]) // 2 for p in closed}) == 2                      # two beam edges
+    assert sum(sim.data.constraint_force[p.normal][2] for p in closed) == pytest.approx(2.0 * G, rel=1e-9)
+    assert abs(sim.energy_error()) < 1e-9
+
+
+def test_a_plank_pushed_along_a_beam_slides_on_the_crossings_to_the_coulomb_distance():
+    """Pushed at 0.5 m/s along its length across the beam, the plank slides on the four crossings (each sliding
+    along its plank edge) and sticks at t = v/(μg) after v²/(2μg), to 1e-8."""
+    v, mu = 0.5, 0.5
+    model = _model(_plank_on_beam(lift=0.0, v=(v, 0.0, 0.0), friction=mu))
+    sim = core.Simulation(model)
+    rec = sim.run(0.3)
+    assert np.abs(rec["q"][:, 2] - 0.625).max() < 1e-9
+    assert sim.state.q[0] == pytest.approx(v * v / (2 * mu * G), abs=1e-8)
+    sticks = [e.t for e in sim.events if e.kind == "stick"]
+    assert sticks and sticks[0] == pytest.approx(v / (mu * G), abs=1e-6)
+
+
+def test_a_capsule_across_a_beam_rests_on_both_crossings():
+    """A capsule longer than the beam is wide, lying across it, crosses both its top edges: its two sliding points
+    (siblings) hold it there; one point alone let it tip about one edge through the other."""
+    model = _model(_plank_on_beam(plank={"type": "capsule", "radius": 0.025, "length": 0.8, "axis": [1, 0, 0],
+                                         "mass": 2.0}))
+    sim = core.Simulation(model)
+    rec = sim.run(1.0)
+    assert rec["q"][:, 2].min() > 0.625 - 2e-9 and sim.state.q[2] == pytest.approx(0.625, abs=1e-9)
+    closed = _closed(model, sim)
+    assert len(closed) == 2 and all(p.half_length > 0 for p in closed)
+    assert [sim.data.constraint_force[p.normal][2] for p in closed] == pytest.approx([G, G], rel=1e-9)
+
+
+def test_a_cube_dropped_edge_on_edge_lands_on_the_crossing_and_tips_off_it_without_entering():
+    """A cube turned 45° about y (a bottom edge along y) dropped onto a cube turned 45° about x (a top edge along
+    x): they meet at the crossing of the two edges — no corner of either touches — at t = √(2 lift/g); started
+    2 cm along its edge from the balance point it tips sideways off the lower edge, and no point sampled on its
+    edges ever enters the lower cube by more than 1e-8 m (nor the lower's edges the upper)."""
+    c, s = math.cos(math.pi / 8), math.sin(math.pi / 8)
+    doc = _plank_on_beam(lift=0.0, friction=0.5)
+    doc["bodies"][0]["shapes"][0].update(size=[0.2, 0.2, 0.2], orientation=[c, s, 0, 0])
+    doc["bodies"][1]["shapes"][0].update(size=[0.2, 0.2, 0.2], mass=1.0, orientation=[c, 0, s, 0])
+    lift = 0.01
+    doc["bodies"][1]["joint"]["q0"][:3] = [0.0, 0.02, 0.5 + 0.2 * math.sqrt(2) + lift]
+    model = _model(doc)
+    sim = core.Simulation(model)
+    R_lo = np.array([[1, 0, 0], [0, c * c - s * s, -2 * c * s], [0, 2 * c * s, c * c - s * s]])
+    R_up0 = np.array([[c * c - s * s, 0, 2 * c * s], [0, 1, 0], [-2 * c * s, 0, c * c - s * s]])
+    half = np.full(3, 0.1)
+    samples = np.array([ce + t * ax * h for ce, ax, h, _ in _box_edges(half) for t in np.linspace(-1, 1, 41)])
+    deepest = 0.0
+    y, m = np.zeros(3), np.zeros(3)
+    for _ in range(600):
+        sim.step()
+        q = sim.state.q
+        R_up = core.points.link_kinematics(model, q).R_WL[model.body_frame("plank")[0]] @ R_up0
+        for x in samples:                                   # the upper's edge points in the lower's frame
+            z = R_lo.T @ (q[:3] + R_up @ x - np.array([0, 0, 0.5]))
+            deepest = max(deepest, -nearest(BOX, half, z, y, m)[0])
+        for x in samples:                                   # and the lower's in the upper's
+            z = R_up.T @ (np.array([0, 0, 0.5]) + R_lo @ x - q[:3])
+            deepest = max(deepest, -nearest(BOX, half, z, y, m)[0])
+    first = next(e for e in sim.events if e.kind == "touchdown")
+    assert first.t == pytest.approx(math.sqrt(2 * lift / G), abs=1e-6)
+    slider = next(p for c_ in model.contacts for p in c_.points if p.label == first.what)
+    assert slider.half_length > 0 and slider.faces is not None       # an edge's sliding point, not a corner
+    assert deepest < 1e-8
+    assert sim.state.q[2] < 0.5 + 0.2 * math.sqrt(2) - 0.05         # it fell off the crossing
+    assert abs(sim.energy_error()) < 1e-6
+
+
 def test_balls_thrown_into_a_box_never_pass_through_each_other_or_its_walls():
     doc = _scene("balls_in_a_box")
     model = _model(doc)
@@ -671,3 +857,29 @@ def test_core_run_lists_the_pairs_that_touched_and_counts_the_rest(tmp_path, cap
     assert touched and all("no events" not in line for line in touched)
     assert f"collisions: 190 pairs of shapes, {len(touched)} of them touched (listed above), " \
            f"{190 - len(touched)} never" in out
+
+
+def test_the_boxes_crossing_scene_rests_its_plank_on_the_crossings_and_its_cube_on_the_floor():
+    """The shipped scene: the plank lands across the beam and rests on the four crossings at the beam's top (to
+    1e-8 m, never below by more than the isolation's tolerance); the cube lands edge on edge on the ridge, tips off
+    it and comes to rest on the floor on a face (its centre at half its side, still), with balanced books."""
+    model = _model(_scene("boxes_crossing"))
+    sim = core.Simulation(model)
+    rec = sim.run(3.0)
+    plank, cube = slice(0, 7), slice(7, 14)
+    assert rec["q"][:, 2].min() > 0.425 - 2e-9 and abs(sim.state.q[plank][2] - 0.425) < 1e-8
+    assert sim.state.q[cube][2] == pytest.approx(0.1, abs=1e-6) and np.abs(sim.state.qd[6:12]).max() < 1e-6
+    assert {e.contact for e in sim.events if e.kind == "touchdown"} >= {"beam.plank.1", "ridge.cube.1", "cube.ground"}
+    assert abs(sim.energy_error()) < 1e-6
+
+
+def test_a_body_welded_to_the_world_gets_no_ground_contact():
+    """A table welded to the world standing on the floor: the ground gives it no contact (it cannot fall; its rows
+    would have no velocity to act on), and a box dropped on the table lands on it."""
+    doc = _scene("boxes_crossing")
+    doc["bodies"] = doc["bodies"][:2]                    # the beam stands on the floor, welded
+    model = _model(doc)
+    assert [c.name for c in model.contacts if c.name.endswith(".ground")] == ["plank.ground"]
+    sim = core.Simulation(model)
+    sim.run(0.5)
+    assert sim.state.q[2] == pytest.approx(0.425, abs=1e-8)

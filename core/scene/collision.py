@@ -142,7 +142,7 @@ def _same_plane(a, b) -> bool:
 
 def ground_contacts(spec) -> tuple[list, list, list[Problem]]:
     """``(contacts, points, problems)`` of the scene's ``ground``: one :class:`ContactSpec` per body with shapes
-    that touch it (named ``<body>.ground``), the (point, radius) list of each, and what is wrong with the
+    that touch it and that can move (not welded to the world; named ``<body>.ground``), the (point, radius) list of each, and what is wrong with the
     ground's references (a body it names that does not exist, a name taken)."""
     from .schema import ContactPlane, ContactSpec
     g = spec.ground
@@ -160,8 +160,18 @@ def ground_contacts(spec) -> tuple[list, list, list[Problem]]:
     plane = world_plane(g.normal, g.origin, spec.gravity)
     own = {c.body for c in spec.contacts if c.plane.body is None
            and _same_plane(plane, world_plane(c.plane.normal, c.plane.origin, spec.gravity))}
+    parent = {b.name: (b.parent, b.joint.type) for b in spec.bodies}
+    welded = set()                                       # bodies welded to the world: they cannot fall onto it
     for body in spec.bodies:
-        if body.name in g.exclude or body.name in own or (chosen is not None and body.name not in chosen):
+        name, seen = body.name, set()
+        while name in parent and parent[name][1] == "fixed" and name not in seen:
+            seen.add(name)
+            name = parent[name][0]
+        if name == "world":
+            welded.add(body.name)
+    for body in spec.bodies:
+        if body.name in g.exclude or body.name in own or body.name in welded or \
+                (chosen is not None and body.name not in chosen):
             continue
         pts = body_points(body, g)
         if not pts:
@@ -282,20 +292,37 @@ def shape_contacts(spec, model) -> tuple[list[ShapeContact], list[Problem], list
     return out, problems, notes
 
 
-def sliding_points(shape) -> list[tuple]:
-    """A capsule's sliding contact point (:func:`core.geometry.crossing`): ``(centre, radius, unit axis,
-    half-length)`` of its segment in its body's frame; none for another shape."""
-    if shape.type != "capsule":
-        return []
+def sliding_points(shape, other: str = "capsule") -> list[tuple]:
+    """A shape's sliding contact points against a shape of type ``other`` (:func:`core.geometry.crossing`), as
+    ``(centre, radius, unit axis, half-length, faces, rank)`` in its body's frame: a capsule's segment (faces
+    None) against a capsule once (rank −1: no sibling), against a box twice (ranks 0 and 1: a segment lying
+    across a box's face crosses two of its edges); a box's twelve edges (radius 0, with their two faces' outward
+    normals) twice each against a box; none otherwise."""
     R, p = shape_pose(shape)
-    return [(p.copy(), float(shape.radius), R[:, 2].copy(), 0.5 * float(shape.length))]
+    if shape.type == "capsule" and other in ("capsule", "box"):
+        segment = (p.copy(), float(shape.radius), R[:, 2].copy(), 0.5 * float(shape.length), None)
+        return [segment + (-1,)] if other == "capsule" else [segment + (0,), segment + (1,)]
+    if shape.type != "box" or other != "box":
+        return []
+    h = 0.5 * np.asarray(shape.size, dtype=float)
+    out = []
+    for a in range(3):
+        i1, i2 = (a + 1) % 3, (a + 2) % 3
+        for s1, s2 in itertools.product((-1.0, 1.0), repeat=2):
+            centre, f1, f2 = np.zeros(3), np.zeros(3), np.zeros(3)
+            centre[i1], centre[i2] = s1 * h[i1], s2 * h[i2]
+            f1[i1], f2[i2] = s1, s2
+            edge = (p + R @ centre, 0.0, R[:, a].copy(), float(h[a]), np.array([R @ f1, R @ f2]))
+            out.extend([edge + (0,), edge + (1,)])
+    return out
 
 
 def _sides(A, ia, sa, B, ib, sb, fixed_a=False, fixed_b=False) -> list[tuple]:
     """How two shapes touch: (point body, its shape, core body, its shape, points, core) for each side whose
     points meet the other's core (module docstring); a capsule against a capsule or a box also slides its segment's
-    point on the other's edges, once per pair (on the one that can move, of two capsules one of which is welded to
-    the world: ``fixed_a``, ``fixed_b``)."""
+    points on the other's edges, and a box against a box its edges on the other's, on one side of the pair (the
+    capsule against a box; of two capsules or two boxes, the one that can move, of one welded to the world and
+    one free: ``fixed_a``, ``fixed_b``)."""
     ca, cb = shape_core(sa), shape_core(sb)
     if sa.type == "sphere" and cb is not None:
         return [(A, ia, B, ib, shape_points(sa), cb)]
@@ -303,13 +330,14 @@ def _sides(A, ia, sa, B, ib, sb, fixed_a=False, fixed_b=False) -> list[tuple]:
         return [(B, ib, A, ia, shape_points(sb), ca)]
     # the sliding point on the capsule that moves: where the core's body turns under a sliding point (a log rolling
     # under a bar's point), the stick rows hold the slip to first order in dt only, on the moving side to second
-    slide_on_b = sb.type == "capsule" and (sa.type != "capsule" or (fixed_a and not fixed_b))
+    slide_on_b = (sb.type == "capsule" and sa.type != "capsule") or \
+        (sb.type == sa.type and fixed_a and not fixed_b)
     out = []
     if cb is not None:
-        out.append((A, ia, B, ib, shape_points(sa) + ([] if slide_on_b else sliding_points(sa)), cb))
+        out.append((A, ia, B, ib, shape_points(sa) + ([] if slide_on_b else sliding_points(sa, sb.type)), cb))
     if ca is not None and (cb is None or sb.type in ("capsule", "box")):
-        out.append((B, ib, A, ia, shape_points(sb) + (sliding_points(sb) if slide_on_b and cb is not None else []),
-                    ca))
+        out.append((B, ib, A, ia, shape_points(sb) + (sliding_points(sb, sa.type) if slide_on_b and cb is not None
+                                                      else []), ca))
     return out
 
 
@@ -328,7 +356,9 @@ def _overlap(model, kin, side) -> float:
         x = kin.p_WL[la] + kin.R_WL[la] @ (p_LA + R_LA @ r)
         if len(point) > 2:                                    # a sliding point: its segment against the core
             e = kin.R_WL[la] @ R_LA @ point[2]
-            h = segment_separation(kind, half, R_core.T @ (x - origin), R_core.T @ e, point[3], rad + radius)[0]
+            faces = None if point[4] is None else (R_core.T @ kin.R_WL[la] @ R_LA @ np.asarray(point[4]).T).T
+            h = segment_separation(kind, half, R_core.T @ (x - origin), R_core.T @ e, point[3], rad + radius,
+                                   faces)[0]
             deepest = max(deepest, -h)
             continue
         phi = core_distance(kin, x, lb, p_LB + R_LB @ centre, R_LB @ R, kind, half)[0]

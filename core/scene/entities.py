@@ -216,7 +216,8 @@ def compile_contacts(model, spec) -> tuple[tuple, list, list]:
         link, R_LB, p_LB = model.body_frame(sc.body)
         other, R_LO, p_LO = model.body_frame(sc.other)
         kind, R_core, centre, half, radius = sc.core
-        points = [(p_LB + R_LB @ pt[0], pt[1]) + ((R_LB @ pt[2], pt[3]) if len(pt) > 2 else ()) for pt in sc.points]
+        points = [(p_LB + R_LB @ pt[0], pt[1]) + ((R_LB @ pt[2], pt[3], None if pt[4] is None else pt[4] @ R_LB.T,
+                                                   pt[5]) if len(pt) > 2 else ()) for pt in sc.points]
         contact, rows, elements = contact_elements(
             sc.name, sc.body, link, points, (0.0, 0.0, 1.0), p_LO + R_LO @ centre, g.restitution, g.friction,
             g.rest_speed, g.stabilization, len(model.constraints) + len(constraints), len(model.forces) + len(forces),

@@ -327,10 +327,11 @@ def _edges(kind: int, half):
 
 
 def _open_slide(model, q, qd, c):
-    """``(deviation, deviation rate)`` of an open sliding contact point (a capsule's segment against another core's
-    edges), by its own means: the segment's point nearest each edge's line from the normal equations of the two
-    lines (numpy's solve), kept where both points lie in their segments and, on a box, the common normal lies
-    between the edge's faces' normals, and not deeper than the box's least half-extent; the least such separation,
+    """``(deviation, deviation rate)`` of an open sliding contact point (a capsule's segment or a box's edge against
+    another core's edges), by its own means: the segment's point nearest each edge's line from the normal equations
+    of the two lines (numpy's solve), kept where both points lie in their segments and, on a box, the common normal
+    lies between the edge's faces' normals (and, for a box's edge, minus it between its own faces'), and not deeper
+    than the box's least half-extent; the least such separation (the next for the second of two siblings),
     else its segment's nearer end's separation but at least 1e-6 m, and beyond the core's bounding ball (a
     segment's half-length, a box's half-diagonal, plus the segment's) that ball's lower bound. The rate: the
     normal's component of the velocity of the segment's material point there relative to the core's body."""
@@ -354,8 +355,9 @@ def _open_slide(model, q, qd, c):
     reach = float(np.linalg.norm(zc))
     if reach - ball - L > radius:
         return reach - ball - L - radius, rate(0.0, zc / reach)
-    best = None
+    found = []
     deepest = -float(half.min()) if c.shape == 3 else -np.inf
+    faces_a = [] if c.slide_faces is None else [to_core @ (kin.R_WL[ka] @ m) for m in np.asarray(c.slide_faces)]
     for s0, f, lf, faces in _edges(c.shape, half):
         k = np.cross(ec, f)
         if np.linalg.norm(k) ** 2 < 1e-10:
@@ -371,10 +373,14 @@ def _open_slide(model, q, qd, c):
         margin = min(L - abs(u), lf - abs(v))
         if faces:
             margin = min(margin, float(half.max()) * min(n @ faces[0], n @ faces[1]))
-        if margin >= -_SLACK and h >= deepest and (best is None or h < best[0]):
-            best = (h, u, n)
-    if best is not None:
-        h, u, n = best
+        if c.slide_faces is not None:                                    # a box's edge: −n between its faces'
+            margin = min(margin, float(half.max()) * min(-(n @ m) for m in faces_a))     # normals
+        if margin >= -_SLACK and h >= deepest:
+            found.append((h, u, n))
+    found.sort(key=lambda x: x[0])
+    rank = int(c.slide_rank) if c.slide_sibling >= 0 else 0         # (siblings both open: the least, the next)
+    if len(found) > rank:
+        h, u, n = found[rank]
         return h - radius, rate(u, n)
     ends = []
     for u in (-L, L):
