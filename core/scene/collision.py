@@ -25,11 +25,12 @@ Between shapes (a scene's ``collisions``, :func:`shape_contacts`), each shape is
 (:mod:`core.geometry`): a sphere a point, a capsule a segment, a box a box. Two shapes touch where the points
 standing for one (above) meet the other's core raised by its radius: a sphere's centre against the other's core
 (exact for a sphere, a capsule or a box — a ball rolls over a box's edge), a capsule's two cap centres against
-the other's core and its segment's sliding point (:func:`sliding_points`, :func:`core.geometry.crossing`: where
+the other's core and its segment's sliding points (:func:`sliding_points`, :func:`core.geometry.crossing`: where
 two capsules cross side by side or a capsule lies across a box's edge, the point inside the segment nearest the
-other's edge; once per pair, on the capsule that can move), a box's corners against the other's box and the
-other's corners against it (exact for a box resting on a box's face or edge; two box edges crossing are not seen
-yet), a cylinder's rim points or a mesh's hull points against a sphere's, capsule's or box's core. A cylinder
+other's edge; once against a capsule, on the one that can move, twice against a box), a box's corners against the
+other's box and the other's corners against it, and one box's twelve edges sliding on the other's edges where
+they cross (twice each: a plank's edge lying across a beam crosses both its top edges), a cylinder's rim points or
+a mesh's hull points against a sphere's, capsule's or box's core. A cylinder
 or a mesh against a cylinder or a mesh has no core on either side: such a pair is named in a warning and does
 not collide; two shapes that overlap at the start (deeper than :data:`OVERLAP`) do not collide either, named in a
 warning. The pairs are fixed when the scene compiles (every pair of touching shapes on two links that can

@@ -381,7 +381,7 @@ def _open_slide(model, q, qd, c):
     rank = int(c.slide_rank) if c.slide_sibling >= 0 else 0         # (siblings both open: the least, the next)
     if len(found) > rank:
         h, u, n = found[rank]
-        return h - radius, rate(u, n)
+        return abs(h - radius), rate(u, n)                         # (a deviation is a norm: overlapping, |h|)
     ends = []
     for u in (-L, L):
         phi, n = _nearest(c.shape, half, zc + u * ec)
