@@ -426,11 +426,24 @@ def to_core_frame(R_WL, kb, shape_R, x, out):
 def slide_frame(R_WL, p_WL, con, zc, ec, fc, y, x):
     """zc, ec ← a sliding contact's segment centre and unit axis in the frame of the core of link b, and fc (2 x 3)
     ← a box edge's faces' normals there (``y``, ``x``: scratch)."""
+    _slide_centre(R_WL, p_WL, con, zc, y, x)
+    _slide_axes(R_WL, con, ec, fc, y)
+
+
+@njit(inline="always")
+def _slide_centre(R_WL, p_WL, con, zc, y, x):
+    """zc ← a sliding contact's segment centre in the frame of the core of link b."""
     ka, kb = con.link_a, con.link_b
     for a in range(3):
         x[a] = p_WL[ka, a] + R_WL[ka, a, 0] * con.slide_centre[0] + R_WL[ka, a, 1] * con.slide_centre[1] + \
             R_WL[ka, a, 2] * con.slide_centre[2]
     core_coordinates(R_WL, p_WL, kb, x, con.r_b, con.shape_R, y, zc)
+
+
+@njit(inline="always")
+def _slide_axes(R_WL, con, ec, fc, y):
+    """ec, fc ← a sliding contact's segment axis and a box edge's faces' normals in the frame of link b's core."""
+    ka, kb = con.link_a, con.link_b
     for a in range(3):
         y[a] = R_WL[ka, a, 0] * con.slide_axis[0] + R_WL[ka, a, 1] * con.slide_axis[1] + \
             R_WL[ka, a, 2] * con.slide_axis[2]
@@ -465,7 +478,7 @@ def _slide(R_WL, p_WL, con, row, P3, skip, rank):
     open row whose pair is not the shapes' nearest gets :data:`core.geometry.STAND_IN`-bounded stand-ins
     instead (its segment's ends' distances; beyond the core's bounding ball, that ball's), and is not valid."""
     zc, ec, sc, nc, y, x, fc = P3[16], P3[17], P3[14], P3[15], P3[18], P3[19], P3[20:22]
-    slide_frame(R_WL, p_WL, con, zc, ec, fc, y, x)
+    _slide_centre(R_WL, p_WL, con, zc, y, x)
     L = con.slide_half
     con.slide_rate = 0.0
     reach = np.sqrt(zc[0] * zc[0] + zc[1] * zc[1] + zc[2] * zc[2])
@@ -476,6 +489,7 @@ def _slide(R_WL, p_WL, con, row, P3, skip, rank):
             sc[a] = zc[a] - bound * nc[a]
             con.r_a[a] = con.slide_centre[a]
         return bound, False
+    _slide_axes(R_WL, con, ec, fc, y)
     h, u, valid = slide_point(zc, ec, L, con.shape, con.shape_half, con.radius, con.part if row >= 0 else -1, nc,
                               sc, fc, con.slide_edge, skip, rank)
     for a in range(3):

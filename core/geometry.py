@@ -302,7 +302,13 @@ SLACK = 1e-9
 STAND_IN = 1e-6
 
 
-@njit
+@njit(inline="always")
+def _next_axes(a):
+    """(a + 1) % 3 and (a + 2) % 3 for a in 0, 1, 2, without integer division (the edge search's inner loop)."""
+    return (a + 1 if a < 2 else 0), (a + 2 if a == 0 else a - 1)
+
+
+@njit(inline="always")
 def edge_frame(kind, half, j, s0):
     """s0 ← the centre of core edge j (a segment core's axis for j = 0; a box's edge j along axis j // 4, on the
     sides (−1)^(1 + bit) of the next two axes); returns (axis, half-length, the two face normals' signs
@@ -310,8 +316,8 @@ def edge_frame(kind, half, j, s0):
     if kind == SEGMENT:
         s0[0], s0[1], s0[2] = 0.0, 0.0, 0.0
         return 2, half[2], 0.0, 0.0
-    a = j // 4
-    i1, i2 = (a + 1) % 3, (a + 2) % 3
+    a = j >> 2
+    i1, i2 = _next_axes(a)
     s1 = 1.0 if j & 1 else -1.0
     s2 = 1.0 if j & 2 else -1.0
     s0[a] = 0.0
@@ -320,7 +326,7 @@ def edge_frame(kind, half, j, s0):
     return a, half[a], s1, s2
 
 
-@njit
+@njit(inline="always")
 def _lines(c, e, a, s0):
     """The two lines' nearest pair, the segment's (c, e) and the edge's through s0 along axis a: ``(b, 1 − b²,
     u, v, k̂₀, k̂₁, k̂₂, r₀, r₁, r₂)`` with b = e·f, the parameters u, v, the unit common normal k̂ = e × f/‖e × f‖
@@ -339,22 +345,25 @@ def _lines(c, e, a, s0):
     return b, den, u, rf + u * b, k0, k1, k2, r0, r1, r2
 
 
-@njit
-def _pair(c, e, length, kind, half, j, sign, n, s, faces, edge):
+@njit(inline="always")
+def _pair(c, e, length, kind, half, j, sign, n, s, faces, edge, quick=False):
     """The nearest pair of the segment (c, e, length) and core edge j with σ = ``sign`` (0: the side the segment
     is on — for a box's edge, the side its faces face); n, s ← the normal and the edge's point. Returns
     (h, u, v, σ, margin): margin ≥ 0 while the pair is the shapes' nearest (module notes), the least distance
     (m) from leaving that region; −1 for parallel lines. ``edge``: the segment is a box's edge, whose two faces'
-    outward normals are ``faces`` (core frame): −n must lie between them."""
+    outward normals are ``faces`` (core frame): −n must lie between them. ``quick``: return as soon as the pair is
+    known to lie outside a segment (its margin below −:data:`SLACK`; a search's most common case), n and s unset."""
     a, lf, s1, s2 = edge_frame(kind, half, j, s)
     b, den, u, v, k0, k1, k2, r0, r1, r2 = _lines(c, e, a, s)
     if den < PARALLEL:
         return np.inf, 0.0, 0.0, 1.0, -1.0
     margin = min(length - abs(u), lf - abs(v))
+    if quick and margin < -SLACK:
+        return np.inf, u, v, 1.0, margin
     sigma = sign
     scale = length
     if kind == BOX:
-        i1, i2 = (a + 1) % 3, (a + 2) % 3
+        i1, i2 = _next_axes(a)
         k = (k0, k1, k2)
         if sigma == 0.0:
             sigma = 1.0 if s1 * k[i1] + s2 * k[i2] >= 0.0 else -1.0
@@ -390,12 +399,12 @@ def crossing(c, e, length, kind, half, code, n, s, faces, edge, skip, rank):
     next_h, next_u, next_code, next_margin = np.inf, 0.0, -1, -1.0
     bn0, bn1, bn2, bs0, bs1, bs2 = 0.0, 0.0, 0.0, 0.0, 0.0, 0.0
     xn0, xn1, xn2, xs0, xs1, xs2 = 0.0, 0.0, 0.0, 0.0, 0.0, 0.0
-    n2, s2 = np.empty(3), np.empty(3)
+    n2, s2 = n, s                                             # (scratch: the chosen pair's are written at the end)
     deepest = -min(half[0], min(half[1], half[2])) if kind == BOX else -np.inf
     for j in range(12 if kind == BOX else 1):
         if j == skip:
             continue
-        h, u, v, sigma, margin = _pair(c, e, length, kind, half, j, 0.0, n2, s2, faces, edge)
+        h, u, v, sigma, margin = _pair(c, e, length, kind, half, j, 0.0, n2, s2, faces, edge, True)
         if margin < -SLACK or h < deepest:                   # (an edge across the box from the segment is not
             continue                                          # its nearest: its h is about the box's thickness)
         code_j = 2 * j + (1 if sigma > 0 else 0)
