@@ -232,6 +232,46 @@ def test_the_files_excludes_leave_out_body_pairs_and_the_floor(tmp_path):
     assert pairs(alone) == set() and grounded(alone) == {"a", "b", "c"}
 
 
+PAIRED = """<mujoco model="pairs"><worldbody>
+  <geom name="floor" type="plane" size="5 5 0.1" contype="0" conaffinity="0"/>
+  <body name="ball" pos="0 0 0.5"><freejoint/>
+    <geom name="ball_geom" type="sphere" size="0.1" mass="1" contype="0" conaffinity="0"/></body>
+  <body name="ghost" pos="1 0 0.5"><freejoint/>
+    <geom name="ghost_geom" type="sphere" size="0.1" mass="1" contype="0" conaffinity="0"/></body>
+  <body name="block" pos="0 1 0.5"><freejoint/>
+    <geom name="block_geom" type="box" size="0.1 0.1 0.1" mass="1" contype="0" conaffinity="0"/></body>
+</worldbody><contact>
+  <pair geom1="floor" geom2="ball_geom"/><pair geom1="ghost_geom" geom2="block_geom"/>
+</contact></mujoco>"""
+
+
+@pytest.mark.parametrize("own_ground", [False, True])
+def test_a_pair_with_the_floor_makes_its_geom_touch_the_ground(tmp_path, own_ground):
+    """MuJoCo's <pair geom1="floor" geom2="ball_geom"/> on geoms that collide with nothing by their filter
+    (contype = conaffinity = 0, drawn only before): the ball lands on the ground and rests at its radius, as in
+    MuJoCo itself (whose soft contact sinks it ~1e-3 m), and the unpaired bodies fall through the floor in both; with
+    the document's own ground too. The pair between two bodies' geoms is named in a warning."""
+    path = tmp_path / "pairs.xml"
+    path.write_text(PAIRED)
+    doc = {"format_version": 1, "name": "s", "robot": {"file": str(path)}}
+    if own_ground:
+        doc["ground"] = {"friction": 0.5}
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        model = core.scene.compile_scene(core.scene.parse_spec(doc, str(tmp_path / "s.json")))
+    said = " ".join(str(w.message) for w in caught)
+    assert "1 <pair> contact rule(s) between two bodies' geoms are not imported" in said
+    assert [c.name for c in model.contacts] == ["ball.ground"]
+    sim = core.Simulation(model)
+    sim.run(1.0)
+    z = sim.state.q.reshape(-1, 7)[:, 2]
+    assert z[0] == pytest.approx(0.1, abs=1e-9) and z[1] < -1.0 and z[2] < -1.0
+    m = mujoco.MjModel.from_xml_string(PAIRED)
+    d = mujoco.MjData(m)
+    mujoco.mj_step(m, d, int(1.0 / m.opt.timestep))
+    assert d.qpos[2] == pytest.approx(0.1, abs=2e-3) and d.qpos[9] < -1.0 and d.qpos[16] < -1.0
+
+
 @pytest.mark.parametrize("text, message", [
     ("garbage", "MuJoCo's compiler refused the file"),
     ("<mujoco><worldbody><body><joint type='hinge'/></body></worldbody></mujoco>", "MuJoCo's compiler refused"),

@@ -57,8 +57,9 @@ a group the viewer hides (3 and up) a ``collision`` shape, others both; each kee
 ``conaffinity``. The world body's first colliding plane (the floor) becomes the scene's ``ground`` (its friction
 and filter kept; :mod:`core.scene.collision`); other world geoms are not drawn and, if they collide, named in a
 warning. Geoms collide with each other when the document asks (``"collisions": {}``, :mod:`core.scene.collision`:
-not a parent and its child, their ``contype``/``conaffinity`` kept); the file's ``<contact>`` pairs and excludes
-are not read.
+not a parent and its child, their ``contype``/``conaffinity`` kept); the file's ``<exclude>`` rules are kept
+(:func:`_excludes`), its ``<pair>`` rules with the floor make their geoms touch the ground (:func:`_floor_pairs`),
+and its other ``<pair>`` rules are named in a warning.
 
 **Equalities.** ``connect`` becomes a ``point_to_point`` constraint between the two bodies' anchors (to the world
 if one of them is the world; ``active`` gives ``enabled``); a ``joint`` equality between hinges or slides, and
@@ -318,6 +319,8 @@ def mjcf_to_spec(path: str | Path) -> Scene:
     FREE, BALL, HINGE = (int(mujoco.mjtJoint.mjJNT_FREE), int(mujoco.mjtJoint.mjJNT_BALL),
                          int(mujoco.mjtJoint.mjJNT_HINGE))            # (any other: slide)
     gravity = np.array(m.opt.gravity, dtype=float)
+    floor = _floor(mujoco, m)
+    floor_pairs, other_pairs = _floor_pairs(m, floor)
     for b in range(1, m.nbody):
         name = bnames(mujoco.mj_id2name(m, obj.mjOBJ_BODY, b) or "", f"body{b}")
         body_name[b] = name
@@ -386,7 +389,7 @@ def mjcf_to_spec(path: str | Path) -> Scene:
             bodies.append({"name": link, "parent": parent_name, "joint": joint, "inertial": {"mass": 0.0}})
             parent_name = link
         bodies.append({"name": name, "parent": parent_name, "joint": chain[-1], "inertial": inertial,
-                       "shapes": _shapes(mujoco, m, b, anchor, name, source)})
+                       "shapes": _shapes(mujoco, m, b, anchor, name, source, floor_pairs)})
         gravcomp = float(m.body_gravcomp[b])
         if gravcomp and m.body_mass[b] > 0 and gravity.any():   # MuJoCo's qfrc_gravcomp: −gc m g at the com
             forces.append({"type": "point_force", "name": fnames(f"{name}_gravcomp", "gravcomp"), "body": name,
@@ -399,8 +402,9 @@ def mjcf_to_spec(path: str | Path) -> Scene:
                        + (", and the ellipsoid fluid model of geoms" if m.geom_fluid[:, 0].any() else "") + ")")
     integrator = _integrator(mujoco, m, notes)
     excluded, world_excluded = _excludes(m, body_name)
-    if m.npair > 0:
-        notes.contact_rules = (f"the file's {m.npair} <pair> contact rule(s) are not imported: a scene's "
+    if other_pairs:
+        notes.contact_rules = (f"the file's {other_pairs} <pair> contact rule(s) between two bodies' geoms are not "
+                               "imported (those with its floor are: the ground touches their geoms): a scene's "
                                "\"collisions\" lets every two geoms collide that pass contype/conaffinity and are "
                                "not a parent and its child (its <exclude> rules are kept)")
     notes.warn(source)
@@ -412,8 +416,10 @@ def mjcf_to_spec(path: str | Path) -> Scene:
            "description": f"Imported from the MJCF file {path.name} through MuJoCo {mujoco.__version__}",
            "gravity": [float(g) for g in m.opt.gravity], "simulation": {"dt": float(m.opt.timestep), "integrator": integrator},
            "bodies": bodies, "constraints": constraints, "forces": forces + actuators.forces}
-    ground = _ground(mujoco, m, source)
+    ground = _ground(mujoco, m, source, floor)
     if ground is not None:
+        if floor_pairs:                                 # the <pair> rules with the floor (_floor_pairs)
+            ground["contype"] |= next(iter(floor_pairs.values()))
         if world_excluded:                              # <exclude body1="world" body2="b">: b never touches the floor
             ground["exclude"] = world_excluded
         raw["ground"] = ground
@@ -707,7 +713,8 @@ def _zero(x):
     return x
 
 
-def _shapes(mujoco, m, b: int, anchor: np.ndarray, body: str, source: str) -> list[dict]:
+def _shapes(mujoco, m, b: int, anchor: np.ndarray, body: str, source: str, floor_pairs: dict | None = None
+            ) -> list[dict]:
     G = mujoco.mjtGeom
     out = []
     for g in range(int(m.body_geomadr[b]), int(m.body_geomadr[b]) + int(m.body_geomnum[b])):
@@ -747,31 +754,69 @@ def _shapes(mujoco, m, b: int, anchor: np.ndarray, body: str, source: str) -> li
         if any(isinstance(v, float) and not v > 0 for v in shape.values()) or \
                 ("size" in shape and min(shape["size"]) <= 0):
             continue
-        shape.update(position=pos.tolist(), orientation=quat, color=rgba, **_purpose(m, g))
+        shape.update(position=pos.tolist(), orientation=quat, color=rgba, **_purpose(m, g, (floor_pairs or {}).get(g)))
         out.append(shape)
     return out
 
 
-def _purpose(m, g: int) -> dict:
-    """A geom's ``purpose`` and filter: drawn only if it collides with nothing (contype = conaffinity = 0), a
-    collision stand-in if it is in a group MuJoCo's viewer hides (3 and up), else both."""
+def _purpose(m, g: int, floor_bit: int | None = None) -> dict:
+    """A geom's ``purpose`` and filter: drawn only if it collides with nothing (contype = conaffinity = 0) and is in
+    no ``<pair>`` with the floor, a collision stand-in if it is in a group MuJoCo's viewer hides (3 and up), else
+    both. A geom paired with the floor (``floor_bit``: :func:`_floor_pairs`) has that bit in its conaffinity, which
+    only the ground's contype has."""
     contype, conaffinity = int(m.geom_contype[g]), int(m.geom_conaffinity[g])
+    if floor_bit:
+        conaffinity |= floor_bit
     purpose = "visual" if contype == 0 and conaffinity == 0 else "collision" if int(m.geom_group[g]) >= 3 \
         else "both"
     return {"purpose": purpose, "contype": contype, "conaffinity": conaffinity}
 
 
-def _ground(mujoco, m, source: str) -> dict | None:
-    """The scene's ``ground`` from the world body's first plane geom that collides (MuJoCo's floor): its
-    origin, its normal (the geom's z axis), its sliding friction and its filter; None without one. A height
-    field or a second plane is named in a warning."""
+def _floor_pairs(m, floor: int) -> tuple[dict, int]:
+    """The file's ``<pair>`` rules with its floor (world plane ``floor``, the scene's ground): ``({geom: bit},
+    how many other rules)``. MuJoCo collides a pair's geoms whatever their contype and conaffinity; here the geom
+    paired with the floor gets a filter bit no geom of the file uses in its conaffinity, and the ground that bit in
+    its contype (MuJoCo's filter ``(contype_a & conaffinity_b) or (contype_b & conaffinity_a)``, as the ground's):
+    it touches the ground, and nothing else it did not touch before. The rules between other geoms are counted."""
+    if m.npair == 0:
+        return {}, 0
+    used = 0
+    for g in range(m.ngeom):
+        used |= int(m.geom_contype[g]) | int(m.geom_conaffinity[g])
+    bit = next((1 << k for k in range(30, -1, -1) if not used & (1 << k)), 0)
+    paired, others = {}, 0
+    for k in range(m.npair):
+        a, b = int(m.pair_geom1[k]), int(m.pair_geom2[k])
+        other = b if a == floor else a if b == floor else -1
+        if floor < 0 or other < 0 or int(m.geom_bodyid[other]) == 0 or not bit:
+            others += 1
+        else:
+            paired[other] = bit
+    return paired, others
+
+
+def _floor(mujoco, m) -> int:
+    """The world body's first plane geom that collides — by its filter or a ``<pair>`` rule (MuJoCo's floor) —
+    −1 for none."""
+    paired = {int(g) for g in m.pair_geom1} | {int(g) for g in m.pair_geom2}
+    for g in range(int(m.body_geomadr[0]), int(m.body_geomadr[0]) + int(m.body_geomnum[0])):
+        colliding = int(m.geom_contype[g]) != 0 or int(m.geom_conaffinity[g]) != 0 or g in paired
+        if colliding and int(m.geom_type[g]) == mujoco.mjtGeom.mjGEOM_PLANE:
+            return g
+    return -1
+
+
+def _ground(mujoco, m, source: str, floor: int) -> dict | None:
+    """The scene's ``ground`` from the file's floor (``floor``, :func:`_floor`): its origin, its normal (the geom's
+    z axis), its sliding friction and its filter; None without one. A height field or a second plane is named in
+    a warning."""
     G = mujoco.mjtGeom
     ground, skipped = None, []
     for g in range(int(m.body_geomadr[0]), int(m.body_geomadr[0]) + int(m.body_geomnum[0])):
         kind = int(m.geom_type[g])
-        if int(m.geom_contype[g]) == 0 and int(m.geom_conaffinity[g]) == 0:
+        if g != floor and int(m.geom_contype[g]) == 0 and int(m.geom_conaffinity[g]) == 0:
             continue
-        if kind == G.mjGEOM_PLANE and ground is None:
+        if g == floor:
             R = quat_to_rotation(np.array(m.geom_quat[g], dtype=float))
             ground = {"origin": [float(x) for x in m.geom_pos[g]], "normal": R[:, 2].tolist(),
                       "friction": float(m.geom_friction[g][0]),

@@ -113,6 +113,8 @@ def expand(spec: Scene) -> Scene:
         data[key] = robot[key] + data[key]
     if data.get("ground") is None:                      # the robot's own floor (an MJCF world plane)
         data["ground"] = robot.get("ground")
+    elif robot.get("ground") is not None:               # the document's ground stands for it: it touches what the
+        data["ground"]["contype"] |= robot["ground"]["contype"]     # floor touched (its <pair> rules' geoms too)
     rules = robot.get("collisions")                     # an MJCF file's <exclude> pairs, for the document's own
     if data.get("collisions") is not None and rules:    # collisions (the robot's block collides nothing itself)
         taken = {frozenset(p) for p in data["collisions"]["exclude_pairs"]}
