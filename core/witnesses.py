@@ -81,7 +81,8 @@ MAX_SWITCHES = 4
 #: its pair, the pair taken only inside it (hysteresis). A box's corner resting on another box's edge touches it at
 #: the end of each of its three edges: their crossings are all at the region's boundary, and with no slack they
 #: handed the contact to one another at every nanometre of drift (every 0.1 ms in a random drop of boxes, until
-#: the run stopped as chatter). Beyond its end by δ, the line's pair measures the distance to within O(δ²).
+#: the run stopped as chatter). Beyond its end by δ, the line's pair measures the distance to within O(δ²). So does a
+#: capsule lying across a box's top near its corner, its two crossings at the ends of the two edges there.
 CORNER_SLACK = 1e-6
 #: :func:`core.geometry.part_of`'s code inside a box (every axis between its faces).
 INSIDE = 13
@@ -192,9 +193,9 @@ def _core_velocity(tab, kin, p, zd):
 
 @njit(inline="always")
 def _kept_slack(con):
-    """How far beyond its region a box edge's crossing in touch keeps its pair (:data:`CORNER_SLACK`; 0 for a
-    capsule's)."""
-    return CORNER_SLACK if con.slide_edge else 0.0
+    """How far beyond its region a crossing in touch keeps its pair (:data:`CORNER_SLACK`): a box edge's, or a
+    capsule's against a box (siblings); 0 for a capsule's against a capsule."""
+    return CORNER_SLACK if con.slide_edge or con.slide_sibling >= 0 else 0.0
 
 
 @njit
