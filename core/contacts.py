@@ -211,12 +211,9 @@ def contact_elements(name: str, body: str, link: int, points, normal, origin, re
         axis, length = (np.asarray(point[2], float), float(point[3])) if len(point) > 2 else (None, 0.0)
         faces = None if len(point) <= 4 or point[4] is None else np.asarray(point[4], float)
         rank = int(point[5]) if len(point) > 5 else -1
-        sibling = -1
-        if rank >= 0:                                         # the other sliding point on the same segment
-            sibling = next((first_constraint + stride * j for j, other in enumerate(points)
-                            if j != i and len(other) > 5 and int(other[5]) == 1 - rank
-                            and np.allclose(np.asarray(other[0], float), r, atol=1e-12)
-                            and np.allclose(np.asarray(other[2], float), axis, atol=1e-12)), -1)
+        # the other sliding point on the same segment: the next point for rank 0, the one before for rank 1
+        # (core.scene.collision.sliding_points lists a segment's two together)
+        sibling = -1 if rank < 0 else first_constraint + stride * (i + 1 - 2 * rank)
         label = f"{name}.{i}"
         if kind:
             constraints.append(PointConstraint(label, name, POINT_ON_PLANE, link, r, plane_link, origin.copy(),

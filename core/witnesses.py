@@ -160,15 +160,21 @@ def region_code(tab, kin, p, z):
     _core_point(tab, kin, p, z)
     code = part_of(con.shape, con.shape_half, z)
     if con.shape == BOX and code == INSIDE:                  # a corner pressed in by the isolation's nanometre:
-        depth = np.inf                                        # the nearest face's part, whose plane is smooth over
+        best, depth = 0, np.inf                               # the nearest face's part, whose plane is smooth over
         for a in range(3):                                    # the step (inside, the nearest face changes across
-            depth = min(depth, con.shape_half[a] - abs(z[a]))     # the box's diagonal planes: near an edge a
-        zd = np.empty(3)                                      # corner's normal flipped by 90° within a step); at
-        _core_velocity(tab, kin, p, zd)                       # an edge, of the faces as near, the one it slides
-        best, along = 0, np.inf                               # along (the least normal speed)
+            d = con.shape_half[a] - abs(z[a])                 # the box's diagonal planes: near an edge a corner's
+            if d < depth:                                     # normal flipped by 90° within a step)
+                best, depth = a, d
+        ties = 0
         for a in range(3):
-            if con.shape_half[a] - abs(z[a]) <= depth + FACE_TIE and abs(zd[a]) < along:
-                best, along = a, abs(zd[a])
+            ties += con.shape_half[a] - abs(z[a]) <= depth + FACE_TIE
+        if ties > 1:                                          # at an edge, of the faces as near, the one it slides
+            zd = np.empty(3)                                  # along (the least normal speed)
+            _core_velocity(tab, kin, p, zd)
+            along = np.inf
+            for a in range(3):
+                if con.shape_half[a] - abs(z[a]) <= depth + FACE_TIE and abs(zd[a]) < along:
+                    best, along = a, abs(zd[a])
         code += 3 ** best if z[best] >= 0.0 else -(3 ** best)
     return code
 
@@ -193,9 +199,9 @@ def _core_velocity(tab, kin, p, zd):
 
 @njit(inline="always")
 def _kept_slack(con):
-    """How far beyond its region a crossing in touch keeps its pair (:data:`CORNER_SLACK`): a box edge's, or a
-    capsule's against a box (siblings); 0 for a capsule's against a capsule."""
-    return CORNER_SLACK if con.slide_edge or con.slide_sibling >= 0 else 0.0
+    """How far beyond its region a crossing in touch keeps its pair (:data:`CORNER_SLACK`): one with a sibling (a box
+    edge's, a capsule's against a box); 0 for a capsule's against a capsule."""
+    return CORNER_SLACK if con.slide_sibling >= 0 else 0.0
 
 
 @njit

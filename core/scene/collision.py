@@ -141,7 +141,7 @@ def _same_plane(a, b) -> bool:
     return float(n1 @ n2) > 1.0 - 1e-12 and abs(float(n1 @ (o2 - o1))) <= 1e-12 * (1.0 + np.linalg.norm(o2 - o1))
 
 
-def ground_contacts(spec) -> tuple[list, list, list[Problem]]:
+def ground_contacts(spec, model) -> tuple[list, list, list[Problem]]:
     """``(contacts, points, problems)`` of the scene's ``ground``: one :class:`ContactSpec` per body with shapes
     that touch it and that can move (not welded to the world; named ``<body>.ground``), the (point, radius) list of each, and what is wrong with the
     ground's references (a body it names that does not exist, a name taken)."""
@@ -161,15 +161,8 @@ def ground_contacts(spec) -> tuple[list, list, list[Problem]]:
     plane = world_plane(g.normal, g.origin, spec.gravity)
     own = {c.body for c in spec.contacts if c.plane.body is None
            and _same_plane(plane, world_plane(c.plane.normal, c.plane.origin, spec.gravity))}
-    parent = {b.name: (b.parent, b.joint.type) for b in spec.bodies}
-    welded = set()                                       # bodies welded to the world: they cannot fall onto it
-    for body in spec.bodies:
-        name, seen = body.name, set()
-        while name in parent and parent[name][1] == "fixed" and name not in seen:
-            seen.add(name)
-            name = parent[name][0]
-        if name == "world":
-            welded.add(body.name)
+    fixed = model.fixed_links                            # bodies welded to the world: they cannot fall onto it
+    welded = {b.name for b in spec.bodies if model.body_frame(b.name)[0] in fixed}
     for body in spec.bodies:
         if body.name in g.exclude or body.name in own or body.name in welded or \
                 (chosen is not None and body.name not in chosen):
@@ -298,7 +291,8 @@ def sliding_points(shape, other: str = "capsule") -> list[tuple]:
     ``(centre, radius, unit axis, half-length, faces, rank)`` in its body's frame: a capsule's segment (faces
     None) against a capsule once (rank −1: no sibling), against a box twice (ranks 0 and 1: a segment lying
     across a box's face crosses two of its edges); a box's twelve edges (radius 0, with their two faces' outward
-    normals) twice each against a box; none otherwise."""
+    normals) twice each against a box; none otherwise. A segment's two (its siblings) come together, rank 0 first
+    (:func:`core.contacts.contact_elements` pairs them so)."""
     R, p = shape_pose(shape)
     if shape.type == "capsule" and other in ("capsule", "box"):
         segment = (p.copy(), float(shape.radius), R[:, 2].copy(), 0.5 * float(shape.length), None)

@@ -160,7 +160,7 @@ def compile_contacts(model, spec) -> tuple[tuple, list, list]:
     bodies = {b.name: b for b in spec.bodies}
     gravity = np.array(spec.gravity, dtype=float)
     kin = link_kinematics(model, model.q0)
-    grounds, ground_points, problems = ground_contacts(spec)
+    grounds, ground_points, problems = ground_contacts(spec, model)
     slot = 0
     listed = [(c, f"$.contacts[{n}]", None) for n, c in enumerate(spec.contacts)]
     for c, here, given in listed + [(c, "$.ground", p) for c, p in zip(grounds, ground_points)]:
