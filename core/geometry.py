@@ -30,7 +30,7 @@ import numpy as np
 
 from .jit import njit
 
-__all__ = ["PLANE", "POINT", "SEGMENT", "BOX", "CORE_NAMES", "FACE", "EDGE", "VERTEX", "nearest", "bounding_radius", "outside_bounding_ball", "feature",
+__all__ = ["PLANE", "POINT", "SEGMENT", "BOX", "CORE_NAMES", "FACE", "EDGE", "VERTEX", "nearest", "bounding_radius", "feature",
            "part_of", "core_coordinates", "curvature", "normal_rate", "tangent_basis", "distance", "crossing",
            "crossing_rates", "slide_point", "edge_frame", "PARALLEL", "SLACK", "STAND_IN"]
 
@@ -54,21 +54,6 @@ def bounding_radius(kind, half):
     if kind == SEGMENT:
         return half[2]
     return np.sqrt(half[0] * half[0] + half[1] * half[1] + half[2] * half[2])
-
-
-@njit
-def outside_bounding_ball(kind, half, radius, z, s, n):
-    """The broad phase: whether z (core frame) is farther from the core's centre than its bounding radius plus
-    ``radius``; then s ← the bounding ball's point toward z and n ← the unit direction to z, a stand-in for the
-    nearest point and normal whose distance, |z| − bounding radius, is a lower bound of the core's."""
-    d = np.sqrt(z[0] * z[0] + z[1] * z[1] + z[2] * z[2])
-    b = bounding_radius(kind, half)
-    if not d - b - radius > 0.0:
-        return False
-    for a in range(3):
-        n[a] = z[a] / d
-        s[a] = b * n[a]
-    return True
 
 
 @njit

@@ -178,7 +178,7 @@ def _table(ball: dict, friction: float, stabilization: float = 20.0, dt: float =
 
 
 def test_far_from_a_shape_the_separation_is_a_lower_bound_and_exact_near_it():
-    """The broad phase (core.geometry.outside_bounding_ball): a ball dropped from 1.5 m above a table's top face is outside the
+    """The broad phase (core.constraints._apart): a ball dropped from 1.5 m above a table's top face is outside the
     table's bounding ball (its half-diagonal, 1.12 m) until its last 0.9 m, and its open contact reports
     |x − c| − 1.12 m − r there, below the true separation and positive; inside it the exact separation. The
     touchdown comes at the free fall's time, √(2 (h + ε)/g), within the event tolerance."""
