@@ -117,6 +117,17 @@ class ControlProgram:
         """What the program reports about itself (the studio and ``core run`` show it)."""
         return {}
 
+    def __deepcopy__(self, memo):
+        """The copy a handler changes (:func:`_handle`, at every event the programs answer): its ``name``,
+        ``owned`` and parameters ``p`` are shared — read-only after ``__init__`` — and everything else it holds
+        is copied deeply (the generic copy of ``p``, some 40 entries, was most of a hopper's answer)."""
+        new = object.__new__(type(self))
+        memo[id(self)] = new
+        shared = ("name", "owned", "p")
+        for key, value in self.__dict__.items():
+            new.__dict__[key] = value if key in shared else copy.deepcopy(value, memo)
+        return new
+
 
 PROGRAMS: dict[str, type] = {}
 
@@ -155,37 +166,42 @@ class Declarations:
 NO_DECLARATIONS = Declarations()
 
 
+def _records(dtype, rows: list) -> np.ndarray:
+    """A table of ``dtype`` from dicts of field → value (a field not given: zero), made in one call (a record's
+    fields set one by one cost about a microsecond each, and the tables are made anew whenever a program changes
+    its declarations: a hopper's every touchdown, lift-off and apex)."""
+    zero = np.zeros((), dtype).item()
+    return np.array([tuple(row.get(name, z) for name, z in zip(dtype.names, zero)) for row in rows], dtype)
+
+
 def _tables(model, d: Declarations) -> dict:
     qnames = [name for name, _ in d.quantities]
     index = {name: i for i, name in enumerate(qnames)}
-    quantities = np.zeros(len(d.quantities), QUANTITY)
-    for row, (_, spec) in zip(quantities, d.quantities):
-        for key, value in spec.items():
-            row[key] = index[value] if key == "ref" else value
+    quantities = _records(QUANTITY, [{**spec, "ref": index[spec["ref"]]} if "ref" in spec else spec
+                                     for _, spec in d.quantities])
     terms: list = []
 
     def law_terms(mapping) -> tuple[int, int]:
         first = len(terms)
         for name, w in mapping.items():
-            terms.append((index[name], float(w)))
+            terms.append({"quantity": index[name], "weight": float(w)})
         return first, len(mapping)
 
     forces = {f.name: i for i, f in enumerate(model.forces)}
-    servos = np.zeros(len(d.servos), SERVO)
-    for row, (_, (spec, mapping, actuators)) in zip(servos, d.servos):
-        row["c0"], row["lo"], row["hi"] = spec["c0"], spec["lo"], spec["hi"]
-        row["along"] = index[spec["along"]] if spec["along"] else -1
-        row["first"], row["n"] = law_terms(mapping)
-        row["actuators"] = [forces[a] for a in actuators] + [-1] * (4 - len(actuators))
+    servos = []
+    for _, (spec, mapping, actuators) in d.servos:
+        first, n = law_terms(mapping)
+        servos.append({"c0": spec["c0"], "lo": spec["lo"], "hi": spec["hi"], "first": first, "n": n,
+                       "along": index[spec["along"]] if spec["along"] else -1,
+                       "actuators": [forces[a] for a in actuators] + [-1] * (4 - len(actuators))})
     unknowns: list = []
     lhs: list = []
-    equations = np.zeros(len(d.equations), EQUATION)
+    equations = []
     contacts = {c.name: i for i, c in enumerate(model.contacts)}
     cnames = model.constraint_names
-    for row, (_, (eq, actuators)) in zip(equations, d.equations):
-        row["c0"], row["lo"], row["hi"] = eq.value, eq.lo, eq.hi
-        row["first"], row["n"] = law_terms(eq.terms)
-        row["lhs_first"] = len(lhs)
+    for _, (eq, actuators) in d.equations:
+        first, n = law_terms(eq.terms)
+        lhs_first = len(lhs)
         for a in actuators:
             if forces[a] not in unknowns:
                 unknowns.append(forces[a])
@@ -198,28 +214,26 @@ def _tables(model, d: Declarations) -> dict:
             else:
                 vec[:] = np.asarray(direction, float)
             contact = key in contacts
-            lhs.append((LHS_KINDS["force"], contacts[key] if contact else cnames.index(key), contact, along, vec, 1.0))
+            lhs.append({"kind": LHS_KINDS["force"], "target": contacts[key] if contact else cnames.index(key),
+                        "contact": contact, "along": along, "vec": vec, "weight": 1.0})
         for key, axis in eq.moments.items():
-            lhs.append((LHS_KINDS["moment"], contacts[key], True, -1, np.asarray(axis, float), 1.0))
+            lhs.append({"kind": LHS_KINDS["moment"], "target": contacts[key], "contact": True, "along": -1,
+                        "vec": np.asarray(axis, float), "weight": 1.0})
         for joint, w in eq.accelerations.items():
-            lhs.append((LHS_KINDS["acceleration"], model.qd_slice(joint).start, False, -1, np.zeros(3), float(w)))
+            lhs.append({"kind": LHS_KINDS["acceleration"], "target": model.qd_slice(joint).start, "along": -1,
+                        "weight": float(w)})
         for name, w in eq.quantity_accelerations.items():
-            lhs.append((LHS_KINDS["quantity_acceleration"], index[name], False, -1, np.zeros(3), float(w)))
+            lhs.append({"kind": LHS_KINDS["quantity_acceleration"], "target": index[name], "along": -1,
+                        "weight": float(w)})
         for a, w in eq.actuators.items():
-            lhs.append((LHS_KINDS["actuator"], forces[a], False, -1, np.zeros(3), float(w)))
-        row["lhs_n"] = len(lhs) - row["lhs_first"]
-    watches = np.zeros(len(d.watches), WATCH)
-    for row, (_, (quantity, value, direction)) in zip(watches, d.watches):
-        row["quantity"], row["value"], row["direction"], row["armed"] = index[quantity], value, direction, True
-    term_table = np.zeros(len(terms), TERM)
-    for row, (i, w) in zip(term_table, terms):
-        row["quantity"], row["weight"] = i, w
-    lhs_table = np.zeros(len(lhs), LHS)
-    for row, (kind, target, contact, along, vec, w) in zip(lhs_table, lhs):
-        row["kind"], row["target"], row["contact"], row["along"], row["vec"], row["weight"] = \
-            kind, target, contact, along, vec, w
-    return {"quantities": quantities, "terms": term_table, "servos": servos, "watches": watches,
-            "equations": equations, "lhs": lhs_table, "unknowns": np.array(unknowns, np.int64),
+            lhs.append({"kind": LHS_KINDS["actuator"], "target": forces[a], "along": -1, "weight": float(w)})
+        equations.append({"c0": eq.value, "lo": eq.lo, "hi": eq.hi, "first": first, "n": n, "lhs_first": lhs_first,
+                          "lhs_n": len(lhs) - lhs_first})
+    watches = [{"quantity": index[quantity], "value": value, "direction": direction, "armed": True}
+               for _, (quantity, value, direction) in d.watches]
+    return {"quantities": quantities, "terms": _records(TERM, terms), "servos": _records(SERVO, servos),
+            "watches": _records(WATCH, watches), "equations": _records(EQUATION, equations),
+            "lhs": _records(LHS, lhs), "unknowns": np.array(unknowns, np.int64),
             "watch_names": tuple(tuple(name.split(".", 1)) for name, _ in d.watches), "quantity_names": tuple(qnames)}
 
 
