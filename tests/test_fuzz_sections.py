@@ -50,7 +50,7 @@ SECTIONS = {
     "contacts": ["bouncing_ball", "sliding_block", "box_of_balls", "block_lifted", "block_on_sprung_table",
                  "raibert_hopper", "anthropomorphic_hopper", "kearney_flip"],
     "limits": ["pendulum_joint_limit"],
-    "collisions": ["balls_in_a_box", "ball_off_table"],
+    "collisions": ["balls_in_a_box", "ball_off_table", "boxes_crossing", "sticks_on_a_table"],
     "programs": ["raibert_hopper", "anthropomorphic_hopper", "kearney_particle", "kearney_flip"],
     "robot": ["robot_arm_computed_torque", "urdf:assets/urdf/twin_arm_torso.urdf", "urdf:tests/data/boom_payload.urdf",
               "mjcf:pendulum"],
