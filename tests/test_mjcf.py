@@ -250,7 +250,7 @@ def test_a_pair_with_the_floor_makes_its_geom_touch_the_ground(tmp_path, own_gro
     """MuJoCo's <pair geom1="floor" geom2="ball_geom"/> on geoms that collide with nothing by their filter
     (contype = conaffinity = 0, drawn only before): the ball lands on the ground and rests at its radius, as in
     MuJoCo itself (whose soft contact sinks it ~1e-3 m), and the unpaired bodies fall through the floor in both; with
-    the document's own ground too. The pair between two bodies' geoms is named in a warning."""
+    the document's own ground too. The rules are named in a warning (their own friction is not imported)."""
     path = tmp_path / "pairs.xml"
     path.write_text(PAIRED)
     doc = {"format_version": 1, "name": "s", "robot": {"file": str(path)}}
@@ -260,8 +260,8 @@ def test_a_pair_with_the_floor_makes_its_geom_touch_the_ground(tmp_path, own_gro
         warnings.simplefilter("always")
         model = core.scene.compile_scene(core.scene.parse_spec(doc, str(tmp_path / "s.json")))
     said = " ".join(str(w.message) for w in caught)
-    assert "1 <pair> contact rule(s) between two bodies' geoms are not imported" in said
-    assert [c.name for c in model.contacts] == ["ball.ground"]
+    assert "2 <pair> contact rule(s) are imported as filter bits" in said and "not imported (" not in said
+    assert [c.name for c in model.contacts] == ["ball.ground"]       # (the other pair: when the document asks)
     sim = core.Simulation(model)
     sim.run(1.0)
     z = sim.state.q.reshape(-1, 7)[:, 2]
@@ -270,6 +270,62 @@ def test_a_pair_with_the_floor_makes_its_geom_touch_the_ground(tmp_path, own_gro
     d = mujoco.MjData(m)
     mujoco.mj_step(m, d, int(1.0 / m.opt.timestep))
     assert d.qpos[2] == pytest.approx(0.1, abs=2e-3) and d.qpos[9] < -1.0 and d.qpos[16] < -1.0
+
+
+PAIRED_BODIES = """<mujoco model="paired_bodies"><worldbody>
+  <geom name="floor" type="plane" size="5 5 0.1"/>
+  <body name="table" pos="0 0 0.2">
+    <geom name="top" type="box" size="0.3 0.3 0.05" contype="0" conaffinity="0"/></body>
+  <body name="ball" pos="0.05 -0.02 0.6"><freejoint/>
+    <geom name="ball_geom" type="sphere" size="0.1" mass="1" contype="0" conaffinity="0"/></body>
+  <body name="ghost" pos="0.15 0.15 0.8"><freejoint/>
+    <geom name="ghost_geom" type="sphere" size="0.05" mass="1" contype="0" conaffinity="0"/></body>
+  <body name="arm" pos="1 0 1"><joint name="swing" type="hinge" axis="0 1 0"/>
+    <geom name="upper" type="capsule" fromto="0 0 0 0 0 -0.2" size="0.03" mass="1" contype="0" conaffinity="0"/>
+    <body name="forearm" pos="0 0 -0.3"><joint name="bend" type="hinge" axis="0 1 0"/>
+      <geom name="lower" type="capsule" fromto="0 0 -0.05 0 0 -0.3" size="0.03" mass="1" contype="0" conaffinity="0"/>
+    </body></body>
+</worldbody><contact>
+  <pair geom1="ball_geom" geom2="top"/><pair geom1="upper" geom2="lower"/>
+</contact></mujoco>"""
+
+
+def test_a_pair_between_two_bodies_geoms_makes_them_collide(tmp_path):
+    """MuJoCo's <pair geom1="ball_geom" geom2="top"/> between a free ball and a table's top, both filtered out
+    of every collision (contype = conaffinity = 0; the floor's filter does not meet theirs): with the document's
+    "collisions": {} the ball lands on the top and rests at the top's height plus its radius, as in MuJoCo (whose
+    soft contact sinks it ~1e-3 m), while an unpaired ball passes through the table and the floor in both; without
+    the document's collisions the pair collides nothing (a scene collides shapes when its document asks). A pair
+    between a parent and its child (an arm's upper and lower capsules, left out as a parent and its child
+    otherwise) is kept by the collisions' include_pairs, and no other pair of shapes collides."""
+    path = tmp_path / "paired.xml"
+    path.write_text(PAIRED_BODIES)
+
+    def model(collisions=True):
+        doc = {"format_version": 1, "name": "s", "robot": {"file": str(path)}}
+        if collisions:
+            doc["collisions"] = {}
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", MJCFWarning)
+            return core.scene.compile_scene(core.scene.parse_spec(doc, str(tmp_path / "s.json")))
+
+    paired = model()
+    assert sorted({frozenset((c.body, c.plane_body)) for c in paired.contacts if c.shape}, key=sorted) == \
+        [frozenset(("arm", "forearm")), frozenset(("ball", "table"))]
+    sim = core.Simulation(paired)
+    sim.run(1.0)
+
+    def height(sim, body):
+        return core.point_position(sim.model, sim.state.q, body, [0, 0, 0])[2]
+
+    assert height(sim, "ball") == pytest.approx(0.2 + 0.05 + 0.1, abs=1e-8) and height(sim, "ghost") < -1.0
+    apart = core.Simulation(model(collisions=False))
+    apart.run(1.0)
+    assert height(apart, "ball") < -1.0
+    m = mujoco.MjModel.from_xml_string(PAIRED_BODIES)
+    d = mujoco.MjData(m)
+    mujoco.mj_step(m, d, int(1.0 / m.opt.timestep))
+    assert d.body("ball").xpos[2] == pytest.approx(0.35, abs=2e-3) and d.body("ghost").xpos[2] < -1.0
 
 
 @pytest.mark.parametrize("text, message", [

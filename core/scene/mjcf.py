@@ -58,8 +58,9 @@ a group the viewer hides (3 and up) a ``collision`` shape, others both; each kee
 and filter kept; :mod:`core.scene.collision`); other world geoms are not drawn and, if they collide, named in a
 warning. Geoms collide with each other when the document asks (``"collisions": {}``, :mod:`core.scene.collision`:
 not a parent and its child, their ``contype``/``conaffinity`` kept); the file's ``<exclude>`` rules are kept
-(:func:`_excludes`), its ``<pair>`` rules with the floor make their geoms touch the ground (:func:`_floor_pairs`),
-and its other ``<pair>`` rules are named in a warning.
+(:func:`_excludes`), and its ``<pair>`` rules become filter bits (:func:`_pair_filters`): a pair's geoms collide
+with each other when the document asks, and a pair with the floor makes its geom touch the ground; the rules'
+own friction and softness are not imported (named in a warning).
 
 **Equalities.** ``connect`` becomes a ``point_to_point`` constraint between the two bodies' anchors (to the world
 if one of them is the world; ``active`` gives ``enabled``); a ``joint`` equality between hinges or slides, and
@@ -320,10 +321,11 @@ def mjcf_to_spec(path: str | Path) -> Scene:
                          int(mujoco.mjtJoint.mjJNT_HINGE))            # (any other: slide)
     gravity = np.array(m.opt.gravity, dtype=float)
     floor = _floor(mujoco, m)
-    floor_pairs, other_pairs = _floor_pairs(m, floor)
     for b in range(1, m.nbody):
-        name = bnames(mujoco.mj_id2name(m, obj.mjOBJ_BODY, b) or "", f"body{b}")
-        body_name[b] = name
+        body_name[b] = bnames(mujoco.mj_id2name(m, obj.mjOBJ_BODY, b) or "", f"body{b}")
+    pair_bits, floor_bit, related, unpaired = _pair_filters(m, floor, body_name)
+    for b in range(1, m.nbody):
+        name = body_name[b]
         parent = int(m.body_parentid[b])
         # the MuJoCo body frame in our parent link's frame
         p = np.array(m.body_pos[b], dtype=float) - shift[parent]
@@ -389,7 +391,7 @@ def mjcf_to_spec(path: str | Path) -> Scene:
             bodies.append({"name": link, "parent": parent_name, "joint": joint, "inertial": {"mass": 0.0}})
             parent_name = link
         bodies.append({"name": name, "parent": parent_name, "joint": chain[-1], "inertial": inertial,
-                       "shapes": _shapes(mujoco, m, b, anchor, name, source, floor_pairs)})
+                       "shapes": _shapes(mujoco, m, b, anchor, name, source, pair_bits)})
         gravcomp = float(m.body_gravcomp[b])
         if gravcomp and m.body_mass[b] > 0 and gravity.any():   # MuJoCo's qfrc_gravcomp: −gc m g at the com
             forces.append({"type": "point_force", "name": fnames(f"{name}_gravcomp", "gravcomp"), "body": name,
@@ -402,11 +404,13 @@ def mjcf_to_spec(path: str | Path) -> Scene:
                        + (", and the ellipsoid fluid model of geoms" if m.geom_fluid[:, 0].any() else "") + ")")
     integrator = _integrator(mujoco, m, notes)
     excluded, world_excluded = _excludes(m, body_name)
-    if other_pairs:
-        notes.contact_rules = (f"the file's {other_pairs} <pair> contact rule(s) between two bodies' geoms are not "
-                               "imported (those with its floor are: the ground touches their geoms): a scene's "
-                               "\"collisions\" lets every two geoms collide that pass contype/conaffinity and are "
-                               "not a parent and its child (its <exclude> rules are kept)")
+    if m.npair:
+        notes.contact_rules = (f"the file's {m.npair} <pair> contact rule(s) are imported as filter bits (a pair's "
+                               "geoms collide when the document asks, \"collisions\": {}; a pair with the floor "
+                               "touches the ground) without their own friction, margin and softness (the "
+                               "collisions' and the ground's friction apply)"
+                               + (f"; {unpaired} of them are not imported (with a world geom other than the floor, "
+                                  "or beyond the 31 filter bits)" if unpaired else ""))
     notes.warn(source)
     if len(bodies) > MAX_BODIES:
         raise SceneError([Problem("mujoco", f"{len(bodies)} bodies (with one per extra joint), more than the "
@@ -418,13 +422,13 @@ def mjcf_to_spec(path: str | Path) -> Scene:
            "bodies": bodies, "constraints": constraints, "forces": forces + actuators.forces}
     ground = _ground(mujoco, m, source, floor)
     if ground is not None:
-        if floor_pairs:                                 # the <pair> rules with the floor (_floor_pairs)
-            ground["contype"] |= next(iter(floor_pairs.values()))
+        ground["contype"] |= floor_bit                  # the <pair> rules with the floor (_pair_filters)
         if world_excluded:                              # <exclude body1="world" body2="b">: b never touches the floor
             ground["exclude"] = world_excluded
         raw["ground"] = ground
-    if excluded:       # carried for a document whose "collisions" collide the robot's geoms (robots.expand); on
-        raw["collisions"] = {"bodies": [], "exclude_pairs": excluded}   # its own, nothing collides (bodies: none)
+    if excluded or related:    # carried for a document whose "collisions" collide the robot's geoms (robots.expand);
+        raw["collisions"] = {"bodies": [], "exclude_pairs": excluded,      # on its own, nothing collides (bodies:
+                             "include_pairs": related}                       # none)
     return parse_spec(_zero(raw), source)
 
 
@@ -713,7 +717,7 @@ def _zero(x):
     return x
 
 
-def _shapes(mujoco, m, b: int, anchor: np.ndarray, body: str, source: str, floor_pairs: dict | None = None
+def _shapes(mujoco, m, b: int, anchor: np.ndarray, body: str, source: str, pair_bits: dict | None = None
             ) -> list[dict]:
     G = mujoco.mjtGeom
     out = []
@@ -754,45 +758,65 @@ def _shapes(mujoco, m, b: int, anchor: np.ndarray, body: str, source: str, floor
         if any(isinstance(v, float) and not v > 0 for v in shape.values()) or \
                 ("size" in shape and min(shape["size"]) <= 0):
             continue
-        shape.update(position=pos.tolist(), orientation=quat, color=rgba, **_purpose(m, g, (floor_pairs or {}).get(g)))
+        shape.update(position=pos.tolist(), orientation=quat, color=rgba, **_purpose(m, g, (pair_bits or {}).get(g)))
         out.append(shape)
     return out
 
 
-def _purpose(m, g: int, floor_bit: int | None = None) -> dict:
+def _purpose(m, g: int, pair_bits: list | None = None) -> dict:
     """A geom's ``purpose`` and filter: drawn only if it collides with nothing (contype = conaffinity = 0) and is in
-    no ``<pair>`` with the floor, a collision stand-in if it is in a group MuJoCo's viewer hides (3 and up), else
-    both. A geom paired with the floor (``floor_bit``: :func:`_floor_pairs`) has that bit in its conaffinity, which
-    only the ground's contype has."""
+    no ``<pair>``, a collision stand-in if it is in a group MuJoCo's viewer hides (3 and up), else both. A geom in
+    a ``<pair>`` has its rules' bits (``pair_bits``: :func:`_pair_filters`) in its contype and conaffinity."""
     contype, conaffinity = int(m.geom_contype[g]), int(m.geom_conaffinity[g])
-    if floor_bit:
-        conaffinity |= floor_bit
+    if pair_bits:
+        contype, conaffinity = contype | pair_bits[0], conaffinity | pair_bits[1]
     purpose = "visual" if contype == 0 and conaffinity == 0 else "collision" if int(m.geom_group[g]) >= 3 \
         else "both"
     return {"purpose": purpose, "contype": contype, "conaffinity": conaffinity}
 
 
-def _floor_pairs(m, floor: int) -> tuple[dict, int]:
-    """The file's ``<pair>`` rules with its floor (world plane ``floor``, the scene's ground): ``({geom: bit},
-    how many other rules)``. MuJoCo collides a pair's geoms whatever their contype and conaffinity; here the geom
-    paired with the floor gets a filter bit no geom of the file uses in its conaffinity, and the ground that bit in
-    its contype (MuJoCo's filter ``(contype_a & conaffinity_b) or (contype_b & conaffinity_a)``, as the ground's):
-    it touches the ground, and nothing else it did not touch before. The rules between other geoms are counted."""
+def _pair_filters(m, floor: int, body_name: dict) -> tuple[dict, int, list, int]:
+    """The file's ``<pair>`` rules as filter bits: ``({geom: [contype bits, conaffinity bits]}, the ground's contype
+    bit (0: none), [[body, body]] of pairs between a parent and its child, how many rules are not imported)``.
+    MuJoCo collides a pair's two geoms whatever their contype and conaffinity (and whatever their bodies are to
+    each other). Here each rule takes a filter bit that no geom of the file uses — geom1's contype and geom2's
+    conaffinity get it, so MuJoCo's filter ``(contype_a & conaffinity_b) or (contype_b & conaffinity_a)`` passes
+    between those two and nowhere else — and a rule with the floor puts one bit in the paired geoms'
+    conaffinity and the ground's contype. A pair between a parent and its child is kept by the collisions'
+    ``include_pairs``. Not imported (counted): rules with a world geom other than the floor (those are not
+    imported at all) and rules beyond the bits left (31 less those the file uses)."""
     if m.npair == 0:
-        return {}, 0
+        return {}, 0, [], 0
     used = 0
     for g in range(m.ngeom):
         used |= int(m.geom_contype[g]) | int(m.geom_conaffinity[g])
-    bit = next((1 << k for k in range(30, -1, -1) if not used & (1 << k)), 0)
-    paired, others = {}, 0
+    free = [1 << k for k in range(31) if not used & (1 << k)]
+    bits: dict = {}
+    floor_bit, related, dropped = 0, [], 0
     for k in range(m.npair):
         a, b = int(m.pair_geom1[k]), int(m.pair_geom2[k])
-        other = b if a == floor else a if b == floor else -1
-        if floor < 0 or other < 0 or int(m.geom_bodyid[other]) == 0 or not bit:
-            others += 1
-        else:
-            paired[other] = bit
-    return paired, others
+        ba, bb = int(m.geom_bodyid[a]), int(m.geom_bodyid[b])
+        if floor >= 0 and floor in (a, b):
+            other = b if a == floor else a
+            if int(m.geom_bodyid[other]) == 0 or not (floor_bit or free):
+                dropped += 1
+                continue
+            floor_bit = floor_bit or free.pop()
+            bits.setdefault(other, [0, 0])[1] |= floor_bit
+            continue
+        if ba == 0 or bb == 0 or not free:
+            dropped += 1
+            continue
+        if ba == bb:                                     # (one body: nothing to collide)
+            continue
+        bit = free.pop()
+        bits.setdefault(a, [0, 0])[0] |= bit
+        bits.setdefault(b, [0, 0])[1] |= bit
+        if int(m.body_parentid[ba]) == bb or int(m.body_parentid[bb]) == ba:
+            pair = [body_name[ba], body_name[bb]]
+            if pair not in related and pair[::-1] not in related:
+                related.append(pair)
+    return bits, floor_bit, related, dropped
 
 
 def _floor(mujoco, m) -> int:

@@ -115,11 +115,12 @@ def expand(spec: Scene) -> Scene:
         data["ground"] = robot.get("ground")
     elif robot.get("ground") is not None:               # the document's ground stands for it: it touches what the
         data["ground"]["contype"] |= robot["ground"]["contype"]     # floor touched (its <pair> rules' geoms too)
-    rules = robot.get("collisions")                     # an MJCF file's <exclude> pairs, for the document's own
-    if data.get("collisions") is not None and rules:    # collisions (the robot's block collides nothing itself)
-        taken = {frozenset(p) for p in data["collisions"]["exclude_pairs"]}
-        data["collisions"]["exclude_pairs"] = list(data["collisions"]["exclude_pairs"]) + [
-            p for p in rules["exclude_pairs"] if frozenset(p) not in taken]
+    rules = robot.get("collisions")                     # an MJCF file's <exclude> pairs and its <pair> rules
+    if data.get("collisions") is not None and rules:    # between a parent and its child, for the document's own
+        for key in ("exclude_pairs", "include_pairs"):  # collisions (the robot's block collides nothing itself)
+            taken = {frozenset(p) for p in data["collisions"][key]}
+            data["collisions"][key] = list(data["collisions"][key]) + [
+                p for p in rules[key] if frozenset(p) not in taken]
     free = [b["name"] for b in robot["bodies"] if b["parent"] == "world" and b["joint"]["type"] == "free"]
     if free and data.get("ground") is None and not data.get("contacts"):
         from .mjcf import MJCFWarning
