@@ -458,7 +458,7 @@ def workspace(N, nv, K, R, L, V, P, F, n, n_points, n_limits, n_forces, Q, E, U,
                        np.zeros(n_points, np.bool_), np.zeros(n_points, np.bool_), np.zeros(n_points, np.int64),
                        np.zeros((E, 2), np.int64), np.zeros(E, np.bool_), np.zeros((E, 6)), np.zeros(nv),
                        np.zeros(n), np.zeros(n), np.zeros(W, np.bool_), np.zeros((F_ev, 2), np.int64),
-                       np.zeros((F_ev, 2)))
+                       np.zeros((F_ev, 4)))
     programs = ProgramWork(np.zeros(Q), np.zeros((Q, nv)), np.zeros(Q), np.zeros((Q, 3)), np.full(n_forces, np.nan),
                            np.zeros((3, 3)), np.zeros(nv), np.zeros((U, nv)), np.zeros((U + 1, E)), np.zeros((E, U)),
                            np.zeros(E), np.zeros(U), np.zeros(nv), np.zeros((U, E)), np.zeros((E, E)), np.zeros(E),

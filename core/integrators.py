@@ -30,8 +30,9 @@ After each step the projection formulation removes the drift (:func:`core.formul
 energy change is booked as ``corrections``) and the new state is evaluated in full (its q̈ is the next step's
 first stage). Then the events (:mod:`core.witnesses`, Kearney §3): if a witness changed sign over the step, the
 step is taken again from its start to trial lengths until the first crossing is bracketed within
-``simulation.event_tolerance`` (Kearney's isolation predicate on time; the trials by regula falsi on the
-witnesses' values, :func:`_isolate`), the events at the bracket's end are
+``simulation.event_tolerance`` (Kearney's isolation predicate on time; the trials at the root of the cubic
+Hermite interpolant of the witnesses' values and rates where both are known, else by regula falsi on their
+values, :func:`_isolate`), the events at the bracket's end are
 resolved (impacts, modes switched, constraints broken, and the modes settled) and the step goes on from there to
 its end. Rank changes are reported at the step's end. A batch stops early on a state that is not finite, on a step
 that blows the energy audit's books (:data:`BOOKS_FACTOR`), on more than
@@ -54,7 +55,7 @@ from .kinematics import integrate_kernel, normalize_kernel, qdot_kernel
 from .layout import CASH_KARP, IMPLICITFAST, PROJECTION, RK4, SEMI_IMPLICIT_EULER
 from .records import audit_error, write_record
 from .witnesses import (breaks_and_rank, close_touching, find, mark_eligible, rank_change, refresh_slip, resolve,
-                        settle_round, update_tables, witness_value)
+                        settle_round, update_tables, witness_rate, witness_value)
 
 __all__ = ["advance", "CLOCK", "RUNNING", "EVENT", "NOT_FINITE", "CHATTER", "BOOKS", "EVENT_COST",
            "MAX_EVENTS_PER_STEP", "BOOKS_FACTOR"]
@@ -379,42 +380,83 @@ def _boundary_events(tree, tab, ws, t, y, active, events, clock, nq, nv, z0, m, 
 
 
 @njit
-def _rebracket(ev, n_found, nb, halve):
+def _rebracket(tab, ws, out, y_qd, n_found, nb, halve):
     """The events just found (``ev.kind``, ``index``, ``g``: n_found) become the isolation bracket's witnesses at
-    its late end; the early values of those already in it are kept (halved when ``halve``: Illinois), the others'
+    its late end, with their rates there (:func:`core.witnesses.witness_rate`); the early values and rates of those
+    already in it are kept (the values halved, and the rates then dropped, when ``halve``: Illinois), the others'
     are not known (NaN). Returns how many."""
-    early = np.full(n_found, np.nan)
+    ev = ws.events
+    early = np.full((n_found, 2), np.nan)
     for j in range(n_found):
         for b in range(nb):
             if ev.bracket_id[b, 0] == ev.kind[j] and ev.bracket_id[b, 1] == ev.index[j]:
-                early[j] = ev.bracket_g[b, 0] * (0.5 if halve else 1.0)
+                early[j, 0] = ev.bracket_g[b, 0] * (0.5 if halve else 1.0)
+                early[j, 1] = np.nan if halve else ev.bracket_g[b, 2]
                 break
     for j in range(n_found):
         ev.bracket_id[j, 0] = ev.kind[j]
         ev.bracket_id[j, 1] = ev.index[j]
-        ev.bracket_g[j, 0] = early[j]
+        ev.bracket_g[j, 0] = early[j, 0]
         ev.bracket_g[j, 1] = ev.g[j]
+        ev.bracket_g[j, 2] = early[j, 1]
+        ev.bracket_g[j, 3] = witness_rate(tab, ws, out, y_qd, ev.kind[j], ev.index[j])
     return n_found
 
 
 @njit
-def _early_values(tab, ws, out, y_q, slip, nb):
-    """The bracket's witnesses at its early end, the state of the last full evaluation ``out``."""
+def _early_values(tab, ws, out, y_q, y_qd, slip, nb):
+    """The bracket's witnesses and their rates at its early end, the state of the last full evaluation ``out``."""
     ev = ws.events
     for b in range(nb):
-        ev.bracket_g[b, 0] = witness_value(tab, ws, out, y_q, slip, ev.bracket_id[b, 0], ev.bracket_id[b, 1])
+        kind, index = ev.bracket_id[b, 0], ev.bracket_id[b, 1]
+        ev.bracket_g[b, 0] = witness_value(tab, ws, out, y_q, slip, kind, index)
+        ev.bracket_g[b, 2] = witness_rate(tab, ws, out, y_qd, kind, index)
 
 
 @njit
-def _secant(gb, nb, lo, hi):
-    """The earliest crossing of the bracket's witnesses by the chords through their values at its ends (regula
-    falsi); NaN unless every early value is known and positive and every late one is not."""
+def _hermite(a, c, m0, m1, s):
+    """The cubic Hermite interpolant at s ∈ [0, 1] of values a, c and slopes m0, m1 (per unit s) at 0 and 1."""
+    s2 = s * s
+    s3 = s2 * s
+    return (2.0 * s3 - 3.0 * s2 + 1.0) * a + (s3 - 2.0 * s2 + s) * m0 + (3.0 * s2 - 2.0 * s3) * c + (s3 - s2) * m1
+
+
+@njit
+def _hermite_root(a, c, m0, m1):
+    """The first s in (0, 1] where the cubic Hermite interpolant of a witness (values a > 0 ≥ c, slopes m0, m1 per
+    unit s) reaches zero: the first of 16 subintervals where it changes sign, then bisection to 1e-14."""
+    s0 = 0.0
+    for k in range(1, 17):
+        s1 = k / 16.0
+        if _hermite(a, c, m0, m1, s1) <= 0.0:
+            while s1 - s0 > 1e-14:
+                mid = 0.5 * (s0 + s1)
+                if _hermite(a, c, m0, m1, mid) > 0.0:
+                    s0 = mid
+                else:
+                    s1 = mid
+            return s1
+        s0 = s1
+    return 1.0
+
+
+@njit
+def _first_crossing(gb, nb, lo, hi):
+    """The earliest crossing of the bracket's witnesses: where their values and rates at both ends are known (a
+    touchdown, a joint limit: ``gb`` columns early value, late value, early rate, late rate), the root of the
+    cubic Hermite interpolant of each — exact for a free flight's quadratic gap, so that two trials close the
+    bracket where regula falsi took four — else the chord through the values (regula falsi); NaN unless every
+    early value is known and positive and every late one is not."""
     t = np.inf
+    L = hi - lo
     for b in range(nb):
         a, c = gb[b, 0], gb[b, 1]
         if not (a > 0.0 and c <= 0.0):
             return np.nan
-        t = min(t, lo + (hi - lo) * a / (a - c))
+        if np.isfinite(gb[b, 2]) and np.isfinite(gb[b, 3]):
+            t = min(t, lo + L * _hermite_root(a, c, gb[b, 2] * L, gb[b, 3] * L))
+        else:
+            t = min(t, lo + L * a / (a - c))
     return t
 
 
@@ -424,8 +466,9 @@ def _isolate(tree, tab, ws, stage, out, st, clock, t, h, y1, active, slip, touch
     """The first crossing inside the step of h from (t, ``ws.events.y0``), whose end y1 found ``n_found`` events,
     bracketed within ``st.event_tolerance`` (Kearney's isolation predicate on time): the step is taken again from
     its start to trial lengths, the bracket's early end a state with no event, its late end one with. The trial
-    length is the Illinois regula falsi's (the earliest chord crossing of the witnesses found at the late end
-    through their values at both ends, the end kept twice running halved), kept ``event_tolerance``/2 inside the
+    length is the earliest crossing of the witnesses found at the late end (:func:`_first_crossing`: the root of
+    their cubic Hermite interpolant where their rates are known at both ends, else the Illinois regula falsi's
+    chord through their values, the end kept twice running halved), kept ``event_tolerance``/2 inside the
     bracket so that a converged estimate closes it from both sides, and the bracket's midpoint when a witness's
     early value is not known or two trials have not halved the bracket. Returns ``(hi, at_hi, correction,
     iterations)``: the late end's length, whether ``out`` holds its evaluation, and its projection's figures; its
@@ -435,16 +478,16 @@ def _isolate(tree, tab, ws, stage, out, st, clock, t, h, y1, active, slip, touch
     tol = st.event_tolerance
     lo, hi, at_hi = 0.0, h, True
     y_hi[:] = y1
-    nb = _rebracket(ev, n_found, 0, False)
+    nb = _rebracket(tab, ws, out, y1[nq:nq + nv], n_found, 0, False)
     if hi - lo > tol:                                         # the witnesses at the step's start (one evaluation)
         at_hi = False
         if evaluate(tree, tab, ws, t, y0[:nq], y0[nq:nq + nv], y0[z0:], m, n_groups, scale, full, out):
-            _early_values(tab, ws, out, y0[:nq], slip, nb)
+            _early_values(tab, ws, out, y0[:nq], y0[nq:nq + nv], slip, nb)
     side = 0                                                  # the end the last trial moved: −1 early, +1 late
     w1 = w2 = np.inf                                          # the bracket's width before the last two trials
     while hi - lo > tol:
         width = hi - lo
-        trial = _secant(ev.bracket_g, nb, lo, hi)
+        trial = _first_crossing(ev.bracket_g, nb, lo, hi)
         if not np.isfinite(trial) or width > 0.5 * w2:
             trial = 0.5 * (lo + hi)
         trial = min(max(trial, lo + 0.5 * tol), hi - 0.5 * tol)
@@ -462,14 +505,15 @@ def _isolate(tree, tab, ws, stage, out, st, clock, t, h, y1, active, slip, touch
             hi, at_hi = trial, True
             y_hi[:] = y1
             correction, iterations = c_trial, it_trial
-            nb = _rebracket(ev, n_found, nb, side == 1)
+            nb = _rebracket(tab, ws, out, y1[nq:nq + nv], n_found, nb, side == 1)
             side = 1
         else:
             lo, at_hi = trial, False
-            _early_values(tab, ws, out, y1[:nq], slip, nb)
+            _early_values(tab, ws, out, y1[:nq], y1[nq:nq + nv], slip, nb)
             if side == -1:
                 for b in range(nb):
                     ev.bracket_g[b, 1] *= 0.5
+                    ev.bracket_g[b, 3] = np.nan
             side = -1
     return hi, at_hi, correction, iterations
 

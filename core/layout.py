@@ -277,7 +277,8 @@ class EventWork(StructRefProxy):
     (``result``, E x 6) and q̇⁺ (``qd``); the state a step starts from (``y0``) and the first one found past an
     event (``y_hi``); per armed watch whether its witness is positive at the step's start (``watch_sign``); while
     an event is isolated, the events found at the bracket's late end (``bracket_id``: kind, index) and their
-    witnesses at its two ends (``bracket_g``: early, late; NaN where not known)."""
+    witnesses at its two ends and their rates there (``bracket_g``: early, late, early rate, late rate; NaN where
+    not known)."""
 
 
 @structref.register

@@ -62,7 +62,7 @@ from .jit import njit
 from .points import point_state
 from .programs.kernels import watch_value
 
-__all__ = ["REGION", "region_code", "find", "witness_value", "resolve", "settle_round", "close_touching", "update_tables", "refresh_slip", "mark_eligible",
+__all__ = ["REGION", "region_code", "find", "witness_value", "witness_rate", "resolve", "settle_round", "close_touching", "update_tables", "refresh_slip", "mark_eligible",
            "breaks_and_rank", "rank_change", "log", "MAX_SWITCHES", "TABLE_TOLERANCE"]
 
 #: A released joint bound is taken again when the joint moves into it faster than this (rad/s or m/s) or is beyond it
@@ -380,6 +380,23 @@ def witness_value(tab, ws, out, y_q, slip, kind, index):
     if kind == STICK_EVENT:
         return _slip_speed_against(n, out, pt.stick, slip[index])
     return _region_witness(tab, ws.kin, index, tab.constraints[pt.normal].part, np.empty(3))
+
+
+@njit
+def witness_rate(tab, ws, out, y_qd, kind, index):
+    """ġ of witness (``kind``, ``index``) at the state of the full evaluation ``out`` (velocity ``y_qd``) where it
+    is known — a touchdown's n·ẋ, the velocity of its point relative to the other body's point there along the
+    normal (exactly ḣ against a plane, a face, a ball's or an edge's core and the broad phase's bound: the normal
+    is that of the nearest point), a joint limit's s q̇ — else NaN. The isolation interpolates with them
+    (:func:`core.integrators._first_crossing`)."""
+    if kind == LIMIT:
+        lim = tab.limits[index // 2]
+        return y_qd[lim.v] if index % 2 == 0 else -y_qd[lim.v]
+    if kind == TOUCHDOWN:
+        n = np.empty(3)
+        plane_normal(tab, ws.kin, index, n)
+        return _dot(n, out.velocity_a, tab.points[index].normal)
+    return np.nan
 
 
 @njit
