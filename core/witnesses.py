@@ -387,8 +387,12 @@ def witness_rate(tab, ws, out, y_qd, kind, index):
     """ġ of witness (``kind``, ``index``) at the state of the full evaluation ``out`` (velocity ``y_qd``) where it
     is known — a touchdown's n·ẋ, the velocity of its point relative to the other body's point there along the
     normal (exactly ḣ against a plane, a face, a ball's or an edge's core and the broad phase's bound: the normal
-    is that of the nearest point), a joint limit's s q̇ — else NaN. The isolation interpolates with them
+    is that of the nearest point), a joint limit's s q̇, a watch's −s ẋ (its quantity's rate, where the programs'
+    stage knows it: not a momentum's or a rate's) — else NaN. The isolation interpolates with them
     (:func:`core.integrators._first_crossing`)."""
+    if kind == WATCH:
+        watch = tab.watches[index]
+        return -watch.direction * ws.programs.rates[watch.quantity]
     if kind == LIMIT:
         lim = tab.limits[index // 2]
         return y_qd[lim.v] if index % 2 == 0 else -y_qd[lim.v]
