@@ -120,7 +120,7 @@ def jacobian_singular_values(J, cons, rows, solve, dense, m, n_groups):
             singular_values(Ju, p, n, dense.Vj, s)
         else:                                                 # J = Q₁ R: J's singular values are R's (r x p)
             Q1 = solve.Q1
-            r = range_basis(J, idx, n, c0, c1, Q1)
+            r = range_basis(J, idx, n, c0, c1, Q1, Q1)         # (no coefficients: R below, from J)
             for i in range(r):
                 for k in range(p):
                     t = 0.0

@@ -121,11 +121,18 @@ def row_dot(A, i, B, j, n):
 
 
 @njit
-def range_basis(J, idx, n, c0, c1, Q1):
+def range_basis(J, idx, n, c0, c1, Q1, Rq, coefficients=False):
     """The rows of ``Q1[:r, :n]`` ← an orthonormal basis of the column space of the rows ``idx[:n]`` of J over the
-    columns c0 … c1 − 1 (classical Gram–Schmidt, twice per column; a column left below 1e-12 of its length is
-    dependent): basis vector i is the row Q1[i] (contiguous). Returns r."""
+    columns c0 … c1 − 1 (classical Gram–Schmidt, a second pass for a column whose first left less than 1/√2 of
+    its length — Kahan and Parlett's "twice is enough" —; a column left below 1e-12 of its length is dependent):
+    basis vector i is the row Q1[i] (contiguous). With ``coefficients``, ``Rq[:r, :c1 − c0]`` ← Q₁ᵀ J, the
+    Gram–Schmidt's own projections (zero below each column's last basis vector). Returns r."""
     r = 0
+    p = c1 - c0
+    if coefficients:
+        for i in range(min(n, p)):
+            for k in range(p):
+                Rq[i, k] = 0.0
     for k in range(c0, c1):
         if r == n:
             break
@@ -135,17 +142,24 @@ def range_basis(J, idx, n, c0, c1, Q1):
             norm0 += Q1[r, a] * Q1[r, a]
         if norm0 == 0.0:
             continue
-        for _ in range(2):
+        norm = norm0
+        for sweep in range(2):
+            if sweep == 1 and norm >= 0.5 * norm0:
+                break
             for j in range(r):
                 d = row_dot(Q1, j, Q1, r, n)
                 for a in range(n):
                     Q1[r, a] -= d * Q1[j, a]
-        norm = row_dot(Q1, r, Q1, r, n)
+                if coefficients:
+                    Rq[j, k - c0] += d
+            norm = row_dot(Q1, r, Q1, r, n)
         if norm <= 1e-24 * norm0:
             continue
         norm = np.sqrt(norm)
         for a in range(n):
             Q1[r, a] /= norm
+        if coefficients:
+            Rq[r, k - c0] = norm
         r += 1
     return r
 
@@ -168,11 +182,12 @@ def _block(J, Y, span, idx, n, Ag):
 def _compressed(J, Y, span, idx, n, c0, c1, Q1, R, T, C):
     """With Q₁ (the rows of ``Q1[:r, :n]``) an orthonormal basis of the group's J over the velocities c0 … c1 − 1:
     C ← Q₁ᵀ A Q₁ (r x r), from contiguous rows. With fewer velocities than rows (p < n) as (Q₁ᵀ J)(M⁻¹Jᵀ Q₁): the
-    group's Jᵀ and Y gathered in ``T`` (p x n), Q₁ᵀ J in ``R`` (r x p) and (M⁻¹Jᵀ Q₁)ᵀ in ``T`` (r x p);
+    group's Y gathered in ``T`` (p x n), Q₁ᵀ J in ``R`` (r x p, the Gram–Schmidt's projections) and (M⁻¹Jᵀ Q₁)ᵀ in
+    ``T`` (r x p);
     otherwise as Q₁ᵀ (A_g Q₁), the block A_g in ``R`` and (A_g Q₁)ᵀ in ``T`` (r x n): the scratch is n x n
     (m x m), which holds neither r x p nor p x r when p > n. Returns r."""
-    r = range_basis(J, idx, n, c0, c1, Q1)
     p = c1 - c0
+    r = range_basis(J, idx, n, c0, c1, Q1, R, p < n)          # (fewer velocities: Q₁ᵀ J with the basis, in R)
     if p >= n:
         _block(J, Y, span, idx, n, R)
         for j in range(r):
@@ -183,12 +198,6 @@ def _compressed(J, Y, span, idx, n, c0, c1, Q1, R, T, C):
                 C[i, j] = row_dot(Q1, i, T, j, n)
                 C[j, i] = C[i, j]
         return r
-    for k in range(p):                                        # Jᵀ's rows: J's columns
-        for a in range(n):
-            T[k, a] = J[idx[a], c0 + k]
-    for i in range(r):
-        for k in range(p):
-            R[i, k] = row_dot(Q1, i, T, k, n)
     for k in range(p):                                        # Y's rows over the group
         for a in range(n):
             T[k, a] = Y[c0 + k, idx[a]]
