@@ -118,6 +118,7 @@ class Plan:
     watch_names: tuple = ()                # (program, watch) of each row of the watch table
     quantity_names: tuple = ()
     at_state: State | None = None          # the State `out` was evaluated at (States are values)
+    columns: tuple | None = None           # the records' columns (core.step.record_layout), made once
     lock: threading.Lock = field(default_factory=threading.Lock)
 
 

@@ -15,6 +15,8 @@ actuators, external; per controller n coordinates and its adaptive parameters):
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from .jit import njit
@@ -42,7 +44,7 @@ def record_columns(model, controllers) -> list[tuple[str, tuple]]:
 
 
 def record_width(columns) -> int:
-    return int(sum(int(np.prod(shape)) for _, shape in columns))
+    return sum(math.prod(shape) for _, shape in columns)
 
 
 def split(rows: np.ndarray, columns) -> dict[str, np.ndarray]:
@@ -50,7 +52,7 @@ def split(rows: np.ndarray, columns) -> dict[str, np.ndarray]:
     out, o = {}, 0
     n = rows.shape[0]
     for name, shape in columns:
-        size = int(np.prod(shape))
+        size = math.prod(shape)
         out[name] = rows[:, o:o + size].reshape((n,) + tuple(shape)).copy()
         o += size
     return out
