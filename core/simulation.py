@@ -279,9 +279,15 @@ class Simulation:
         return evaluate(self.model, self.state, self.inputs)
 
     def _reference_energy(self) -> float:
-        """E(0): the energy of this run's initial state (the scene's)."""
+        """E(0): the energy the books of this run start from — that of the state its first step starts from (the
+        scene's initial state, or one put in its place before that step: a keyframe, a state continued after an
+        edit), less the work and corrections it already carries. Before, it was always the scene's initial state,
+        so a run started from another pose (Menagerie's Barkour from its keyframe, 0.28 m higher) was stopped at
+        its first step as "energy from no source"."""
         if self._energy0 is None:
-            self._energy0 = evaluate(self.model, self.model.initial_state(), self.inputs).energy_total
+            state = self.model.complete(self.state)
+            self._energy0 = evaluate(self.model, state, self.inputs).energy_total - float(np.sum(state.work)) - \
+                float(state.corrections)
         return self._energy0
 
     def energy_error(self) -> float:
