@@ -204,6 +204,16 @@ EXCLUDED = """
 """
 
 
+def _including(path, collisions: bool = True):
+    """The model of a document that includes the MJCF file ``path`` (with ``"collisions": {}`` when asked)."""
+    doc = {"format_version": 1, "name": "s", "robot": {"file": str(path)}}
+    if collisions:
+        doc["collisions"] = {}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", MJCFWarning)
+        return core.scene.compile_scene(core.scene.parse_spec(doc, str(path.parent / "s.json")))
+
+
 def test_the_files_excludes_leave_out_body_pairs_and_the_floor(tmp_path):
     """MuJoCo's <exclude body1 body2>: a document that includes the model with "collisions": {} collides its
     bodies' shapes as MuJoCo would (not a parent and its child: a–c here), but not a pair the file excludes;
@@ -212,12 +222,7 @@ def test_the_files_excludes_leave_out_body_pairs_and_the_floor(tmp_path):
     def model(rules, collisions=True):
         path = tmp_path / "excluded.xml"
         path.write_text(EXCLUDED % rules)
-        doc = {"format_version": 1, "name": "s", "robot": {"file": str(path)}}
-        if collisions:
-            doc["collisions"] = {}
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", MJCFWarning)
-            return core.scene.compile_scene(core.scene.parse_spec(doc, str(tmp_path / "s.json")))
+        return _including(path, collisions)
 
     def pairs(m):
         return {frozenset((c.body, c.plane_body)) for c in m.contacts if c.shape}
@@ -302,12 +307,7 @@ def test_a_pair_between_two_bodies_geoms_makes_them_collide(tmp_path):
     path.write_text(PAIRED_BODIES)
 
     def model(collisions=True):
-        doc = {"format_version": 1, "name": "s", "robot": {"file": str(path)}}
-        if collisions:
-            doc["collisions"] = {}
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", MJCFWarning)
-            return core.scene.compile_scene(core.scene.parse_spec(doc, str(tmp_path / "s.json")))
+        return _including(path, collisions)
 
     paired = model()
     assert sorted({frozenset((c.body, c.plane_body)) for c in paired.contacts if c.shape}, key=sorted) == \
