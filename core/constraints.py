@@ -339,6 +339,7 @@ def rows_kernel(parent, S, v_start, nv_j, R_WL, p_WL, v, a_vp, cons, tape, varia
     shape's core that is outside the core's bounding ball gets a lower bound of its separation instead of the
     exact one (:func:`_apart`: the broad phase)."""
     xa, va, xb, vb, ba, bb = P3[0], P3[1], P3[2], P3[3], P3[4], P3[5]
+    ys, zs = P3[6], P3[13]
     val, d1, d2, grad, xv, vv = regs
     for c in range(cons.shape[0]):
         con = cons[c]
@@ -371,7 +372,7 @@ def rows_kernel(parent, S, v_start, nv_j, R_WL, p_WL, v, a_vp, cons, tape, varia
             continue
         if con.body_basis:
             if row < 0 and con.shape > 0 and _apart(R_WL, p_WL, v, con, c, deviation, deviation_rate, point_a,
-                                                    point_b, velocity_a):
+                                                    point_b, velocity_a, xa, va, ys, zs, xb, vb):
                 continue
             skip, rank = slide_choice(cons, con)
             _body_basis_rows(parent, S, v_start, nv_j, R_WL, p_WL, v, a_vp, con, c, row, J, gamma, D, D_rate,
@@ -417,54 +418,41 @@ def rows_kernel(parent, S, v_start, nv_j, R_WL, p_WL, v, a_vp, cons, tape, varia
 
 
 @inline
-def _apart(R_WL, p_WL, v, con, c, deviation, deviation_rate, point_a, point_b, velocity_a):
+def _apart(R_WL, p_WL, v, con, c, deviation, deviation_rate, point_a, point_b, velocity_a, xa, va, y, z, xs, vs):
     """The broad phase, for an open contact against a shape's core: whether its point (a sliding point's segment
     centre) is farther from the core's centre than the core's bounding radius (a box's half-diagonal, a segment's
     half-length) plus the segment's half-length and both radii. Then its deviation is that excess, g = |x − c| −
     bounding radius − half-length − radii, a lower bound of its separation (all a touchdown's witness needs, exact
     again once inside), with the normal n = (x − c)/|x − c| (into the table, b's frame), the ends x and x − g n, and
-    the velocity of x relative to b's point there. Taken before anything else is read (the rows of an open contact
-    far from its core cost ~0.35 µs each; this test ~5 ns)."""
+    the velocity of x relative to b's point there (what :func:`_body_basis_rows` writes for a contact near its core).
+    Taken before anything else of the contact is read (its rows' call and the views of its record's fields cost an
+    open contact far from its core ~0.35 µs; this test ~5 ns). ``xa`` … ``vs``: scratch 3-vectors."""
     ka, kb = con.link_a, con.link_b
     L = con.slide_half
-    r = con.slide_centre if L > 0.0 else con.r_a
+    point_state(R_WL, p_WL, v, ka, con.slide_centre if L > 0.0 else con.r_a, xa, va)
     cb = con.r_b
-    x0 = p_WL[ka, 0] + R_WL[ka, 0, 0] * r[0] + R_WL[ka, 0, 1] * r[1] + R_WL[ka, 0, 2] * r[2]
-    x1 = p_WL[ka, 1] + R_WL[ka, 1, 0] * r[0] + R_WL[ka, 1, 1] * r[1] + R_WL[ka, 1, 2] * r[2]
-    x2 = p_WL[ka, 2] + R_WL[ka, 2, 0] * r[0] + R_WL[ka, 2, 1] * r[1] + R_WL[ka, 2, 2] * r[2]
-    d0 = x0 - p_WL[kb, 0] - R_WL[kb, 0, 0] * cb[0] - R_WL[kb, 0, 1] * cb[1] - R_WL[kb, 0, 2] * cb[2]
-    d1 = x1 - p_WL[kb, 1] - R_WL[kb, 1, 0] * cb[0] - R_WL[kb, 1, 1] * cb[1] - R_WL[kb, 1, 2] * cb[2]
-    d2 = x2 - p_WL[kb, 2] - R_WL[kb, 2, 0] * cb[0] - R_WL[kb, 2, 1] * cb[1] - R_WL[kb, 2, 2] * cb[2]
-    d = np.sqrt(d0 * d0 + d1 * d1 + d2 * d2)
+    for a in range(3):                                        # x − c, c the core's centre (world)
+        z[a] = xa[a] - p_WL[kb, a] - R_WL[kb, a, 0] * cb[0] - R_WL[kb, a, 1] * cb[1] - R_WL[kb, a, 2] * cb[2]
+    d = np.sqrt(z[0] * z[0] + z[1] * z[1] + z[2] * z[2])
     g = d - bounding_radius(con.shape, con.shape_half) - L - con.radius
     if not g > 0.0:
         return False
-    n0, n1, n2 = d0 / d, d1 / d, d2 / d
-    # the velocities at x of link a's point r and of link b's point there (link coordinates, then world)
-    y0, y1, y2 = x0 - p_WL[kb, 0], x1 - p_WL[kb, 1], x2 - p_WL[kb, 2]
-    s0 = R_WL[kb, 0, 0] * y0 + R_WL[kb, 1, 0] * y1 + R_WL[kb, 2, 0] * y2
-    s1 = R_WL[kb, 0, 1] * y0 + R_WL[kb, 1, 1] * y1 + R_WL[kb, 2, 1] * y2
-    s2 = R_WL[kb, 0, 2] * y0 + R_WL[kb, 1, 2] * y1 + R_WL[kb, 2, 2] * y2
-    a0 = v[ka, 3] + v[ka, 1] * r[2] - v[ka, 2] * r[1]
-    a1 = v[ka, 4] + v[ka, 2] * r[0] - v[ka, 0] * r[2]
-    a2 = v[ka, 5] + v[ka, 0] * r[1] - v[ka, 1] * r[0]
-    b0 = v[kb, 3] + v[kb, 1] * s2 - v[kb, 2] * s1
-    b1 = v[kb, 4] + v[kb, 2] * s0 - v[kb, 0] * s2
-    b2 = v[kb, 5] + v[kb, 0] * s1 - v[kb, 1] * s0
+    for a in range(3):                                        # x in b's frame
+        y[a] = R_WL[kb, 0, a] * (xa[0] - p_WL[kb, 0]) + R_WL[kb, 1, a] * (xa[1] - p_WL[kb, 1]) + \
+            R_WL[kb, 2, a] * (xa[2] - p_WL[kb, 2])
+    point_state(R_WL, p_WL, v, kb, y, xs, vs)                # b's point at x
     basis = con.basis
-    w0 = R_WL[ka, 0, 0] * a0 + R_WL[ka, 0, 1] * a1 + R_WL[ka, 0, 2] * a2 - \
-        (R_WL[kb, 0, 0] * b0 + R_WL[kb, 0, 1] * b1 + R_WL[kb, 0, 2] * b2)
-    w1 = R_WL[ka, 1, 0] * a0 + R_WL[ka, 1, 1] * a1 + R_WL[ka, 1, 2] * a2 - \
-        (R_WL[kb, 1, 0] * b0 + R_WL[kb, 1, 1] * b1 + R_WL[kb, 1, 2] * b2)
-    w2 = R_WL[ka, 2, 0] * a0 + R_WL[ka, 2, 1] * a1 + R_WL[ka, 2, 2] * a2 - \
-        (R_WL[kb, 2, 0] * b0 + R_WL[kb, 2, 1] * b1 + R_WL[kb, 2, 2] * b2)
+    rate = 0.0
     for a in range(3):
-        basis[a, 0] = R_WL[kb, 0, a] * n0 + R_WL[kb, 1, a] * n1 + R_WL[kb, 2, a] * n2
-    velocity_a[c, 0], velocity_a[c, 1], velocity_a[c, 2] = w0, w1, w2
-    point_a[c, 0], point_a[c, 1], point_a[c, 2] = x0, x1, x2
-    point_b[c, 0], point_b[c, 1], point_b[c, 2] = x0 - g * n0, x1 - g * n1, x2 - g * n2
+        n = z[a] / d
+        basis[a, 0] = (R_WL[kb, 0, a] * z[0] + R_WL[kb, 1, a] * z[1] + R_WL[kb, 2, a] * z[2]) / d   # (b's frame)
+        w = va[a] - vs[a]
+        velocity_a[c, a] = w
+        point_a[c, a] = xa[a]
+        point_b[c, a] = xa[a] - g * n
+        rate += n * w
     deviation[c] = g
-    deviation_rate[c] = abs(n0 * w0 + n1 * w1 + n2 * w2)
+    deviation_rate[c] = abs(rate)
     if L > 0.0:                                               # the sliding point rests at its segment's centre
         con.slide_rate = 0.0
         for a in range(3):

@@ -118,15 +118,12 @@ def jacobian_singular_values(J, cons, rows, solve, dense, m, n_groups):
                 for k in range(p):
                     Ju[k, a] = J[idx[a], c0 + k]
             singular_values(Ju, p, n, dense.Vj, s)
-        else:                                                 # J = Q₁ R: J's singular values are R's (r x p)
-            Q1 = solve.Q1
-            r = range_basis(J, idx, n, c0, c1, Q1, Q1)         # (no coefficients: R below, from J)
+        else:                                                 # J = Q₁ R: J's singular values are R's (r x p),
+            Q1, R = solve.Q1, dense.Mc                        # the Gram–Schmidt's projections (Mc: nv x nv,
+            r = range_basis(J, idx, n, c0, c1, Q1, R, True)   # free under dynamic constraints)
             for i in range(r):
                 for k in range(p):
-                    t = 0.0
-                    for a in range(n):
-                        t += Q1[i, a] * J[idx[a], c0 + k]
-                    Ju[k, i] = t                              # (Rᵀ: p x r)
+                    Ju[k, i] = R[i, k]                        # (Rᵀ: p x r)
             singular_values(Ju, p, r, dense.Vj, s)
             for a in range(r, n):
                 s[a] = 0.0

@@ -121,12 +121,13 @@ def row_dot(A, i, B, j, n):
 
 
 @njit
-def range_basis(J, idx, n, c0, c1, Q1, Rq, coefficients=False):
+def range_basis(J, idx, n, c0, c1, Q1, Rq, coefficients):
     """The rows of ``Q1[:r, :n]`` ← an orthonormal basis of the column space of the rows ``idx[:n]`` of J over the
     columns c0 … c1 − 1 (classical Gram–Schmidt, a second pass for a column whose first left less than 1/√2 of
     its length — Kahan and Parlett's "twice is enough" —; a column left below 1e-12 of its length is dependent):
-    basis vector i is the row Q1[i] (contiguous). With ``coefficients``, ``Rq[:r, :c1 − c0]`` ← Q₁ᵀ J, the
-    Gram–Schmidt's own projections (zero below each column's last basis vector). Returns r."""
+    basis vector i is the row Q1[i] (contiguous). With ``coefficients``, ``Rq[:r, :c1 − c0]`` ← R = Q₁ᵀ J, the
+    Gram–Schmidt's own projections (zero below each column's last basis vector; ``Rq`` at least min(n, p) x p);
+    without, ``Rq`` is not touched. Returns r."""
     r = 0
     p = c1 - c0
     if coefficients:
@@ -134,8 +135,15 @@ def range_basis(J, idx, n, c0, c1, Q1, Rq, coefficients=False):
             for k in range(p):
                 Rq[i, k] = 0.0
     for k in range(c0, c1):
-        if r == n:
-            break
+        if r == n:                                            # the basis spans every row: the other columns are
+            if not coefficients:                              # combinations of it
+                break
+            for j in range(n):
+                t = 0.0
+                for a in range(n):
+                    t += Q1[j, a] * J[idx[a], k]
+                Rq[j, k - c0] = t
+            continue
         norm0 = 0.0
         for a in range(n):
             Q1[r, a] = J[idx[a], k]
