@@ -909,6 +909,29 @@ def _svd(A, pad):
     return W[:p, :n].copy(), V[:n, :n].copy(), s[:n].copy()
 
 
+
+@pytest.mark.parametrize("n,p,rank", [(12, 6, 6), (60, 30, 30), (18, 12, 9), (6, 6, 6), (6, 9, 6), (7, 7, 4)])
+def test_range_basis_gives_an_orthonormal_basis_and_its_r(n, p, rank):
+    """core.solver.range_basis on the rows ``idx`` of a J of rank ``rank`` over its columns 2 … 2 + p (more rows
+    than velocities: a box on four corners; as many or fewer: the basis spans every row before the last column):
+    Q₁ orthonormal, R (the Gram–Schmidt's own projections) equal to Q₁ᵀJ — so Q₁R = J — and R's singular values
+    J's, NumPy's to ~ε σ_max (the values the full evaluation reports, core.formulations.jacobian_singular_values)."""
+    from core.solver import range_basis
+    rng = np.random.default_rng(n * 100 + p * 10 + rank)
+    Jg = rng.standard_normal((n, rank)) @ rng.standard_normal((rank, p))
+    J = np.zeros((n + 3, p + 4))
+    idx = rng.permutation(n + 3)[:n]
+    J[idx, 2:2 + p] = Jg
+    Q1, R = np.full((n + 1, n), np.nan), np.full((max(n, p), p), np.nan)
+    r = range_basis(J, idx.astype(np.int64), n, 2, 2 + p, Q1, R, True)
+    Q = Q1[:r].T
+    assert r == rank
+    np.testing.assert_allclose(Q.T @ Q, np.eye(r), atol=1e-13)
+    np.testing.assert_allclose(R[:r], Q.T @ Jg, atol=1e-12 * np.abs(Jg).max())
+    np.testing.assert_allclose(Q @ R[:r], Jg, atol=1e-12 * np.abs(Jg).max())
+    ref = np.linalg.svd(Jg, compute_uv=False)
+    np.testing.assert_allclose(np.linalg.svd(R[:r], compute_uv=False), ref[:r], atol=1e-12 * ref[0])
+
 @pytest.mark.parametrize("p,n,rank", [(3, 3, 3), (6, 4, 4), (4, 6, 4), (6, 18, 6), (18, 6, 5), (5, 5, 2),
                                       (7, 3, 0), (1, 4, 1)])
 def test_svd_columns_equals_numpy(p, n, rank):
