@@ -324,16 +324,17 @@ class Simulation:
         """Advance one step (``dt``, or one accepted adaptive step no longer than ``dt_max``); raises
         :class:`DivergenceError` with the state unchanged if the result is not finite."""
         self._started()
-        h = self.dt if dt_max is None else min(self.dt, dt_max)
-        t_end = np.inf if h == self.dt else self.state.t + h   # (t + dt − t is not always dt in floating point)
-        if not self.model.programs:       # one compiled call (core.plan.one_step: its fixed cost is much of a
-            plan = plan_of(self.model, self.inputs)            # small model's step, README)
+        model, dt = self.model, self.dt
+        h = dt if dt_max is None else min(dt, dt_max)
+        t_end = np.inf if h == dt else self.state.t + h        # (t + dt − t is not always dt in floating point)
+        if not model.programs:            # one compiled call (core.plan.one_step: its fixed cost is much of a
+            plan = plan_of(model, self.inputs)                 # small model's step, README)
             with plan.lock:
-                state, status, events = one_step(self.model, self.model.complete(self.state), plan, self.dt, t_end,
-                                                 self._energy0)
+                state, status, events = one_step(model, model.complete(self.state), plan, dt, t_end, self._energy0)
             if status == "ok":
                 self.state = state
-                self.events.extend(events)
+                if events:
+                    self.events.extend(events)
                 self.steps_taken += 1
                 return state
             if status != "event":         # (an event buffer that filled inside the step: the general path goes on)
