@@ -81,6 +81,33 @@ def test_the_plots_redraw_at_most_at_their_rate_however_fast_batches_and_frames_
     qtbot.waitUntil(lambda: _last_time_drawn(panel, "energy") == pytest.approx(panel.history.last_time))
 
 
+def test_slow_redraws_keep_to_their_share_of_the_gui_thread(panel, qtbot, monkeypatch):
+    """Hundreds of constraints' curves took ~50 ms a redraw (balls_in_a_box): at 10 Hz the plots held the GUI
+    thread, and the interpreter the simulation thread needs, 40 % of the time. A redraw that takes c s waits
+    c / PLOT_SHARE s for the next, and the newest samples are still drawn once the batches stop."""
+    from studio.qt.window.plots import PLOT_SHARE
+    draw = panel.figure.draw
+    cost = 0.03
+
+    def slow(*args, **kwargs):
+        time.sleep(cost)
+        return draw(*args, **kwargs)
+
+    monkeypatch.setattr(panel.figure, "draw", slow)
+    layout, t = panel.layout_spec, 0.2
+    before = panel.redraws
+    start = time.perf_counter()
+    while time.perf_counter() - start < 1.5:
+        panel.add_batch(_batch(layout, t))
+        t += 0.02
+        panel.frame()
+        QCoreApplication.processEvents()
+    elapsed = time.perf_counter() - start
+    redraws = panel.redraws - before
+    assert 1 <= redraws <= elapsed * PLOT_SHARE / cost + 1 < elapsed / panel.period   # (10 Hz would allow 15)
+    qtbot.waitUntil(lambda: _last_time_drawn(panel, "energy") == pytest.approx(panel.history.last_time))
+
+
 def test_plots_out_of_sight_are_not_updated(panel, qtbot):
     """A hidden (or tabbed away) dock updates no curve; shown again, it draws what came meanwhile. A plot
     scrolled out of the dock's view is not updated either, until it is scrolled into view."""

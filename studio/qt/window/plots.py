@@ -8,7 +8,9 @@ event list shows too) and to lines on the time axis. Freezing the plots freezes 
 arriving.
 
 Redrawing, never per batch, so that the plots cannot starve the viewport of the GUI thread: at most every
-:data:`REDRAW_PERIOD` (10 Hz), whatever the rates of simulation and of the viewport's frames; only the plots in
+:data:`REDRAW_PERIOD` (10 Hz), whatever the rates of simulation and of the viewport's frames, and no more often
+than keeps their updates within :data:`PLOT_SHARE` of the GUI thread (a redraw that took 50 ms waits 0.33 s for
+the next: the simulation thread needs the interpreter too, which the plots' Python holds); only the plots in
 sight (none while the dock is hidden, tabbed away or the window minimised; in the dock, which scrolls when the
 plots would be shorter than :data:`MIN_PLOT_HEIGHT`, only those not scrolled out of view). While the viewport draws
 frames, the plots redraw with one of them (:meth:`PlotPanel.frame`): the window holding the OpenGL viewport is
@@ -43,12 +45,16 @@ from studio.qt.window.plotfigure import BACKGROUND, PLOTS, OpaqueGridAxis, PlotF
 from studio.run.runrecords import RunRecords
 
 __all__ = ["PlotPanel", "PLOTS", "PlotSpec", "WINDOWS", "OpaqueGridAxis", "render_figure", "FigureRenderer",
-           "REDRAW_PERIOD", "MIN_PLOT_HEIGHT"]
+           "REDRAW_PERIOD", "PLOT_SHARE", "MIN_PLOT_HEIGHT"]
 
 #: Rolling windows (s of simulated time) the user can pick; None = the whole run.
 WINDOWS = {"1 s": 1.0, "2 s": 2.0, "5 s": 5.0, "10 s": 10.0, "30 s": 30.0, "60 s": 60.0, "whole run": None}
 #: s: the plots redraw at most this often (module docstring).
 REDRAW_PERIOD = 0.1
+#: The share of the GUI thread the plots' updates may take: a redraw that took c s waits c / PLOT_SHARE s for the
+#: next (module docstring). Hundreds of constraints' curves took ~50 ms a redraw, 40 % of the GUI thread at 10 Hz,
+#: and the simulation thread waited for the interpreter meanwhile (balls_in_a_box played at 0.3x real time).
+PLOT_SHARE = 0.15
 #: s: while the viewport drew a frame this recently, the plots redraw with its frames only.
 FRAMES_FLOWING = 0.25
 #: px: the least height of a plot in the dock, its title included (the dock scrolls below that).
@@ -79,6 +85,7 @@ class PlotPanel(QWidget):
         self.period = float(period)
         self.redraws = 0                  # the times the curves were updated (benchmarks, tests)
         self._redrawn = self._framed = -float("inf")    # perf_counter() of the last redraw, of the last frame
+        self._cost = 0.0                  # s: how long the last redraw took (PLOT_SHARE)
         self.history: History | None = None
         self.records = RunRecords()
         self.layout_spec = None           # the SampleLayout of the current run
@@ -329,12 +336,17 @@ class PlotPanel(QWidget):
     def frame(self) -> None:
         """The viewport is about to draw a frame: redraw with it if a redraw is due (module docstring)."""
         self._framed = time.perf_counter()
-        if self._framed - self._redrawn >= self.period:
+        if self._framed - self._redrawn >= self._due():
             self.redraw()
+
+    def _due(self) -> float:
+        """s between redraws: the period, or longer where the last redraw took more than PLOT_SHARE of it."""
+        return max(self.period, self._cost / PLOT_SHARE)
 
     @Slot()
     def _tick(self) -> None:
-        if time.perf_counter() - self._framed > FRAMES_FLOWING:
+        now = time.perf_counter()
+        if now - self._framed > FRAMES_FLOWING and now - self._redrawn >= self._due():
             self.redraw()
 
     @Slot()
@@ -355,6 +367,7 @@ class PlotPanel(QWidget):
         rows, x_range = self.view()
         self._show_events()
         self.figure.draw(rows, self.shown_ghost, x_range, self.cursor, keys)
+        self._cost = time.perf_counter() - self._redrawn
 
     def _show_events(self) -> None:
         key = (id(self.figure.layout_spec), self.events.version, self.events.generation, self.earlier_try_shown)
