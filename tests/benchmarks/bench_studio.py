@@ -235,7 +235,7 @@ def measure(app, model, path, size, args) -> dict:
     if args.profile:
         for name, prof in (("worker thread", worker_profile), ("GUI thread", gui_profile)):
             text = io.StringIO()
-            pstats.Stats(prof, stream=text).sort_stats("tottime").print_stats(25)
+            pstats.Stats(prof, stream=text).sort_stats(os.environ.get("BENCH_SORT", "tottime")).print_stats(int(os.environ.get("BENCH_TOP", "25")))
             print(f"\n---- cProfile, {name} ({out['size']}) ----")
             print("\n".join(text.getvalue().splitlines()[:45]))
     return out

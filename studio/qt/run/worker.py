@@ -113,7 +113,7 @@ class SimulationWorker(QObject):
     finished = Signal()
 
     def __init__(self, simulation, commands: queue.Queue, *, speed: float = 1.0, frame_period: float = 1 / 60,
-                 step_share: float = 0.6, max_lag: float = 0.1, residual_limit: float = 1e6,
+                 step_share: float = 0.8, max_lag: float = 0.1, residual_limit: float = 1e6,
                  max_samples_per_frame: int = 4, batches: bool = True, clock=time.perf_counter,
                  keyframes: int | None = None):
         super().__init__()
@@ -248,7 +248,11 @@ class SimulationWorker(QObject):
                     self._advance(deadline=frame_start + self.step_share * self.frame_period)
                     self._emit()
                     # Rest for the rest of the frame, and at least its GUI share even when a step overran: the
-                    # GUI thread needs the GIL to draw (a busy worker would starve it, see GIL "convoys").
+                    # GUI thread needs the GIL to draw (a busy worker would starve it, see GIL "convoys"). The
+                    # compiled steps release the GIL, so the GUI thread draws beside them on the other core: a
+                    # share of 0.6 left the collision scenes (~1 ms of steps a frame) at 0.3-0.45x real time with
+                    # 30 % of the CPU idle; 0.8 gives 0.57-0.63x and 1x where 0.6 gave 0.94x, the viewport at
+                    # 16-23 fps (bench_studio, 1600x1000; README).
                     next_frame = max(frame_start + self.frame_period,
                                      self._clock() + (1.0 - self.step_share) * self.frame_period)
         finally:
