@@ -27,7 +27,8 @@ never ran this version), press Play, let it settle for a second, then measure fo
   first run on a machine: the kernels then compile, about a minute).
 
 ``--speed`` asks for another real-time factor (``inf``: as fast as possible). ``--profile`` runs cProfile on the
-worker thread and on the GUI thread during the measurement and prints the top functions of each. Not a test:
+worker thread and on the GUI thread during the measurement and prints the top functions of each (by internal
+time; ``BENCH_SORT=cumulative`` and ``BENCH_TOP=N`` in the environment change the order and the count). Not a test:
 nothing here asserts; it prints numbers to compare before and after a change. llvmpipe (software OpenGL) draws
 every pixel of the window on the CPU, so the frame rate depends on the window size.
 
@@ -235,7 +236,8 @@ def measure(app, model, path, size, args) -> dict:
     if args.profile:
         for name, prof in (("worker thread", worker_profile), ("GUI thread", gui_profile)):
             text = io.StringIO()
-            pstats.Stats(prof, stream=text).sort_stats(os.environ.get("BENCH_SORT", "tottime")).print_stats(int(os.environ.get("BENCH_TOP", "25")))
+            order, top = os.environ.get("BENCH_SORT", "tottime"), int(os.environ.get("BENCH_TOP", "25"))
+            pstats.Stats(prof, stream=text).sort_stats(order).print_stats(top)
             print(f"\n---- cProfile, {name} ({out['size']}) ----")
             print("\n".join(text.getvalue().splitlines()[:45]))
     return out
