@@ -53,8 +53,10 @@ MAX_EXPRESSION_DEPTH = 64
 MAX_PROBLEMS = 100
 MIN_DT = 1e-9
 #: Contact points in a scene (each is up to three constraint rows; a box gives its 8 corners): the event tables
-#: and the solve's scratch grow with their square — 800 points ran 22× slower than real time, 3200 took 4.6 GB.
-MAX_CONTACT_POINTS = 512
+#: and the solve's scratch grow with their square — 3200 took 4.6 GB; 768 take ~0.42 GB over the process's
+#: ~0.12 GB (512: ~0.29 GB, 1024: ~0.6 GB). 512 refused Menagerie's ANYmal C (515 ground points, its legs'
+#: cylinders 16 each), which runs at 768.
+MAX_CONTACT_POINTS = 768
 
 _SECTION_LIMITS = {"bodies": MAX_BODIES, "constraints": MAX_ENTITIES, "forces": MAX_ENTITIES,
                    "controllers": MAX_ENTITIES}
