@@ -102,6 +102,36 @@ def test_the_worker_records_every_step_as_core_run_does():
         assert np.array_equal(got[key][:n], ref[key][:n], equal_nan=True), key
 
 
+def test_a_playing_worker_sends_a_snapshot_only_once_the_gui_took_the_last():
+    """A window that draws 17 frames a second while the worker emits 45 dropped most snapshots unseen, each ~2 ms
+    of the worker's Python: while ``snapshot_taken`` is clear, a playing frame sends its samples but no snapshot;
+    once it is set, the next frame sends the newest state; an emit after commands (a pause) always sends one."""
+    import threading
+    model = core.load_scene(ARM)
+    w = _drive(model)
+    w.snapshot_taken = threading.Event()
+    w.snapshot_taken.set()
+    w._playing = True
+    w._advance(deadline=time.perf_counter() + 0.005)
+    w._emit(frame=True)
+    assert len(w.snaps) == 2 and not w.snapshot_taken.is_set()           # (the first from _drive)
+    sent = len(w.sent)
+    for _ in range(3):                                                    # the GUI has not taken it
+        w._advance(deadline=time.perf_counter() + 0.005)
+        w._emit(frame=True)
+    assert len(w.snaps) == 2 and len(w.sent) == sent + 3                  # samples every frame, no snapshot
+    w.snapshot_taken.set()
+    w._advance(deadline=time.perf_counter() + 0.005)
+    w._emit(frame=True)
+    assert len(w.snaps) == 3 and w.snaps[-1].t == w._sim.state.t > w.snaps[1].t
+    w._advance(deadline=time.perf_counter() + 0.005)
+    w._playing = False                                  # a frame that stopped the play (diverged): sent regardless
+    w._emit(frame=True)
+    assert len(w.snaps) == 4 and w.snaps[-1].t == w._sim.state.t and not w.snaps[-1].playing
+    w._emit()                                                             # after a command: sent regardless
+    assert len(w.snaps) == 5
+
+
 def test_going_back_and_resuming_continues_bit_for_bit():
     model = core.load_scene(ARM)
     w = _drive(model)
