@@ -461,6 +461,20 @@ def _first_crossing(gb, nb, lo, hi):
 
 
 @njit
+def _crossed_within(bracket_g, nb, tol):
+    """Whether every witness found at the bracket's late end crossed zero less than ``tol`` before it by its
+    value and rate there (g ≤ 0 moving down, −g ≤ −ġ tol: the time since its crossing, g/ġ, to first order; its
+    error (g/ġ)² g̈/(2ġ) is far below tol at any tolerance a step isolates to). Then the late end is within tol
+    of the first crossing without a trial before it: the Hermite root of a touchdown lands on the crossing (a free
+    flight's gap is quadratic, the interpolant exact), and that one trial closes the isolation."""
+    for b in range(nb):
+        g, rate = bracket_g[b, 1], bracket_g[b, 3]
+        if not (g <= 0.0 and rate < 0.0 and -g <= -rate * tol):
+            return False
+    return nb > 0
+
+
+@njit
 def _isolate(tree, tab, ws, stage, out, st, clock, t, h, y1, active, slip, touched, nq, nv, z0, m, n_groups, scale,
              partial, full, n_found, correction, iterations):
     """The first crossing inside the step of h from (t, ``ws.events.y0``), whose end y1 found ``n_found`` events,
@@ -470,7 +484,9 @@ def _isolate(tree, tab, ws, stage, out, st, clock, t, h, y1, active, slip, touch
     their cubic Hermite interpolant where their rates are known at both ends, else the Illinois regula falsi's
     chord through their values, the end kept twice running halved), kept ``event_tolerance``/2 inside the
     bracket so that a converged estimate closes it from both sides, and the bracket's midpoint when a witness's
-    early value is not known or two trials have not halved the bracket. Returns ``(hi, at_hi, correction,
+    early value is not known or two trials have not halved the bracket. A late end at which every witness found
+    crossed less than the tolerance before it, by its value and rate (:func:`_crossed_within`), ends the
+    isolation there. Returns ``(hi, at_hi, correction,
     iterations)``: the late end's length, whether ``out`` holds its evaluation, and its projection's figures; its
     state is in ``ws.events.y_hi``."""
     ev = ws.events
@@ -507,6 +523,8 @@ def _isolate(tree, tab, ws, stage, out, st, clock, t, h, y1, active, slip, touch
             correction, iterations = c_trial, it_trial
             nb = _rebracket(tab, ws, out, y1[nq:nq + nv], n_found, nb, side == 1)
             side = 1
+            if _crossed_within(ev.bracket_g, nb, tol):
+                break                                         # every witness crossed within tol before hi
         else:
             lo, at_hi = trial, False
             _early_values(tab, ws, out, y1[:nq], y1[nq:nq + nv], slip, nb)

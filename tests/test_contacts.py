@@ -72,15 +72,15 @@ def test_ball_bounces_at_the_analytic_times_with_the_restitution_energy_ratio():
 
 
 @pytest.mark.parametrize("tol", [1e-6, 1e-9, 1e-12, 1e-15])
-def test_an_impact_is_isolated_within_the_tolerance_in_two_trial_steps(tol):
+def test_an_impact_is_isolated_within_the_tolerance_in_one_trial_step(tol):
     """The first touchdown of a dropped ball, t* = √(2(h + ε)/g) (free flight is exact under RK4, ε the
-    penetration a touchdown waits for), at the late end of a bracket no wider than ``event_tolerance`` (to the
-    round-off of t): the gap of a free flight is quadratic in t, so the cubic Hermite interpolant of its values and
-    rates at the step's ends is exact and the first trial lands on t*; the second closes the bracket on its other
-    side — two trial steps at every tolerance, where the regula falsi on the values alone took 2, 4, 5 and 7 at
-    1e-6, 1e-9, 1e-12 and 1e-15 s and bisecting the 1 ms step 10, 20, 30 and 40 (State.event_work: the trials, and
-    1 for the instant)."""
-    most = 2
+    penetration a touchdown waits for), within ``event_tolerance`` after t* (to the round-off of t): the gap of a
+    free flight is quadratic in t, so the cubic Hermite interpolant of its values and rates at the step's ends is
+    exact and the first trial lands on t*, where the gap's value and rate say it crossed less than the tolerance
+    before — one trial step at every tolerance. A second trial closing the bracket on its early side took two;
+    the regula falsi on the values alone 2, 4, 5 and 7 at 1e-6, 1e-9, 1e-12 and 1e-15 s, and bisecting the 1 ms
+    step 10, 20, 30 and 40 (State.event_work: the trials, and 1 for the instant)."""
+    most = 1
     doc = _ball(height=1.0, e=0.8)
     doc["simulation"]["event_tolerance"] = tol
     sim = core.Simulation(_model(doc))
