@@ -444,9 +444,10 @@ def _hermite_root(a, c, m0, m1):
 def _first_crossing(gb, nb, lo, hi):
     """The earliest crossing of the bracket's witnesses: where their values and rates at both ends are known (a
     touchdown, a joint limit, a watch: ``gb`` columns early value, late value, early rate, late rate), the root
-    of the cubic Hermite interpolant of each — exact for a free flight's quadratic gap, so that two trials close
-    the bracket where regula falsi took four — else the chord through the values (regula falsi); NaN unless
-    every early value is known and positive and every late one is not."""
+    of the cubic Hermite interpolant of each — exact for a free flight's quadratic gap, so that its first trial
+    lands on the crossing (:func:`_crossed_within` then ends the isolation) where regula falsi took four — else
+    the chord through the values (regula falsi); NaN unless every early value is known and positive and every
+    late one is not."""
     t = np.inf
     L = hi - lo
     for b in range(nb):

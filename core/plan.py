@@ -351,20 +351,20 @@ def _pack(model: Model, state: State) -> np.ndarray:
     return np.concatenate([np.asarray(state.q, float), np.asarray(state.qd, float), state.work, state.z])
 
 
+_BOOL, _FLOAT = np.dtype(np.bool_), np.dtype(np.float64)
+
+
 def _modes(state: State) -> tuple:
     """Copies of the state's ``active``, ``slip`` and ``touched`` that the compiled call may change in place (an
     empty array is shared: nothing changes in it)."""
     active, slip, touched = state.active, state.slip, state.touched
-    if active.size or active.dtype is not _BOOL:              # (`is`: dtypes of builtin types are singletons,
-        active = np.array(active, dtype=np.bool_)             # and `!=` costs twice as much)
+    if active.size or active.dtype is not _BOOL:              # (`is`: builtin dtypes are singletons, `!=` costs
+        active = np.array(active, dtype=np.bool_)             # twice as much: this runs at every step() call)
     if slip.size or slip.dtype is not _FLOAT:
         slip = np.array(slip, dtype=np.float64)
     if touched.size or touched.dtype is not _FLOAT:
         touched = np.array(touched, dtype=np.float64)
     return active, slip, touched
-
-
-_BOOL, _FLOAT = np.dtype(np.bool_), np.dtype(np.float64)
 
 
 def _unpack(model: Model, y: np.ndarray, state: State, t: float, corrections: float, step_size: float,

@@ -107,20 +107,20 @@ def test_a_playing_worker_sends_a_snapshot_only_once_the_gui_took_the_last():
     of the worker's Python: while ``snapshot_taken`` is clear, a playing frame sends its samples but no snapshot;
     once it is set, the next frame sends the newest state; an emit after commands (a pause) always sends one."""
     import threading
-    model = core.load_scene(ARM)
-    w = _drive(model)
-    w.snapshot_taken = threading.Event()
-    w.snapshot_taken.set()
+    taken = threading.Event()
+    w = _drive(core.load_scene(ARM), snapshot_taken=taken)
+    assert len(w.snaps) == 1 and not taken.is_set()                       # (_drive's first: not taken yet)
+    taken.set()                                                           # the GUI took it
     w._playing = True
     w._advance(deadline=time.perf_counter() + 0.005)
     w._emit(frame=True)
-    assert len(w.snaps) == 2 and not w.snapshot_taken.is_set()           # (the first from _drive)
+    assert len(w.snaps) == 2 and not taken.is_set()
     sent = len(w.sent)
     for _ in range(3):                                                    # the GUI has not taken it
         w._advance(deadline=time.perf_counter() + 0.005)
         w._emit(frame=True)
     assert len(w.snaps) == 2 and len(w.sent) == sent + 3                  # samples every frame, no snapshot
-    w.snapshot_taken.set()
+    taken.set()
     w._advance(deadline=time.perf_counter() + 0.005)
     w._emit(frame=True)
     assert len(w.snaps) == 3 and w.snaps[-1].t == w._sim.state.t > w.snaps[1].t

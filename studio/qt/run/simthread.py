@@ -47,9 +47,9 @@ class SimulationThread(QObject):
         # While the worker runs, cyclic garbage is collected on this thread only (studio.qt.run.collection).
         self._collection = GuiThreadCollection()
         self.destroyed.connect(functools.partial(_stop, self._commands, self._thread, collection=self._collection))
-        self._worker = SimulationWorker(simulation, self._commands, **worker_options)
-        self._worker.snapshot_taken = threading.Event()     # set when a snapshot is delivered (worker's _emit)
-        self._worker.snapshot_taken.set()
+        self._taken = threading.Event()                      # set when a snapshot is delivered (worker's _emit)
+        self._taken.set()
+        self._worker = SimulationWorker(simulation, self._commands, snapshot_taken=self._taken, **worker_options)
         self._worker.moveToThread(self._thread)
         self._thread.started.connect(self._worker.run)
         # Queued connections: the worker emits on its thread, these slots run on ours.
@@ -171,7 +171,7 @@ class SimulationThread(QObject):
     @Slot()
     def _deliver(self) -> None:
         snapshot, self._pending = self._pending, None
-        self._worker.snapshot_taken.set()
+        self._taken.set()
         if snapshot is not None:
             self.latest = snapshot
             self.snapshot_ready.emit(snapshot)

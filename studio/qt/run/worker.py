@@ -7,8 +7,9 @@ nothing else reads or writes the simulation it runs. What crosses threads are th
 Loop (DESIGN.md "Threading in the studio"; MuJoCo's ``_physics_loop``): drain the ordered command queue at the top
 of every iteration, so a command acts at a step boundary and none is dropped; while playing, step as long as
 simulated time is behind wall-clock time × speed, but for at most ``step_share`` of each display frame, then emit
-one :class:`~studio.run.messages.Snapshot` (latest wins on the GUI side) and one
-:class:`~studio.run.messages.SampleBatch` with what was recorded since the last one. A scene slower than real time
+one :class:`~studio.run.messages.SampleBatch` with what was recorded since the last one and one
+:class:`~studio.run.messages.Snapshot` (latest wins on the GUI side; while playing, only once the GUI has taken the
+last one: ``snapshot_taken``). A scene slower than real time
 therefore lowers the real-time factor, never the frame rate; more than ``max_lag`` behind, the worker forgives the
 lag instead of catching up.
 
@@ -116,7 +117,7 @@ class SimulationWorker(QObject):
     def __init__(self, simulation, commands: queue.Queue, *, speed: float = 1.0, frame_period: float = 1 / 60,
                  step_share: float = 0.8, max_lag: float = 0.1, residual_limit: float = 1e6,
                  max_samples_per_frame: int = 4, batches: bool = True, clock=time.perf_counter,
-                 keyframes: int | None = None):
+                 keyframes: int | None = None, snapshot_taken: threading.Event | None = None):
         super().__init__()
         self._commands = commands
         self.speed = float(speed)
@@ -148,9 +149,9 @@ class SimulationWorker(QObject):
         self._last_record: dict | None = None
         self._dropped_at: tuple | None = None          # (first time, last change, last value) of 'dropped'
         self._actuators: dict = {}                       # actuator commands the user gave (they outlive a seek)
-        #: Set by the GUI side when it has taken the last snapshot emitted (:class:`SimulationThread` makes it);
+        #: Set by the GUI side when it has taken the last snapshot emitted (:class:`SimulationThread` passes one);
         #: while it is not, a playing frame sends no new one (None: every frame sends one).
-        self.snapshot_taken: threading.Event | None = None
+        self.snapshot_taken = snapshot_taken
 
     def _set_simulation(self, sim, new_run: bool = True) -> None:
         """Start showing ``sim`` (worker thread): evaluate it, after saying so if its kernels may compile.
