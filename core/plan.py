@@ -60,16 +60,16 @@ EVENT_WORK_PER_STEP = 8.0
 ANSWER_WORK = 16.0
 
 
-def _codec(dtype: np.dtype) -> struct.Struct:
-    """A :class:`struct.Struct` with the layout of the record ``dtype`` (its fields at their offsets, in order):
-    a whole record is written or read in one call of a few hundred ns, where a tuple assigned to a NumPy record
-    and ``.item()`` take about a µs each — the fixed cost of one :meth:`core.Simulation.step` (README,
-    Benchmarks)."""
+def _codec(dtype: np.dtype, names: tuple | None = None) -> struct.Struct:
+    """A :class:`struct.Struct` with the layout of the record ``dtype`` (its fields at their offsets, in order;
+    only ``names`` of them, the others skipped as padding, when given): a whole record is written or read in one
+    call of a few hundred ns, where a tuple assigned to a NumPy record and ``.item()`` take about a µs each — the
+    fixed cost of one :meth:`core.Simulation.step` (README, Benchmarks)."""
     codes = {np.dtype(np.float64): "d", np.dtype(np.int64): "q", np.dtype(np.bool_): "?"}
     fmt, at = "=", 0
     for name in dtype.names:
         kind, offset = dtype.fields[name][:2]
-        fmt += "x" * (offset - at) + codes[kind]
+        fmt += "x" * (offset - at) + (codes[kind] if names is None or name in names else "x" * kind.itemsize)
         at = offset + kind.itemsize
     codec = struct.Struct(fmt + "x" * (dtype.itemsize - at))
     assert codec.size == dtype.itemsize
@@ -77,6 +77,10 @@ def _codec(dtype: np.dtype) -> struct.Struct:
 
 
 _CLOCK = _codec(CLOCK)
+#: What :func:`one_step` reads of the clock after its call, in the clock's order (half the fields: half the time).
+_STEPPED = ("t", "step_size", "corrections", "steps", "status", "iterations", "rank_deficient", "evaluated",
+            "t_target", "n_events", "energy_scale", "event_work")
+_STEPPED_CLOCK = _codec(CLOCK, _STEPPED)
 
 
 class DivergenceError(RuntimeError):
@@ -118,6 +122,8 @@ class Plan:
     watch_names: tuple = ()                # (program, watch) of each row of the watch table
     quantity_names: tuple = ()
     at_state: State | None = None          # the State `out` was evaluated at (States are values)
+    clock_for: tuple | None = None         # (state, dt, t_end, energy0) of the next step the clock as :func:`one_step`
+                                           # left it describes (None once anything else called the kernel)
     columns: tuple | None = None           # the records' columns (core.step.record_layout), made once
     lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -425,6 +431,7 @@ def _call(model: Model, state: State, plan: Plan, t_end, dt, max_steps, energy0,
           record_first, t_target, stop_on_events, close_touching, check_events, instants, settle, trace) -> tuple:
     """One call of :func:`core.integrators.advance` from ``state`` with the clock's inputs (:data:`CLOCK`'s fields
     in its order): ``(the clock's fields after it, y, active, slip, touched)``, the arrays as it left them."""
+    plan.clock_for = None
     y = _pack(model, state)
     active, slip, touched = _modes(state)
     clock = plan.clock
@@ -439,22 +446,39 @@ def _call(model: Model, state: State, plan: Plan, t_end, dt, max_steps, energy0,
 
 
 def one_step(model: Model, state: State, plan: Plan, dt: float, t_end: float, energy0: float) -> tuple:
-    """What :func:`run` does for the commonest call — one step of ``dt`` from a complete ``state`` of a scene
-    without control programs (none past ``t_end``), no records, no step in progress — without what only the
+    """What :func:`run` does for the commonest call — one step of ``dt`` from ``state`` (completed as
+    :meth:`core.model.Model.complete` does unless it is the State the last step returned) of a scene without
+    control programs (none past ``t_end``), no records, no step in progress — without what only the
     general call needs (declarations, a step in progress, :class:`Batch`): one :meth:`core.Simulation.step`
-    (README, Benchmarks). Returns ``(new state, status, events)``, the status as :class:`Batch`'s; a step not
-    taken (diverged, chatter, or its event buffer filled inside it) returns ``state`` and no events. The caller
-    holds ``plan.lock``."""
-    c, y, active, slip, touched = _call(model, state, plan, t_end, dt, 1, energy0, 1, 0, False, math.nan, False,
-                                        False, True, 0, False, NO_TRACE)
-    if c[6] == 0:
+    (README, Benchmarks). A step from the State the last one returned, with the same dt, t_end and E(0), finds the
+    compiled call's clock as that step left it — the new state's time, step size, books and flags, the per-call
+    fields reset by the call itself — and does not pack it again. Returns ``(new state, status,
+    events)``, the status as :class:`Batch`'s; a step not taken (diverged, chatter, or its event buffer filled
+    inside it) returns ``state`` and no events. The caller holds ``plan.lock``."""
+    following = plan.clock_for
+    if following is not None and following[0] is state and plan.at_state is state and following[1] == dt \
+            and following[2] == t_end and following[3] == energy0:
+        y = _pack(model, state)
+        active, slip, touched = _modes(state)
+        advance_kernel.fast(model.kernel_tree, plan.tables, plan.workspace, plan.stage, y, active, slip, touched,
+                            plan.clock, plan.kernel_out, NO_TRACE, plan.events)
+    else:
+        state = model.complete(state)
+        _, y, active, slip, touched = _call(model, state, plan, t_end, dt, 1, energy0, 1, 0, False, math.nan, False,
+                                            False, True, 0, False, NO_TRACE)
+    (t, step_size, corrections, steps, status, iterations, rank_deficient, evaluated, t_target, n_events,
+     energy_scale, event_work) = _STEPPED_CLOCK.unpack_from(plan.clock)
+    plan.clock_for = None
+    if steps == 0:
         plan.at_state = None
-        return state, _STATUS[c[7]], ()
-    new = _unpack(model, y, state, c[0], c[4], c[3], c[8], active, slip, touched, bool(c[9]), c[24], c[25])
-    plan.at_state = new if c[10] else None
-    n_events = c[17]
+        return state, _STATUS[status], ()
+    new = _unpack(model, y, state, t, corrections, step_size, iterations, active, slip, touched, rank_deficient,
+                  energy_scale, event_work)
+    plan.at_state = new if evaluated else None
+    if evaluated and status == RUNNING and math.isnan(t_target):      # (a step complete, its state evaluated)
+        plan.clock_for = (new, dt, t_end, energy0)
     events = tuple(decode(model, plan.events[:n_events], plan.formulation, plan.watch_names)) if n_events else ()
-    return new, _STATUS[c[7]], events
+    return new, _STATUS[status], events
 
 
 def evaluated(model: Model, state: State, plan: Plan) -> None:

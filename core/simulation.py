@@ -330,7 +330,7 @@ class Simulation:
         if not model.programs:            # one compiled call (core.plan.one_step: its fixed cost is much of a
             plan = plan_of(model, self.inputs)                 # small model's step, README)
             with plan.lock:
-                state, status, events = one_step(model, model.complete(self.state), plan, dt, t_end, self._energy0)
+                state, status, events = one_step(model, self.state, plan, dt, t_end, self._energy0)
             if status == "ok":
                 self.state = state
                 if events:

@@ -687,6 +687,47 @@ def test_a_run_in_one_call_equals_single_steps_bit_for_bit():
     assert state_bits(single.state) == state_bits(batched.state)
 
 
+def test_single_steps_interleaved_on_one_plan_equal_each_stepped_alone():
+    """``Simulation.step`` reuses the compiled call's clock as the last step left it when it steps from the State
+    that step returned (:func:`core.plan.one_step`): two simulations of one model share one plan, so stepping them
+    in turn — with a shortened step, a changed dt and a restored snapshot between — must give each the states it
+    gets alone, bit for bit."""
+    model = build(variant("breaking_nail"))               # a nail, its books, and its break at 16 ms
+
+    def scripted(sim, other=None):
+        mine, theirs, snap = [], [], None
+        for i in range(40):
+            if i == 10:
+                sim.step(dt_max=4e-4)
+            elif i == 20:
+                sim.set_integrator("rk4", dt=5e-4)
+            elif i == 30:
+                sim.restore(snap)
+            else:
+                sim.step()
+            if i == 25:
+                snap = sim.snapshot()
+            mine.append(state_bits(sim.state))
+            if other is not None:
+                other.step()
+                theirs.append(state_bits(other.state))
+        return mine, theirs
+
+    def ahead():
+        sim = core.Simulation(model)
+        sim.run(0.0071)
+        return sim
+
+    alone_b, b = [], ahead()
+    for _ in range(40):
+        b.step()
+        alone_b.append(state_bits(b.state))
+    alone_a, _ = scripted(core.Simulation(model))
+    together_a, together_b = scripted(core.Simulation(model), ahead())
+    assert together_a == alone_a
+    assert together_b == alone_b
+
+
 @pytest.mark.parametrize("case", ["breaking_nail", "uno_kawato_arm_cash_karp"])
 def test_sparse_records_are_the_dense_records_at_the_shared_times(case):
     make, kw = BATCH_CASES[case]
