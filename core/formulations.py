@@ -62,19 +62,21 @@ import numpy as np
 
 from .aba import aba_solve, tree_span
 from .constraints import POINT_VELOCITY, active_layout, rows_kernel
+from .joint_constraints import JOINT_SPACE
 from .jit import njit
 from .kinematics import fk_kernel, integrate_kernel, normalize_kernel
 from .layout import MC, MC_GAMMA, MC_SYMMETRIC
-from .linalg import VALUES_LAPACK_SIZE, lu_solve, numerical_rank, singular_values, svd_columns, symmetric_product
+from .linalg import (VALUES_LAPACK_SIZE, cholesky_factor, lu_solve, numerical_rank, singular_values, svd_columns,
+                     symmetric_product)
 from .points import velocity_product_kernel
-from .solver import COMPRESS_ROWS, range_basis, solve_groups, symmetric_eigen
+from .solver import COMPRESS_ROWS, group_members, range_basis, solve_groups, symmetric_eigen
 
 FORMULATIONS = ("dynamic_constraints", "projection", "multipliers")
 PROJECTION_VARIANTS = ("Mc", "Mc_symmetric", "Mc_gamma")
 RANK_TOLERANCE = 1e-3
 
-__all__ = ["FORMULATIONS", "PROJECTION_VARIANTS", "RANK_TOLERANCE", "jacobian_svd", "pseudo_inverse",
-           "minv_jt", "jacobian_singular_values", "dynamic_constraints", "multipliers", "projection", "project_state"]
+__all__ = ["FORMULATIONS", "PROJECTION_VARIANTS", "RANK_TOLERANCE", "CERTIFIED_TOLERANCE", "jacobian_svd",
+           "pseudo_inverse", "minv_jt", "jacobian_singular_values", "jacobian_rank", "dynamic_constraints", "multipliers", "projection", "project_state"]
 
 
 # ---- shared pieces ----------------------------------------------------------------------------------------
@@ -97,20 +99,12 @@ def jacobian_singular_values(J, cons, rows, solve, dense, m, n_groups):
     spans (J is block diagonal over the groups, which share no tree, so these are J's; from the spans of
     :func:`dynamic_constraints`)."""
     idx, span, Ju, s, sj = solve.idx, solve.span, dense.Ju, solve.lam, dense.sj
-    group_of, row_of = rows.group_of, rows.row_of
+    start, members = group_members(rows.group_of, cons.shape[0], n_groups)
     ns = 0
     for g in range(n_groups):
-        n = 0
-        for c in range(cons.shape[0]):
-            if group_of[c] == g:
-                for b in range(cons[c].rows):
-                    idx[n] = row_of[c] + b
-                    n += 1
+        n, c0, c1 = _group_rows(cons, rows, span, start, members, g, idx)
         if n == 0:
             continue
-        c0, c1 = span[idx[0], 0], span[idx[0], 1]
-        for a in range(1, n):
-            c0, c1 = min(c0, span[idx[a], 0]), max(c1, span[idx[a], 1])
         p = c1 - c0
         if n >= VALUES_LAPACK_SIZE or (n <= p and n < COMPRESS_ROWS):   # Jᵀ's n columns (LAPACK's values from
             #                                                 VALUES_LAPACK_SIZE rows on, of any shape: no basis)
@@ -139,6 +133,119 @@ def jacobian_singular_values(J, cons, rows, solve, dense, m, n_groups):
         sj[b + 1] = x
 
 
+#: From this rank tolerance up, :func:`jacobian_rank` may certify full rank from Gram matrices (which square J's
+#: condition number: a certificate at tolerance τ asks for cond(G) < 1/τ², accurate to ~ε/τ² in double precision).
+CERTIFIED_TOLERANCE = 1e-6
+
+
+@njit
+def _group_rows(cons, rows, span, start, members, g, idx):
+    """The rows of group g (from :func:`core.solver.group_members`) into ``idx`` and the velocities they span:
+    ``(n, c0, c1)``."""
+    row_of = rows.row_of
+    n = 0
+    for j in range(start[g], start[g + 1]):
+        c = members[j]
+        for b in range(cons[c].rows):
+            idx[n] = row_of[c] + b
+            n += 1
+    if n == 0:
+        return 0, 0, 0
+    c0, c1 = span[idx[0], 0], span[idx[0], 1]
+    for a in range(1, n):
+        c0, c1 = min(c0, span[idx[a], 0]), max(c1, span[idx[a], 1])
+    return n, c0, c1
+
+
+@njit
+def _gram(J, idx, n, span, c0, c1, G):
+    """G ← the Gram matrix of the rows ``idx[:n]`` of J over the velocities c0 … c1 − 1 (p of them): J Jᵀ (n x n)
+    when n ≤ p, else Jᵀ J (p x p), each entry over the velocities the rows span; returns its size. Its nonzero
+    eigenvalues are the squares of those rows' singular values."""
+    p = c1 - c0
+    if n <= p:
+        for a in range(n):
+            ra = idx[a]
+            for b in range(a, n):
+                rb = idx[b]
+                s = 0.0
+                for k in range(max(span[ra, 0], span[rb, 0]), min(span[ra, 1], span[rb, 1])):
+                    s += J[ra, k] * J[rb, k]
+                G[a, b] = s
+                G[b, a] = s
+        return n
+    for i in range(p):
+        for k in range(p):
+            G[i, k] = 0.0
+    for a in range(n):                                        # Σ over the rows of their outer products (upper)
+        ra = idx[a]
+        k0, k1 = span[ra, 0], span[ra, 1]
+        for k in range(k0, k1):
+            x = J[ra, k]
+            if x != 0.0:
+                for l in range(k, k1):
+                    G[k - c0, l - c0] += x * J[ra, l]
+    for i in range(p):
+        for k in range(i):
+            G[i, k] = G[k, i]
+    return p
+
+
+@njit
+def _inverse_trace(L, n, x):
+    """tr((L Lᵀ)⁻¹) = ‖L⁻¹‖_F² from the lower Cholesky factor L (n x n): one forward substitution per unit
+    vector (``x``: scratch, n)."""
+    total = 0.0
+    for i in range(n):
+        for j in range(i, n):
+            s = 1.0 if j == i else 0.0
+            for k in range(i, j):
+                s -= L[j, k] * x[k]
+            x[j] = s / L[j, j]
+            total += x[j] * x[j]
+    return total
+
+
+@njit
+def jacobian_rank(J, cons, rows, solve, dense, m, n_groups, tolerance, scale):
+    """J's rank by the one rule (module docstring, *Rank*), from the groups' spans of :func:`dynamic_constraints`.
+    First a certificate that needs no singular value: each group's Gram matrix G (size s = min(n, p),
+    :func:`_gram`) has σ_max² ≤ ‖G‖_F and σ_min² = λ_min(G) ≥ 1/tr(G⁻¹) (tr(G⁻¹) = ‖L⁻¹‖_F², L its Cholesky factor);
+    when every group's lower bound clears twice the largest threshold these upper bounds allow, (τ · max(√‖G‖_F,
+    scale))², every group has rank s and J's rank is Σ s. Else — a group near a singularity, a tolerance below
+    :data:`CERTIFIED_TOLERANCE` — J's singular values decide (:func:`jacobian_singular_values`, ``dense.sj``)."""
+    if tolerance >= CERTIFIED_TOLERANCE:
+        idx, span, x = solve.idx, solve.span, dense.x
+        top, lowest, rank = 0.0, np.inf, 0
+        certified = True
+        start, members = group_members(rows.group_of, cons.shape[0], n_groups)
+        for g in range(n_groups):
+            n, c0, c1 = _group_rows(cons, rows, span, start, members, g, idx)
+            if n == 0:
+                continue
+            if c1 <= c0:
+                certified = False
+                break
+            G = solve.Ag if n <= c1 - c0 else dense.Mc        # (n x n in the solve's m x m scratch, or p x p in
+            size = _gram(J, idx, n, span, c0, c1, G)          # an nv x nv one, free under dynamic constraints)
+            fro = 0.0
+            for a in range(size):
+                for b in range(size):
+                    fro += G[a, b] * G[a, b]
+            top = max(top, np.sqrt(fro))
+            if not cholesky_factor(G, size):
+                certified = False
+                break
+            lowest = min(lowest, 1.0 / _inverse_trace(G, size, x))
+            rank += size
+        if certified:
+            ref = max(np.sqrt(top), scale)
+            if lowest > 2.0 * (tolerance * ref) ** 2:
+                return rank
+    jacobian_singular_values(J, cons, rows, solve, dense, m, n_groups)
+    return numerical_rank(dense.sj, m, tolerance, scale)
+
+
 @njit
 def pseudo_inverse(dense, m, nv, r):
     """``dense.Jpinv`` ← J⁺ (nv x m) and ``dense.P`` ← I − J⁺J (Aghili eq. 4, 15) from :func:`jacobian_svd`,
@@ -158,33 +265,68 @@ def pseudo_inverse(dense, m, nv, r):
 
 
 @njit
-def minv_jt(tree, aba, rows, solve, m):
+def minv_jt(tree, aba, cons, rows, solve, m):
     """``solve.Y`` ← M⁻¹Jᵀ (nv x m): one articulated-body solve per row over the trees the row acts on, reusing
     the factorization of ABA's pass 2 at this q (:func:`core.aba.aba_solve`; no mass matrix is formed); each
     row's span of velocities goes into ``solve.span`` (its group: :func:`dynamic_constraints`), and Y's column
-    stays zero outside it."""
+    stays zero outside it. A point constraint's rows act on the trees of its two links (no scan of the row); a
+    joint-space constraint's on those of its nonzero entries. Trees of one body each (free bodies, a box on
+    another box) take D⁻¹ of their joint, M⁻¹'s block (no solve)."""
     nv = solve.qdd_free.shape[0]
     J, Y, span, Dinv, col = rows.J, solve.Y, solve.span, aba.Dinv, solve.col    # (locals: loaded once)
-    parent, root, v_start, nv_j = tree.parent, tree.root, tree.v_start, tree.nv_j
-    for j in range(m):
-        lo, hi = tree_span(parent, root, v_start, nv_j, J[j], nv)
-        for k in range(span[j, 0], span[j, 1]):              # (column j is zero outside its last span)
-            Y[k, j] = 0.0
-        k0 = v_start[lo] if hi > lo else 0
-        k1 = v_start[hi - 1] + nv_j[hi - 1] if hi > lo else 0
-        span[j, 0], span[j, 1] = k0, k1
-        if hi == lo + 1:                                      # a lone body: M⁻¹ = D⁻¹ of its joint
-            n = k1 - k0
-            for a in range(n):
-                s = 0.0
-                for b in range(n):
-                    s += Dinv[lo, a, b] * J[j, k0 + b]
-                Y[k0 + a, j] = s
-        elif hi > lo:
-            aba_solve(parent, aba.Sw, v_start, nv_j, aba.U, aba.W, Dinv, J[j], col, aba.pA, aba.u, aba.acc,
-                      aba.s6[0], aba.s6[1], lo, hi)
-            for k in range(k0, k1):
-                Y[k, j] = col[k]
+    parent, root, v_start, nv_j, row_of = tree.parent, tree.root, tree.v_start, tree.nv_j, rows.row_of
+    N = parent.shape[0]
+    for c in range(cons.shape[0]):
+        row = row_of[c]
+        if row < 0:
+            continue
+        ka, kb = cons[c].link_a, cons[c].link_b
+        points = cons[c].kind != JOINT_SPACE
+        if points:                                            # the trees of links a and b (−1: the world)
+            lo, hi = _link_trees(root, v_start, nv_j, N, ka, kb)
+        for j in range(row, row + cons[c].rows):
+            if not points:
+                lo, hi = tree_span(parent, root, v_start, nv_j, J[j], nv)
+            for k in range(span[j, 0], span[j, 1]):          # (column j is zero outside its last span)
+                Y[k, j] = 0.0
+            k0 = v_start[lo] if hi > lo else 0
+            k1 = v_start[hi - 1] + nv_j[hi - 1] if hi > lo else 0
+            span[j, 0], span[j, 1] = k0, k1
+            lone = points and hi > lo
+            for i in range(lo, hi):
+                if root[i] != i:
+                    lone = False
+                    break
+            if lone:                                          # bodies alone in their trees: M⁻¹ is block diagonal,
+                for k in (ka, kb):                            # D⁻¹ of each joint, and J is zero but on a and b
+                    if k >= 0 and nv_j[k] > 0:
+                        a0, n = v_start[k], nv_j[k]
+                        for a in range(n):
+                            s = 0.0
+                            for b in range(n):
+                                s += Dinv[k, a, b] * J[j, a0 + b]
+                            Y[a0 + a, j] = s
+            elif hi > lo:
+                aba_solve(parent, aba.Sw, v_start, nv_j, aba.U, aba.W, Dinv, J[j], col, aba.pA, aba.u, aba.acc,
+                          aba.s6[0], aba.s6[1], lo, hi)
+                for k in range(k0, k1):
+                    Y[k, j] = col[k]
+
+
+@njit
+def _link_trees(root, v_start, nv_j, N, ka, kb):
+    """The links ``(lo, hi)`` of the whole trees of links ka and kb that have velocities (either −1: the world;
+    a tree that cannot move, a table welded to the world, adds no column)."""
+    lo, hi = N, 0
+    for k in (ka, kb):
+        if k >= 0:
+            r = root[k]
+            end = k + 1
+            while end < N and root[end] == r:                 # the rest of k's tree
+                end += 1
+            if v_start[end - 1] + nv_j[end - 1] > v_start[r]:
+                lo, hi = min(lo, r), max(hi, end)
+    return (lo, hi) if hi > lo else (0, 0)
 
 
 @njit

@@ -31,7 +31,7 @@ from .control.kernels import control_stage
 from .crba import mass_matrix_kernel
 from .energy import energies_kernel
 from .forces import ACTUATORS, forces_kernel
-from .formulations import (dynamic_constraints, jacobian_singular_values, jacobian_svd, minv_jt, multipliers,
+from .formulations import (dynamic_constraints, jacobian_rank, jacobian_svd, minv_jt, multipliers,
                            projection)
 from .jit import njit
 from .kinematics import fk_kernel, world_frame
@@ -142,7 +142,7 @@ def evaluate(tree, tab, ws, t, q, qd, z, m, n_groups, scale, full, out):
         aba_passes(tree, kin, aba, qd, tau, solve.qdd_free, st.mass_matrix, armature)   # (the plant stage made the
         #                                                                              frame)
         if m > 0:
-            minv_jt(tree, aba, rows, solve, m)
+            minv_jt(tree, aba, cons, rows, solve, m)
     if tab.equations.shape[0] > 0:                            # control equations (Kearney §4.2), with the dynamics
         equations_stage(tree, tab, ws, st, formulation, m, n_groups, scale, qd, tau, full, out)
     else:
@@ -418,8 +418,9 @@ def diagnostics(tree, cons, st, kin, rows, solve, dense, m, n_groups, formulatio
             out.deviation_rate[c] = np.sqrt(d2)
     if m > 0:
         if formulation != PROJECTION and formulation != MULTIPLIERS:   # (the other two computed J's SVD already)
-            jacobian_singular_values(rows.J, cons, rows, solve, dense, m, n_groups)
-        sc.jacobian_rank = numerical_rank(dense.sj, m, st.rank_tolerance, scale)
+            sc.jacobian_rank = jacobian_rank(rows.J, cons, rows, solve, dense, m, n_groups, st.rank_tolerance, scale)
+        else:
+            sc.jacobian_rank = numerical_rank(dense.sj, m, st.rank_tolerance, scale)
     ke, pe = energies_kernel(tree.inertia, tree.armature, tree.gravity, kin.R_WL, kin.p_WL, kin.v, qd)
     sc.energy_kinetic, sc.energy_gravity, sc.energy_elastic = ke, pe, elastic
 

@@ -22,7 +22,8 @@ import numpy as np
 from .jit import njit
 from .linalg import LAPACK_SIZE, cholesky_factor, cholesky_solve, lapack_ready
 
-__all__ = ["symmetric_eigen", "symmetric_eigenvalues", "row_dot", "range_basis", "solve_groups", "SVD", "DAMPED_LEAST_SQUARES"]
+__all__ = ["symmetric_eigen", "symmetric_eigenvalues", "row_dot", "range_basis", "group_members", "solve_groups", "SVD",
+           "DAMPED_LEAST_SQUARES"]
 
 SVD, DAMPED_LEAST_SQUARES = 0, 1
 #: Groups of this many rows or more are solved through an orthonormal basis of their J's columns (r = J's rank
@@ -312,6 +313,26 @@ def _group_cholesky(J, Y, B, span, idx, n, Ag, Q, Q1, C, x, Fg):
 
 
 @njit
+def group_members(group_of, K, n_groups):
+    """The active constraints (of K; ``group_of`` −1 when inactive) by group, in constraint order:
+    ``(start, members)``, group g's being ``members[start[g]:start[g + 1]]``."""
+    start = np.zeros(n_groups + 1, np.int64)
+    for c in range(K):
+        if group_of[c] >= 0:
+            start[group_of[c] + 1] += 1
+    for g in range(n_groups):
+        start[g + 1] += start[g]
+    fill = start.copy()
+    members = np.empty(max(K, 1), np.int64)
+    for c in range(K):
+        g = group_of[c]
+        if g >= 0:
+            members[fill[g]] = c
+            fill[g] += 1
+    return start, members
+
+
+@njit
 def solve_groups(J, Y, B, cons, row_of, group_of, n_groups, method, rcond, rho, F, svals, idx, Ag, Q, lam, QtB, Fg,
                  span, Q1, C, fast):
     """A F = −B group by group with force bounds (module docstring), A = J Y (Y = M⁻¹Jᵀ) formed block by block over
@@ -325,20 +346,7 @@ def solve_groups(J, Y, B, cons, row_of, group_of, n_groups, method, rcond, rho, 
     round-off, without eigenvectors; its eigenvalues are then computed alone to be reported, or, with ``fast``
     (an integrator's stage), not at all (n_svals 0)."""
     rank_total, dropped_total, min_kept, ns = 0, 0, np.inf, 0
-    K = cons.shape[0]
-    gstart = np.zeros(n_groups + 1, np.int64)                 # the groups' constraints, in constraint order
-    for c in range(K):
-        if group_of[c] >= 0:
-            gstart[group_of[c] + 1] += 1
-    for g in range(n_groups):
-        gstart[g + 1] += gstart[g]
-    fill = gstart.copy()
-    members = np.empty(max(K, 1), np.int64)
-    for c in range(K):
-        g = group_of[c]
-        if g >= 0:
-            members[fill[g]] = c
-            fill[g] += 1
+    gstart, members = group_members(group_of, cons.shape[0], n_groups)
     for g in range(n_groups):
         n = 0
         for j in range(gstart[g], gstart[g + 1]):             # rows of the group, in constraint order

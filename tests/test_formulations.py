@@ -255,6 +255,37 @@ def test_a_lone_row_through_zero_is_rank_deficient_only_with_the_scale_floor():
     assert a.data.jacobian_rank == 0 and a.data.rank_deficient
 
 
+def _rule(J, tolerance, scale) -> int:
+    """The one rank rule on NumPy's singular values of J (module docstring of core.formulations)."""
+    s = np.linalg.svd(J, compute_uv=False) if J.size else np.zeros(0)
+    return numerical_rank(s, s.size, tolerance, scale)
+
+
+@pytest.mark.parametrize("tolerance", [1e-3, 1e-8])
+def test_the_jacobian_rank_is_the_rule_on_the_singular_values_of_j_certified_or_not(tolerance):
+    """Under dynamic constraints a full evaluation's rank (:func:`core.formulations.jacobian_rank`) certifies
+    full rank from each group's Gram matrix where it can and takes J's singular values where it cannot (near a
+    singularity, or below CERTIFIED_TOLERANCE); either way it is the rule on NumPy's singular values of J: the box
+    stack at rest (one group: 60 rows on 30 velocities, rank 30), the free bodies held by redundant rows (rank 15
+    of 18), and the slider-crank swept through its singularity, where σ crosses the tolerance times the scale."""
+    stack = with_settings(core.load_scene(SCENES / "box_stack.json"), rank_tolerance=tolerance)
+    sim = core.Simulation(stack)
+    sim.run(0.05)
+    rest = look(stack, sim.state.t, sim.state.q, sim.state.qd, active=sim.state.active)
+    assert rest.J.shape == (60, 30) and rest.data.jacobian_rank == _rule(rest.J, tolerance, rest.scale) == 30
+    free = core.load_scene(SCENES / "three_link_free_bodies.json")
+    redundant = at(free, free.q0, free.qd0, "dynamic_constraints", rank_tolerance=tolerance)
+    assert redundant.data.jacobian_rank == _rule(redundant.J, tolerance, redundant.scale) < redundant.m == 18
+    crank = core.load_scene(SCENES / "slider_crank.json")
+    ranks = []
+    for d in tolerance * np.array([0.5, 0.9, 0.93, 0.97, 1.0, 1.5, 10.0, 1e3]):
+        a = at(crank, np.array([np.pi / 2 + d, np.pi - 2 * d]), np.zeros(2), "dynamic_constraints",
+               rank_tolerance=tolerance)
+        ranks.append(a.data.jacobian_rank)
+        assert a.data.jacobian_rank == _rule(a.J, tolerance, a.scale), d
+    assert ranks[0] == 0 and ranks[-1] == 1                   # (both sides of the threshold were swept)
+
+
 def test_multipliers_flag_the_slider_crank_singularity_instead_of_producing_garbage():
     """Near q1 = π/2 the reduction λ = (J M⁻¹Jᵀ)⁻¹(…) divides by σ² ≈ 5e-12: with a drifted state the multiplier
     would be ~1e5 N. The formulation reports the rank loss and drops the direction (λ = 0), so q̈ stays the
