@@ -99,8 +99,8 @@ def evaluate(tree, tab, ws, t, q, qd, z, m, n_groups, scale, full, out):
     nv, K = qd.shape[0], cons.shape[0]
     programs = tab.quantities.shape[0] > 0
     kinematics_stage(tree, kin, q, qd, full or m > 0 or tab.forces.shape[0] > 0 or programs)
-    if m > 0 or (full and K > 0) or tab.equations.shape[0] > 0:
-        rows_stage(tree, tab, ws, t, q, qd, m, full, out)
+    if m > 0 or (full and K > 0) or tab.equations.shape[0] > 0:   # (the open constraints' rows unless ``out``
+        rows_stage(tree, tab, ws, t, q, qd, m, full and not ws.integrator.flags[2], out)   # has this state's)
     extra = ws.programs.extra
     if programs:                                              # the programs' quantities and servos (Kearney §4.1)
         programs_stage(tree, tab, ws, t, q, qd, out)
@@ -147,7 +147,7 @@ def evaluate(tree, tab, ws, t, q, qd, z, m, n_groups, scale, full, out):
         equations_stage(tree, tab, ws, st, formulation, m, n_groups, scale, qd, tau, full, out)
     else:
         solve_stage(tree, cons, st, ws, formulation, m, n_groups, scale, tau, full, out)
-    powers(cons, rows.row_of, rows.J, out.multipliers, sources, qd, power)
+    powers(cons, rows.row_of, rows.J, out.multipliers, sources, qd, power, solve.span, formulation != PROJECTION)
     ok = True
     qdd, z_rate = out.qdd, out.z_rate
     for k in range(nv):
@@ -360,12 +360,13 @@ def equations_stage(tree, tab, ws, st, formulation, m, n_groups, scale, qd, tau,
 
 
 @njit
-def powers(cons, row_of, J, multipliers, sources, v, power):
+def powers(cons, row_of, J, multipliers, sources, v, power, span, spanned):
     """``power`` (K + 4) ← the power at the velocity v of each constraint's force J_cᵀλ_c, λ_c · (J_c v) (its rows
     of J and of the multipliers from ``row_of[c]``; zero for an inactive one), then of each source's generalized
     force τ_s · v (``sources``, 4 x nv: :func:`core.forces.forces_kernel`). The velocity is the state's q̇ in an
     evaluation, the end velocity q̇₁ of a first-order step, with the forces of its start (:mod:`core.integrators`):
-    the forces held over a step, times the displacement it makes."""
+    the forces held over a step, times the displacement it makes. With ``spanned`` each row's products run over
+    the velocities ``span`` gives it (:func:`core.formulations.minv_jt`'s, outside which the row is zero)."""
     K, nv = cons.shape[0], v.shape[0]
     for c in range(K):
         row = row_of[c]
@@ -373,7 +374,8 @@ def powers(cons, row_of, J, multipliers, sources, v, power):
         if row >= 0:
             for b in range(cons[c].rows):
                 jv = 0.0
-                for k in range(nv):
+                k0, k1 = (span[row + b, 0], span[row + b, 1]) if spanned else (0, nv)
+                for k in range(k0, k1):
                     jv += J[row + b, k] * v[k]
                 p += multipliers[row + b] * jv
         power[c] = p
@@ -449,7 +451,7 @@ def workspace(N, nv, K, R, L, V, P, F, n, n_points, n_limits, n_forces, Q, E, U,
                           np.zeros((nv, R2)), np.zeros((R2, R2)), np.zeros(R2), np.zeros(R2), np.zeros((nv, nv)),
                           np.zeros((nv, nv)), np.zeros((nv, nv)), np.zeros(max(nv, F)), np.zeros(nv), np.zeros(nv),
                           np.zeros(nv), np.zeros(3))             # (v1 also holds a mixture's gates, one per expert)
-    flags = np.zeros(2, np.bool_)
+    flags = np.zeros(3, np.bool_)
     flags[1] = True
     integrator = IntegratorWork(np.zeros((6, n)), np.zeros(n), np.zeros(n), flags, np.zeros((4, nv)), np.zeros(nv),
                                 np.zeros((R, nv)), np.zeros(R), np.zeros((4, nv)))

@@ -258,8 +258,8 @@ def _first_order_step(tree, tab, ws, stage, out, st, t, y, h, y1, nq, nv, m, n_g
     for j in range(w0 + npow, n):                             # z₁ = z₀ + h ż
         y1[j] = y[j] + h * k[0, j]
     work = y1[w0:w0 + npow]
-    powers(tab.constraints, ws.rows.row_of, J, lam, sources, y1[nq:nq + nv], work)   # P(q̇₁), then
-    for j in range(npow):                                                         # w₁ = w₀ + h P(q̇₁)
+    powers(tab.constraints, ws.rows.row_of, J, lam, sources, y1[nq:nq + nv], work, ws.solve.span, False)   # P(q̇₁),
+    for j in range(npow):                                                         # then w₁ = w₀ + h P(q̇₁)
         work[j] = y[w0 + j] + h * work[j]
     integrate_kernel(tree.joint_type, tree.q_start, tree.v_start, y[:nq], y1[nq:nq + nv], h, y1[:nq])
     normalize_kernel(tree.quat_starts, y1[:nq])               # q₁ = q₀ ⊕ h q̇₁
@@ -711,7 +711,10 @@ def advance(tree, tab, ws, stage, y, active, slip, touched, clock, out, trace, e
         ck.since += 1
         changed = refresh_slip(tab, ws.kin, out, active, slip, no_cap)
         if update_tables(tab, ws.kin, active, slip, 0.0) or changed:
-            if not evaluate(tree, tab, ws, t, y[:nq], y[nq:nq + nv], y[z0:], m, n_groups, scale, full, out):
+            iw.flags[2] = True            # (the same state and active set: the open constraints' rows in out stand,
+            ok = evaluate(tree, tab, ws, t, y[:nq], y[nq:nq + nv], y[z0:], m, n_groups, scale, full, out)
+            iw.flags[2] = False           # only the tables of the closed ones changed)
+            if not ok:
                 ck.status = NOT_FINITE
                 ck.evaluated = False
                 break

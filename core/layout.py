@@ -252,7 +252,8 @@ define_proxy(ControlWork, ControlWorkType, ['Y', 'wp', 'qd_r', 'qdd_r', 'q_d', '
 
 class IntegratorWork(StructRefProxy):
     """The integrator's stages ``k`` (6 x n: the derivatives of y = [q, q̇, work, z], n entries), the two
-    solutions ``y1``, ``y2`` (n) of an embedded pair, ``flags`` (two run-time booleans, False and True), the
+    solutions ``y1``, ``y2`` (n) of an embedded pair, ``flags`` (run-time booleans: False and True, then whether
+    ``out`` holds the open constraints' rows of the state evaluated, True only around such an evaluation), the
     ``implicitfast`` step's ``damping`` (4 x nv: −∂τ/∂q̇ of the joint dampers and actuators by power source,
     diagonal, as the step takes it) and the ``armature`` its articulated-body pass takes (nv: the joints' armature
     + h · the sources' damping), and a first-order step's forces at its start, which its work is booked with at
