@@ -183,7 +183,7 @@ def solve_stage(tree, cons, st, ws, formulation, m, n_groups, scale, tau, full, 
         jacobian_svd(rows.J, m, nv, dense)
         multipliers(st, rows, solve, dense, m, scale, out)
     else:
-        dynamic_constraints(cons, st, rows, solve, m, n_groups, full, out)
+        dynamic_constraints(tree, ws.aba, cons, st, rows, solve, dense, m, n_groups, full, out)
 
 
 @njit

@@ -22,8 +22,8 @@ import numpy as np
 from .jit import njit
 from .linalg import LAPACK_SIZE, cholesky_factor, cholesky_solve, lapack_ready
 
-__all__ = ["symmetric_eigen", "symmetric_eigenvalues", "row_dot", "range_basis", "group_members", "solve_groups", "SVD",
-           "DAMPED_LEAST_SQUARES"]
+__all__ = ["symmetric_eigen", "symmetric_eigenvalues", "row_dot", "range_basis", "group_members", "over_bound",
+           "solve_groups", "SVD", "DAMPED_LEAST_SQUARES"]
 
 SVD, DAMPED_LEAST_SQUARES = 0, 1
 #: Groups of this many rows or more are solved through an orthonormal basis of their J's columns (r = J's rank
@@ -252,7 +252,7 @@ def _group_eigen(J, Y, span, idx, n, lam, Q, Ag, Q1, C):
 
 
 @njit
-def _over_bound(cons, members, first, last, Fg):
+def over_bound(cons, members, first, last, Fg):
     """Whether a constraint of a group (``members[first:last]``, in constraint order; its rows of ``Fg`` in that
     order) has a force beyond its bound."""
     pos = 0
@@ -334,7 +334,7 @@ def group_members(group_of, K, n_groups):
 
 @njit
 def solve_groups(J, Y, B, cons, row_of, group_of, n_groups, method, rcond, rho, F, svals, idx, Ag, Q, lam, QtB, Fg,
-                 span, Q1, C, fast):
+                 span, Q1, C, fast, solved):
     """A F = −B group by group with force bounds (module docstring), A = J Y (Y = M⁻¹Jᵀ) formed block by block over
     the velocities each row spans (``span``); ``cons`` the constraint table (:data:`core.constraints.CONSTRAINT`:
     rows, basis, max_force), ``row_of``/``group_of`` from :func:`core.constraints.active_layout`.
@@ -344,10 +344,12 @@ def solve_groups(J, Y, B, cons, row_of, group_of, n_groups, method, rcond, rho, 
     :func:`_group_eigen`) has a Cholesky factor with every pivot above 1e-8 of the largest diagonal — far from the
     ``rcond`` truncation — and whose forces stay within their bounds is solved by that factor: the same F to
     round-off, without eigenvectors; its eigenvalues are then computed alone to be reported, or, with ``fast``
-    (an integrator's stage), not at all (n_svals 0)."""
+    (an integrator's stage), not at all (n_svals 0). Groups flagged in ``solved`` have their rows of F already."""
     rank_total, dropped_total, min_kept, ns = 0, 0, np.inf, 0
     gstart, members = group_members(group_of, cons.shape[0], n_groups)
     for g in range(n_groups):
+        if solved[g]:                                         # (its rows of F written already)
+            continue
         n = 0
         for j in range(gstart[g], gstart[g + 1]):             # rows of the group, in constraint order
             c = members[j]
@@ -357,7 +359,7 @@ def solve_groups(J, Y, B, cons, row_of, group_of, n_groups, method, rcond, rho, 
         if n == 0:
             continue
         size = _group_cholesky(J, Y, B, span, idx, n, Ag, Q, Q1, C, QtB, Fg) if method == SVD else 0
-        if size > 0 and not _over_bound(cons, members, gstart[g], gstart[g + 1], Fg):
+        if size > 0 and not over_bound(cons, members, gstart[g], gstart[g + 1], Fg):
             if fast:
                 for a in range(n):
                     F[idx[a]] = Fg[a]
@@ -397,7 +399,7 @@ def solve_groups(J, Y, B, cons, row_of, group_of, n_groups, method, rcond, rho, 
                     inv = lam[b] / (lam[b] * lam[b] + rho * rho) if method == DAMPED_LEAST_SQUARES else 1.0 / lam[b]
                     s += Q[a, b] * inv * QtB[b]
                 Fg[a] = -s
-            if not _over_bound(cons, members, gstart[g], gstart[g + 1], Fg) or k == 0:   # Mitchell: beyond a bound?
+            if not over_bound(cons, members, gstart[g], gstart[g + 1], Fg) or k == 0:   # Mitchell: beyond a bound?
                 break
             k -= 1                                            # drop the smallest kept singular value
         for a in range(n):

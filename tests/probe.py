@@ -108,7 +108,7 @@ def _bounded(A, B, cons, row_of, group_of, n_groups, method, rcond, rho):
     rank, dropped, kept, ns = solve_groups(A.copy(), np.eye(m), B.copy(), cons, row_of, group_of, n_groups, method,
                                            rcond, rho, F, svals, np.zeros(m, np.int64), np.zeros((m, m)),
                                            np.zeros((m, m)), np.zeros(m), np.zeros(m), np.zeros(m), span,
-                                           np.zeros((m, m)), np.zeros((m, m)), False)
+                                           np.zeros((m, m)), np.zeros((m, m)), False, np.zeros(n_groups, np.bool_))
     return F, rank, dropped, kept, svals[:ns].copy()
 
 
