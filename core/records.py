@@ -47,13 +47,17 @@ def record_width(columns) -> int:
     return sum(math.prod(shape) for _, shape in columns)
 
 
-def split(rows: np.ndarray, columns) -> dict[str, np.ndarray]:
-    """The named time series of ``rows`` (n x width), each (n, *shape)."""
+def split(rows: np.ndarray, columns, copy: bool = True) -> dict[str, np.ndarray]:
+    """The named time series of ``rows`` (n x width), each (n, *shape): copies, or, without ``copy`` (rows that no
+    one writes again, handed over), views of ``rows`` — a run's records are then the one buffer the compiled
+    call wrote, not a second copy of it (a wide scene's records are tens of kB a step, and each fresh copy pays
+    its pages' first touch)."""
     out, o = {}, 0
     n = rows.shape[0]
     for name, shape in columns:
         size = math.prod(shape)
-        out[name] = rows[:, o:o + size].reshape((n,) + tuple(shape)).copy()
+        series = rows[:, o:o + size].reshape((n,) + tuple(shape))
+        out[name] = series.copy() if copy else series
         o += size
     return out
 

@@ -69,6 +69,14 @@ class Snapshot:
 MAX_EVENTS = 100_000
 
 
+def _joined(chunks: list, columns) -> np.ndarray:
+    """The rows of a run's chunks of records as one array (one chunk as it is), which no one writes again: the
+    arrays :meth:`Simulation.run` returns are views of it."""
+    if not chunks:
+        return np.zeros((0, record_width(columns)))
+    return chunks[0] if len(chunks) == 1 else np.concatenate(chunks)
+
+
 def _check_dt(dt: float) -> None:
     """Raise ValueError unless ``dt`` is a time step a run can take: finite and at least
     :data:`core.scene.limits.MIN_DT` (a shorter one cannot move the clock)."""
@@ -382,8 +390,7 @@ class Simulation:
         t0, taken = self.state.t, 0
 
         def kept():
-            return None if sink is not None else split(
-                np.concatenate(chunks) if chunks else np.zeros((0, record_width(columns))), columns)
+            return None if sink is not None else split(_joined(chunks, columns), columns, copy=False)
         try:
             while first or self.state.t < t_end - eps:
                 self._trim_events()
@@ -397,7 +404,10 @@ class Simulation:
                 taken += batch.steps
                 since = batch.since
                 if batch.recorded:
-                    if sink is None:
+                    if sink is None and 2 * batch.recorded >= len(trace):   # most of the buffer: kept as it
+                        chunks.append(trace[:batch.recorded])              # is, the next batch writes a new one
+                        trace = np.empty_like(trace)                       # (rows never written cost no memory)
+                    elif sink is None:
                         chunks.append(trace[:batch.recorded].copy())
                     else:
                         sink(split(trace[:batch.recorded], columns))
@@ -412,7 +422,7 @@ class Simulation:
             self.wall_time += time.perf_counter() - start
         if sink is not None:
             return None
-        return split(np.concatenate(chunks) if chunks else np.zeros((0, record_width(columns))), columns)
+        return split(_joined(chunks, columns), columns, copy=False)
 
     # ---- records ------------------------------------------------------------------------------------------
     def record(self, records: Records) -> None:
