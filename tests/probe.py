@@ -18,13 +18,15 @@ import numpy as np
 
 import core
 from core.constraints import CONSTRAINT
+from core.constraints import active_layout
 from core.formulations import project_state
+from core.forward import evaluate
 from core.jit import njit
 from core.model import State
 from core.solver import DAMPED_LEAST_SQUARES, SVD, solve_groups
 from core.plan import build_plan, data as plan_data, run
 
-__all__ = ["look", "project", "bounded_solve", "with_settings"]
+__all__ = ["look", "stage", "project", "bounded_solve", "with_settings"]
 
 
 @njit
@@ -86,6 +88,31 @@ def look(model: core.Model, t=0.0, q=None, qd=None, z=None, active=None, inputs:
         out.B, out.MinvJt, out.qdd_free = _solve(plan.workspace, m)
         out.A = J @ out.MinvJt                                # (the pipeline forms A's blocks only as it needs them)
     return out
+
+
+@njit
+def _stage(tree, tab, ws, t, q, qd, z, active, stage_out):
+    rows = ws.rows
+    cons = tab.constraints
+    m, n_groups = active_layout(cons, tab.variables, tree.root, active, rows.row_of, rows.group_of, rows.uf)
+    scale = 0.0
+    for c in range(cons.shape[0]):
+        if active[c]:
+            scale = max(scale, cons[c].jacobian_scale)
+    evaluate(tree, tab, ws, t, q, qd, z, m, n_groups, scale, False, stage_out)
+    return stage_out.qdd.copy(), stage_out.multipliers[:m].copy()
+
+
+def stage(model: core.Model, t, q, qd, active, inputs: core.Inputs = core.Inputs()):
+    """An integrator stage's evaluation at (t, q, q̇) with the constraints ``active`` — the solve a step's later
+    stages take, without the full evaluation's diagnostics (:func:`core.forward.evaluate` without ``full``), on a
+    plan whose contact tables were written at that state: ``(q̈, multipliers of the active rows)``."""
+    state = model.complete(State(float(t), np.array(q, float), np.array(qd, float), active=np.array(active, bool)))
+    plan = build_plan(model, inputs)
+    if run(model, state, plan, 1.0, state.t, 0, check_events=False).status == "diverged":
+        raise core.DivergenceError("the evaluation is not finite")
+    return _stage(model.kernel_tree, plan.tables, plan.workspace, float(t), state.q, state.qd, state.z,
+                  state.active, plan.stage)
 
 
 def project(model: core.Model, t, q, qd, active=None, inputs: core.Inputs = core.Inputs()):

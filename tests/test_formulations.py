@@ -24,10 +24,10 @@ import numpy as np
 import pytest
 
 import core
-from core.formulations import FORMULATIONS, PROJECTION_VARIANTS
+from core.formulations import FORMULATIONS, PROJECTION_VARIANTS, _resting_group
 from core.linalg import numerical_rank
 from core.scene import compile_scene, parse_spec
-from probe import look, project, with_settings
+from probe import look, project, stage, with_settings
 from trees import random_state, random_tree_spec
 
 SCENES = Path(__file__).resolve().parent.parent / "scenes"
@@ -284,6 +284,37 @@ def test_the_jacobian_rank_is_the_rule_on_the_singular_values_of_j_certified_or_
         ranks.append(a.data.jacobian_rank)
         assert a.data.jacobian_rank == _rule(a.J, tolerance, a.scale), d
     assert ranks[0] == 0 and ranks[-1] == 1                   # (both sides of the threshold were swept)
+
+
+def test_a_stage_solves_bodies_resting_on_each_other_as_the_minimum_norm_solution():
+    """Five boxes stacked at rest: one group of 60 rows (four corners of each box, a normal and two stick rows
+    each) on 30 velocities, J of full column rank, every body alone in its tree. An integrator's stage solves it
+    without A (:func:`core.formulations._resting_group`: F = J G⁻¹ M x, x = −G⁻¹JᵀB, G = JᵀJ); its forces and
+    accelerations are the minimum-norm solution F = −A⁺B of the full evaluation's A and B (NumPy's pseudo-inverse),
+    and equal the full evaluation's own (the compressed eigen-solve) to round-off."""
+    stack = core.load_scene(SCENES / "box_stack.json")
+    sim = core.Simulation(stack)
+    sim.run(0.05)
+    s = sim.state
+    full = look(stack, s.t, s.q, s.qd, active=s.active)
+    assert full.J.shape == (60, 30) and np.linalg.matrix_rank(full.J) == 30
+    qdd, lam = stage(stack, s.t, s.q, s.qd, s.active)
+    F = -np.linalg.pinv(full.A, rcond=1e-12) @ full.B
+    top = np.abs(F).max()
+    assert top > 10.0                                         # (the stack's weight, hundreds of newtons)
+    np.testing.assert_allclose(lam, F, rtol=0, atol=1e-9 * top)
+    np.testing.assert_allclose(qdd, full.qdd_free + full.MinvJt @ F, rtol=0, atol=1e-9)
+    np.testing.assert_allclose(lam, full.lam, rtol=0, atol=1e-9 * top)
+    np.testing.assert_allclose(qdd, full.data.qdd, rtol=0, atol=1e-9)
+    assert np.abs(qdd).max() < 1e-6                           # (at rest)
+    tree = stack.tree                                         # the group's own solve, called as the stage calls it
+    n, p = full.J.shape
+    Fg = np.full(n, np.nan)
+    span = np.tile([0, p, 0], (n, 1))
+    taken = _resting_group(full.J, full.B, np.arange(n), n, span, 0, p, tree.root, tree.v_start, tree.nv_j,
+                           tree.lone_Dinv, np.zeros((p, p)), np.zeros((6, 6)), np.zeros(p), np.zeros(p), Fg)
+    assert taken and tree.lone.all()
+    np.testing.assert_allclose(Fg, F, rtol=0, atol=1e-9 * top)
 
 
 def test_multipliers_flag_the_slider_crank_singularity_instead_of_producing_garbage():
