@@ -66,8 +66,8 @@ from .joint_constraints import JOINT_SPACE
 from .jit import njit
 from .kinematics import fk_kernel, integrate_kernel, normalize_kernel
 from .layout import MC, MC_GAMMA, MC_SYMMETRIC
-from .linalg import (VALUES_LAPACK_SIZE, cholesky_factor, cholesky_solve, lu_solve, numerical_rank, singular_values, svd_columns,
-                     symmetric_product)
+from .linalg import (VALUES_LAPACK_SIZE, cholesky_factor, cholesky_solve, lu_solve, numerical_rank, singular_values,
+                     svd_columns, symmetric_product)
 from .points import velocity_product_kernel
 from .solver import COMPRESS_ROWS, SVD, group_members, over_bound, range_basis, solve_groups, symmetric_eigen
 
@@ -76,7 +76,8 @@ PROJECTION_VARIANTS = ("Mc", "Mc_symmetric", "Mc_gamma")
 RANK_TOLERANCE = 1e-3
 
 __all__ = ["FORMULATIONS", "PROJECTION_VARIANTS", "RANK_TOLERANCE", "CERTIFIED_TOLERANCE", "jacobian_svd",
-           "pseudo_inverse", "minv_jt", "jacobian_singular_values", "jacobian_rank", "dynamic_constraints", "multipliers", "projection", "project_state"]
+           "pseudo_inverse", "minv_jt", "jacobian_singular_values", "certified_rank", "jacobian_rank",
+           "dynamic_constraints", "multipliers", "projection", "project_state"]
 
 
 # ---- shared pieces ----------------------------------------------------------------------------------------
@@ -192,56 +193,95 @@ def _gram(J, idx, n, span, c0, c1, G):
 
 
 @njit
-def _inverse_trace(L, n, x):
-    """tr((L Lᵀ)⁻¹) = ‖L⁻¹‖_F² from the lower Cholesky factor L (n x n): one forward substitution per unit
-    vector (``x``: scratch, n)."""
-    total = 0.0
-    for i in range(n):
-        for j in range(i, n):
+def certified_rank(G, n, above, below, piv, d, L, x):
+    """The number of eigenvalues of the symmetric positive semi-definite ``G[:n, :n]`` above a threshold known to
+    lie between ``below`` and ``above``, when a pivoted Cholesky factorization proves it, else −1. After k pivots
+    (each the largest remaining diagonal entry of the Schur complement S; ``piv``: G's indices in their order) with
+    factor L₁₁ of the pivots' principal block G₁₁: λ_k(G) ≥ λ_min(G₁₁) ≥ 1/tr(G₁₁⁻¹) = 1/‖L₁₁⁻¹‖_F² (Cauchy's
+    interlacing) and λ_{k+1}(G) ≤ λ_max(S) ≤ tr(S) (Courant–Fischer on x₁ = −G₁₁⁻¹G₁₂x₂). The factorization stops
+    at the first k where tr(S) < below / 2; the rank is k if then 1/tr(G₁₁⁻¹) > 2 above. Left-looking, G left as it
+    is: L's column k in ``L[:, k]`` by G's index, S's diagonal in ``d``; ``x``: scratch (n)."""
+    for a in range(n):
+        piv[a] = a
+        d[a] = G[a, a]
+    k = 0
+    while k < n:
+        rest, best = 0.0, k
+        for j in range(k, n):
+            rest += d[piv[j]]
+            if d[piv[j]] > d[piv[best]]:
+                best = j
+        if rest < 0.5 * below:
+            break
+        piv[k], piv[best] = piv[best], piv[k]
+        p = piv[k]
+        if not d[p] > 0.0:
+            return -1
+        lkk = np.sqrt(d[p])
+        L[p, k] = lkk
+        for j in range(k + 1, n):                             # column k of L below the pivot, S's diagonal updated
+            i = piv[j]
+            s = G[i, p]
+            for t in range(k):
+                s -= L[i, t] * L[p, t]
+            L[i, k] = s / lkk
+            d[i] -= L[i, k] * L[i, k]
+        k += 1
+    if k == 0:
+        return 0
+    total = 0.0                                               # tr(G₁₁⁻¹) = ‖L₁₁⁻¹‖_F²: forward substitutions
+    for i in range(k):
+        for j in range(i, k):
             s = 1.0 if j == i else 0.0
-            for k in range(i, j):
-                s -= L[j, k] * x[k]
-            x[j] = s / L[j, j]
+            for t in range(i, j):
+                s -= L[piv[j], t] * x[t]
+            x[j] = s / L[piv[j], j]
             total += x[j] * x[j]
-    return total
+    return k if 1.0 / total > 2.0 * above else -1
 
 
 @njit
 def jacobian_rank(J, cons, rows, solve, dense, m, n_groups, tolerance, scale):
     """J's rank by the one rule (module docstring, *Rank*), from the groups' spans of :func:`dynamic_constraints`.
-    First a certificate that needs no singular value: each group's Gram matrix G (size s = min(n, p),
-    :func:`_gram`) has σ_max² ≤ ‖G‖_F and σ_min² = λ_min(G) ≥ 1/tr(G⁻¹) (tr(G⁻¹) = ‖L⁻¹‖_F², L its Cholesky factor);
-    when every group's lower bound clears twice the largest threshold these upper bounds allow, (τ · max(√‖G‖_F,
-    scale))², every group has rank s and J's rank is Σ s. Else — a group near a singularity, a tolerance below
-    :data:`CERTIFIED_TOLERANCE` — J's singular values decide (:func:`jacobian_singular_values`, ``dense.sj``)."""
+    First a certificate that needs no singular value: σ_max² lies between the largest squared norm of a row and the
+    largest ‖J_g‖_F² of a group, so the rule's threshold (τ · max(σ_max, scale))² between the two bounds these give,
+    and :func:`certified_rank` counts the eigenvalues above it of each group's Gram matrix (:func:`_gram`: J's
+    squared singular values) where its pivoted Cholesky factorization proves the count. Else — a group with a
+    singular value near the threshold, a tolerance below :data:`CERTIFIED_TOLERANCE` — J's singular values decide
+    (:func:`jacobian_singular_values`, ``dense.sj``)."""
     if tolerance >= CERTIFIED_TOLERANCE:
-        idx, span, x = solve.idx, solve.span, dense.x
-        top, lowest, rank = 0.0, np.inf, 0
-        certified = True
+        idx, span = solve.idx, solve.span
         start, members = group_members(rows.group_of, cons.shape[0], n_groups)
+        top, longest = 0.0, 0.0
+        for g in range(n_groups):                             # the bounds of σ_max², from the rows' norms
+            n, c0, c1 = _group_rows(cons, rows, span, start, members, g, idx)
+            fro = 0.0
+            for a in range(n):
+                r2 = 0.0
+                for k in range(span[idx[a], 0], span[idx[a], 1]):
+                    r2 += J[idx[a], k] * J[idx[a], k]
+                fro += r2
+                longest = max(longest, r2)
+            top = max(top, fro)
+        above = (tolerance * max(np.sqrt(top), scale)) ** 2
+        below = (tolerance * max(np.sqrt(longest), scale)) ** 2
+        rank = 0
         for g in range(n_groups):
             n, c0, c1 = _group_rows(cons, rows, span, start, members, g, idx)
             if n == 0:
                 continue
             if c1 <= c0:
-                certified = False
+                rank = -1
                 break
             G = solve.Ag if n <= c1 - c0 else dense.Mc        # (n x n in the solve's m x m scratch, or p x p in
             size = _gram(J, idx, n, span, c0, c1, G)          # an nv x nv one, free under dynamic constraints)
-            fro = 0.0
-            for a in range(size):
-                for b in range(size):
-                    fro += G[a, b] * G[a, b]
-            top = max(top, np.sqrt(fro))
-            if not cholesky_factor(G, size):
-                certified = False
+            r = certified_rank(G, size, above, below, dense.piv, dense.y, solve.Q, dense.x)
+            if r < 0:
+                rank = -1
                 break
-            lowest = min(lowest, 1.0 / _inverse_trace(G, size, x))
-            rank += size
-        if certified:
-            ref = max(np.sqrt(top), scale)
-            if lowest > 2.0 * (tolerance * ref) ** 2:
-                return rank
+            rank += r
+        if rank >= 0:
+            return rank
     jacobian_singular_values(J, cons, rows, solve, dense, m, n_groups)
     return numerical_rank(dense.sj, m, tolerance, scale)
 

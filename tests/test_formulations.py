@@ -24,7 +24,7 @@ import numpy as np
 import pytest
 
 import core
-from core.formulations import FORMULATIONS, PROJECTION_VARIANTS, _resting_group
+from core.formulations import FORMULATIONS, PROJECTION_VARIANTS, _resting_group, certified_rank
 from core.linalg import numerical_rank
 from core.scene import compile_scene, parse_spec
 from probe import look, project, stage, with_settings
@@ -284,6 +284,39 @@ def test_the_jacobian_rank_is_the_rule_on_the_singular_values_of_j_certified_or_
         ranks.append(a.data.jacobian_rank)
         assert a.data.jacobian_rank == _rule(a.J, tolerance, a.scale), d
     assert ranks[0] == 0 and ranks[-1] == 1                   # (both sides of the threshold were swept)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_a_certified_rank_is_never_wrong_and_is_found_across_a_clear_gap(seed):
+    """:func:`core.formulations.certified_rank` on symmetric positive semi-definite matrices of known spectra (sizes
+    1–30, ranks 0–n, eigenvalues graded over six decades, then a gap or none): whenever it answers, its rank r has
+    λ_r above twice the upper bound of the threshold and λ_{r+1} below half its lower bound — the rule's count for
+    any threshold between them; across a clear gap (the kept eigenvalues ≥ 10⁴ times the threshold, the others
+    ≤ 10⁻⁴ times it) it answers; with an eigenvalue at the threshold it declines (−1)."""
+    rng = np.random.default_rng(seed)
+    for _ in range(40):
+        n = int(rng.integers(1, 31))
+        r = int(rng.integers(0, n + 1))
+        threshold = 10.0 ** rng.uniform(-8, -2)
+        big = threshold * 10.0 ** rng.uniform(4, 10, r)
+        small = threshold * 10.0 ** rng.uniform(-12, -4, n - r) * (rng.random(n - r) > 0.3)
+        for case in ("gap", "at"):
+            lam = np.concatenate([big, small])
+            if case == "at" and n > 0:
+                lam[int(rng.integers(0, n))] = threshold
+            Q = np.linalg.qr(rng.standard_normal((n, n)))[0]
+            G = (Q * lam) @ Q.T
+            G = 0.5 * (G + G.T)
+            got = certified_rank(G, n, threshold, threshold, np.zeros(n, np.int64), np.zeros(n), np.zeros((n, n)),
+                                 np.zeros(n))
+            ordered = np.sort(lam)[::-1]
+            if got >= 0:
+                assert got == 0 or ordered[got - 1] > threshold, (n, r, got)
+                assert got == n or ordered[got] < threshold, (n, r, got)
+            if case == "gap":
+                assert got == r
+            else:
+                assert got == -1
 
 
 def test_a_stage_solves_bodies_resting_on_each_other_as_the_minimum_norm_solution():
