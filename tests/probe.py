@@ -18,9 +18,9 @@ import numpy as np
 
 import core
 from core.constraints import CONSTRAINT
-from core.constraints import active_layout
 from core.formulations import project_state
 from core.forward import evaluate
+from core.integrators import _layout
 from core.jit import njit
 from core.model import State
 from core.solver import DAMPED_LEAST_SQUARES, SVD, solve_groups
@@ -92,13 +92,7 @@ def look(model: core.Model, t=0.0, q=None, qd=None, z=None, active=None, inputs:
 
 @njit
 def _stage(tree, tab, ws, t, q, qd, z, active, stage_out):
-    rows = ws.rows
-    cons = tab.constraints
-    m, n_groups = active_layout(cons, tab.variables, tree.root, active, rows.row_of, rows.group_of, rows.uf)
-    scale = 0.0
-    for c in range(cons.shape[0]):
-        if active[c]:
-            scale = max(scale, cons[c].jacobian_scale)
+    m, n_groups, scale = _layout(tab, tree, ws.rows, active)
     evaluate(tree, tab, ws, t, q, qd, z, m, n_groups, scale, False, stage_out)
     return stage_out.qdd.copy(), stage_out.multipliers[:m].copy()
 
