@@ -69,7 +69,8 @@ from .layout import MC, MC_GAMMA, MC_SYMMETRIC
 from .linalg import (VALUES_LAPACK_SIZE, cholesky_factor, cholesky_solve, lu_solve, numerical_rank, singular_values,
                      svd_columns, symmetric_product)
 from .points import velocity_product_kernel
-from .solver import COMPRESS_ROWS, SVD, group_members, over_bound, range_basis, solve_groups, symmetric_eigen
+from .solver import (COMPRESS_ROWS, SVD, group_block, group_members, over_bound, range_basis, solve_groups,
+                     symmetric_eigen)
 
 FORMULATIONS = ("dynamic_constraints", "projection", "multipliers")
 PROJECTION_VARIANTS = ("Mc", "Mc_symmetric", "Mc_gamma")
@@ -165,15 +166,7 @@ def _gram(J, idx, n, span, c0, c1, G):
     eigenvalues are the squares of those rows' singular values."""
     p = c1 - c0
     if n <= p:
-        for a in range(n):
-            ra = idx[a]
-            for b in range(a, n):
-                rb = idx[b]
-                s = 0.0
-                for k in range(max(span[ra, 0], span[rb, 0]), min(span[ra, 1], span[rb, 1])):
-                    s += J[ra, k] * J[rb, k]
-                G[a, b] = s
-                G[b, a] = s
+        group_block(J, J.T, span, idx, n, G)
         return n
     for i in range(p):
         for k in range(p):

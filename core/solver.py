@@ -22,8 +22,8 @@ import numpy as np
 from .jit import njit
 from .linalg import LAPACK_SIZE, cholesky_factor, cholesky_solve, lapack_ready
 
-__all__ = ["symmetric_eigen", "symmetric_eigenvalues", "row_dot", "range_basis", "group_members", "over_bound",
-           "solve_groups", "SVD", "DAMPED_LEAST_SQUARES"]
+__all__ = ["symmetric_eigen", "symmetric_eigenvalues", "row_dot", "range_basis", "group_block", "group_members",
+           "over_bound", "solve_groups", "SVD", "DAMPED_LEAST_SQUARES"]
 
 SVD, DAMPED_LEAST_SQUARES = 0, 1
 #: Groups of this many rows or more are solved through an orthonormal basis of their J's columns (r = J's rank
@@ -174,8 +174,9 @@ def range_basis(J, idx, n, c0, c1, Q1, Rq, coefficients):
 
 
 @njit
-def _block(J, Y, span, idx, n, Ag):
-    """Ag[:n, :n] ← the group's block of A = J M⁻¹Jᵀ (Y = M⁻¹Jᵀ), each entry over the velocities both rows span."""
+def group_block(J, Y, span, idx, n, Ag):
+    """Ag[:n, :n] ← the group's block of A = J M⁻¹Jᵀ (Y = M⁻¹Jᵀ; with Y = Jᵀ its Gram matrix J Jᵀ), each entry over
+    the velocities both rows span."""
     for a in range(n):
         ra = idx[a]
         for b in range(a, n):
@@ -198,7 +199,7 @@ def _compressed(J, Y, span, idx, n, c0, c1, Q1, R, T, C):
     p = c1 - c0
     r = range_basis(J, idx, n, c0, c1, Q1, R, p < n)          # (fewer velocities: Q₁ᵀ J with the basis, in R)
     if p >= n:
-        _block(J, Y, span, idx, n, R)
+        group_block(J, Y, span, idx, n, R)
         for j in range(r):
             for a in range(n):
                 T[j, a] = row_dot(R, a, Q1, j, n)
@@ -234,7 +235,7 @@ def _group_eigen(J, Y, span, idx, n, lam, Q, Ag, Q1, C):
     for a in range(1, n):
         c0, c1 = min(c0, span[idx[a], 0]), max(c1, span[idx[a], 1])
     if n <= c1 - c0 and n < COMPRESS_ROWS:
-        _block(J, Y, span, idx, n, Ag)
+        group_block(J, Y, span, idx, n, Ag)
         symmetric_eigen(Ag, n, lam, Q)
         return
     r = _compressed(J, Y, span, idx, n, c0, c1, Q1, Ag, Q, C)
@@ -282,7 +283,7 @@ def _group_cholesky(J, Y, B, span, idx, n, Ag, Q, Q1, C, x, Fg):
     for a in range(1, n):
         c0, c1 = min(c0, span[idx[a], 0]), max(c1, span[idx[a], 1])
     if n <= c1 - c0 and n < COMPRESS_ROWS:
-        _block(J, Y, span, idx, n, Ag)
+        group_block(J, Y, span, idx, n, Ag)
         for a in range(n):
             x[a] = B[idx[a]]
             for b in range(n):
