@@ -122,8 +122,9 @@ class Plan:
     watch_names: tuple = ()                # (program, watch) of each row of the watch table
     quantity_names: tuple = ()
     at_state: State | None = None          # the State `out` was evaluated at (States are values)
-    clock_for: tuple | None = None         # (state, dt, t_end, energy0) of the next step the clock as :func:`one_step`
-                                           # left it describes (None once anything else called the kernel)
+    clock_for: tuple | None = None         # (dt, t_end, energy0) of the step from ``at_state`` that the clock as
+                                           # :func:`one_step` left it describes (None once anything else called
+                                           # the kernel; a command that changes the tables drops ``at_state``)
     columns: tuple | None = None           # the records' columns (core.step.record_layout), made once
     lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -455,9 +456,7 @@ def one_step(model: Model, state: State, plan: Plan, dt: float, t_end: float, en
     fields reset by the call itself — and does not pack it again. Returns ``(new state, status,
     events)``, the status as :class:`Batch`'s; a step not taken (diverged, chatter, or its event buffer filled
     inside it) returns ``state`` and no events. The caller holds ``plan.lock``."""
-    following = plan.clock_for
-    if following is not None and following[0] is state and plan.at_state is state and following[1] == dt \
-            and following[2] == t_end and following[3] == energy0:
+    if plan.at_state is state and plan.clock_for == (dt, t_end, energy0):
         y = _pack(model, state)
         active, slip, touched = _modes(state)
         advance_kernel.fast(model.kernel_tree, plan.tables, plan.workspace, plan.stage, y, active, slip, touched,
@@ -476,7 +475,7 @@ def one_step(model: Model, state: State, plan: Plan, dt: float, t_end: float, en
                   energy_scale, event_work)
     plan.at_state = new if evaluated else None
     if evaluated and status == RUNNING and math.isnan(t_target):      # (a step complete, its state evaluated)
-        plan.clock_for = (new, dt, t_end, energy0)
+        plan.clock_for = (dt, t_end, energy0)
     events = tuple(decode(model, plan.events[:n_events], plan.formulation, plan.watch_names)) if n_events else ()
     return new, _STATUS[status], events
 
